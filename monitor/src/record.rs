@@ -1,0 +1,296 @@
+//! The action record: one decoded, resolved and paired kernel event, as it
+//! appears in the JSON trace and as the policy engine and the oracle see it.
+//!
+//! Strings that come from the kernel are bytes. They are written as JSON
+//! strings when they are valid UTF-8; otherwise the string holds a lossy
+//! rendering (invalid bytes become U+FFFD) and a sibling field with the same
+//! name plus `_b64` holds the exact bytes in standard base64. Consumers that
+//! need exact bytes use the `_b64` field when present.
+
+use serde::{Deserialize, Serialize};
+
+/// Operation kind. Names are shared with policy files and docs
+/// (`monitor_common::EventKind::name`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Op {
+    Unlink,
+    Rmdir,
+    Rename,
+    Chmod,
+    Chown,
+    Truncate,
+    Write,
+    Exec,
+    Fork,
+    Exit,
+    IoUringSetup,
+}
+
+impl Op {
+    pub const ALL: [Op; 11] = [
+        Op::Unlink,
+        Op::Rmdir,
+        Op::Rename,
+        Op::Chmod,
+        Op::Chown,
+        Op::Truncate,
+        Op::Write,
+        Op::Exec,
+        Op::Fork,
+        Op::Exit,
+        Op::IoUringSetup,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Unlink => "unlink",
+            Op::Rmdir => "rmdir",
+            Op::Rename => "rename",
+            Op::Chmod => "chmod",
+            Op::Chown => "chown",
+            Op::Truncate => "truncate",
+            Op::Write => "write",
+            Op::Exec => "exec",
+            Op::Fork => "fork",
+            Op::Exit => "exit",
+            Op::IoUringSetup => "io_uring_setup",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<Op> {
+        Op::ALL.into_iter().find(|op| op.name() == s)
+    }
+
+    /// Operations that change file-system state or run a program (as opposed
+    /// to process lifecycle bookkeeping).
+    pub fn is_action(self) -> bool {
+        !matches!(self, Op::Fork | Op::Exit | Op::IoUringSetup)
+    }
+}
+
+impl std::fmt::Display for Op {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How hard an action is to undo.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Irreversibility {
+    Reversible,
+    Recoverable,
+    Irreversible,
+}
+
+/// What an action touches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    Workspace,
+    Shared,
+    Protected,
+    Production,
+}
+
+/// What to do about an action, named after the standard risk responses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Treatment {
+    /// Allow and record.
+    Accept,
+    /// Allow and flag.
+    Audit,
+    /// Transfer the decision to a human.
+    Confirm,
+    /// Keep a copy, then allow.
+    Preserve,
+    /// Refuse.
+    Deny,
+}
+
+/// A policy's judgement of one action.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// Id of the rule that decided (or `default` when no rule matched).
+    pub rule: String,
+    pub treatment: Treatment,
+    pub irreversibility: Irreversibility,
+    pub scope: Scope,
+    /// One-line human reason.
+    pub reason: String,
+}
+
+/// One action as recorded in the trace.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Action {
+    pub op: Option<Op>,
+    /// Syscall name (`unlinkat`, `openat`, ...); empty for lifecycle events.
+    pub syscall: String,
+    /// CLOCK_MONOTONIC nanoseconds at syscall entry.
+    pub ktime_ns: u64,
+    /// Wall-clock time at syscall entry, RFC 3339 UTC.
+    pub time: String,
+    pub pid: u32,
+    pub tid: u32,
+    pub ppid: u32,
+    pub uid: u32,
+    pub gid: u32,
+    pub comm: String,
+    /// Executable of the acting process, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exe: Option<String>,
+    pub cgroup_id: u64,
+    /// Name of the watch target (daemon mode) the process belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+
+    /// Resolved absolute path as the host sees it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_b64: Option<String>,
+    /// The same path as the process sees it, when its root is not the host root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container_path: Option<String>,
+    /// Raw path argument as passed to the syscall.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_path_b64: Option<String>,
+    /// Second path (rename destination), resolved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path2: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path2_b64: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container_path2: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_path2: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_path2_b64: Option<String>,
+    /// Problems resolving the path(s): `truncated`, `depth_limit`,
+    /// `disconnected`, `read_failed`, `bad_fd`. Empty when fully resolved.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub path_issues: Vec<String>,
+
+    /// Raw flags argument (AT_REMOVEDIR, rename flags, open flags).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub flags: u64,
+    /// Symbolic names of the set flags.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flag_names: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner_uid: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner_gid: Option<u32>,
+    /// dirfd or fd argument, when the call took one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fd: Option<i32>,
+
+    /// 0 or -errno; `None` when the result could not be observed
+    /// (see `result_note`).
+    #[serde(default)]
+    pub result: Option<i64>,
+    /// Symbolic errno for a negative result (`ENOENT`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub errno: Option<String>,
+    /// Why `result` is missing, or how it was produced (`denied_by_seccomp`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_note: Option<String>,
+
+    /// exec: the arguments, argv[0] first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub argv: Option<Vec<String>>,
+    /// exec: base64 of each argument, present only when one is not UTF-8.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub argv_b64: Option<Vec<String>>,
+    /// exec: argv had more arguments, or an argument was longer, than copied.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub argv_truncated: bool,
+    /// exec: working directory of the caller.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+
+    /// Live policy verdict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<Verdict>,
+    /// Enforcement outcome when a guardrail acted on this call
+    /// (`denied`, `approved`, `preserved`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enforcement: Option<serde_json::Value>,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
+fn is_false(v: &bool) -> bool {
+    !*v
+}
+
+impl Action {
+    /// True when the call succeeded (result 0): a side effect happened.
+    /// Exec results are 0 on success too.
+    pub fn succeeded(&self) -> bool {
+        self.result == Some(0)
+    }
+
+    /// The executable's base name (argv[0] or exe), for matching CLIs.
+    pub fn program(&self) -> Option<&str> {
+        let from_argv = self
+            .argv
+            .as_ref()
+            .and_then(|a| a.first())
+            .map(String::as_str);
+        let p = self.path.as_deref().or(from_argv)?;
+        Some(p.rsplit('/').next().unwrap_or(p))
+    }
+}
+
+/// Encode possibly non-UTF-8 bytes as (lossy string, exact base64 when needed).
+pub fn text_fields(bytes: &[u8]) -> (String, Option<String>) {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => (s.to_owned(), None),
+        Err(_) => {
+            use base64::Engine as _;
+            (
+                String::from_utf8_lossy(bytes).into_owned(),
+                Some(base64::engine::general_purpose::STANDARD.encode(bytes)),
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn non_utf8_bytes_round_trip_through_b64() {
+        let raw = b"/tmp/a\xffb\nc";
+        let (s, b64) = text_fields(raw);
+        assert_eq!(s, "/tmp/a\u{fffd}b\nc");
+        use base64::Engine as _;
+        let back = base64::engine::general_purpose::STANDARD
+            .decode(b64.expect("b64 for non-UTF-8"))
+            .unwrap();
+        assert_eq!(back, raw);
+        assert_eq!(text_fields(b"/ok").1, None);
+    }
+
+    #[test]
+    fn op_names_match_kernel_kind_names() {
+        for kind in monitor_common::EventKind::ALL {
+            if matches!(kind, monitor_common::EventKind::SyscallExit) {
+                continue;
+            }
+            let op = Op::from_name(kind.name()).expect("every kernel kind has an op");
+            assert_eq!(op.name(), kind.name());
+        }
+    }
+}
