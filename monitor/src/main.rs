@@ -1,3 +1,3 @@
 fn main() {
-    println!("abm");
+    std::process::exit(monitor::cli::main());
 }

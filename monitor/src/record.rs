@@ -234,10 +234,10 @@ fn is_false(v: &bool) -> bool {
 }
 
 impl Action {
-    /// True when the call succeeded (result 0): a side effect happened.
-    /// Exec results are 0 on success too.
+    /// True when the call succeeded: result 0, or a file descriptor (>= 0)
+    /// for opens. A side effect happened.
     pub fn succeeded(&self) -> bool {
-        self.result == Some(0)
+        self.result.is_some_and(|r| r >= 0)
     }
 
     /// The executable's base name (argv[0] or exe), for matching CLIs.

@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/* CO-RE accessors for kernel structures, linked into the Rust programs by
+ * bpf-linker. Each accessor is a single relocatable read; the Rust side does
+ * the bounded loops. Every function tolerates NULL input and returns 0/NULL
+ * on failure (BPF_CORE_READ uses bpf_probe_read_kernel, which zero-fills). */
+#include "vmlinux_min.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+
+#define SHIM __attribute__((always_inline)) inline
+
+u32 shim_task_pid(struct task_struct *t) { return t ? BPF_CORE_READ(t, pid) : 0; }
+u32 shim_task_tgid(struct task_struct *t) { return t ? BPF_CORE_READ(t, tgid) : 0; }
+u32 shim_task_ppid(struct task_struct *t) { return t ? BPF_CORE_READ(t, real_parent, tgid) : 0; }
+
+void *shim_task_pwd_dentry(struct task_struct *t) { return t ? BPF_CORE_READ(t, fs, pwd.dentry) : 0; }
+void *shim_task_pwd_mnt(struct task_struct *t) { return t ? BPF_CORE_READ(t, fs, pwd.mnt) : 0; }
+void *shim_task_root_dentry(struct task_struct *t) { return t ? BPF_CORE_READ(t, fs, root.dentry) : 0; }
+void *shim_task_root_mnt(struct task_struct *t) { return t ? BPF_CORE_READ(t, fs, root.mnt) : 0; }
+
+/* task->files->fdt->fd[fd], bounds-checked against max_fds
+ * (include/linux/fdtable.h). Not RCU-protected: a racing close() can make
+ * this return a stale pointer, which the probe reads tolerate. */
+void *shim_task_fd_file(struct task_struct *t, int fd)
+{
+	struct fdtable *fdt;
+	struct file **fds;
+	struct file *f = 0;
+	unsigned int max;
+
+	if (!t || fd < 0)
+		return 0;
+	fdt = BPF_CORE_READ(t, files, fdt);
+	if (!fdt)
+		return 0;
+	max = BPF_CORE_READ(fdt, max_fds);
+	if ((unsigned int)fd >= max)
+		return 0;
+	fds = BPF_CORE_READ(fdt, fd);
+	if (!fds)
+		return 0;
+	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
+	return f;
+}
+
+void *shim_file_dentry(struct file *f) { return f ? BPF_CORE_READ(f, f_path.dentry) : 0; }
+void *shim_file_mnt(struct file *f) { return f ? BPF_CORE_READ(f, f_path.mnt) : 0; }
+
+void *shim_dentry_parent(struct dentry *d) { return d ? BPF_CORE_READ(d, d_parent) : 0; }
+const void *shim_dentry_name(struct dentry *d) { return d ? BPF_CORE_READ(d, d_name.name) : 0; }
+u32 shim_dentry_name_len(struct dentry *d) { return d ? BPF_CORE_READ(d, d_name.len) : 0; }
+
+void *shim_mnt_root(struct vfsmount *m) { return m ? BPF_CORE_READ(m, mnt_root) : 0; }
+
+/* container_of(vfsmount, struct mount, mnt), with the offset relocated. */
+static SHIM struct mount *real_mount(struct vfsmount *m)
+{
+	return (struct mount *)((char *)m - bpf_core_field_offset(struct mount, mnt));
+}
+
+/* The vfsmount of the parent mount; equal to `m` for the root of a mount
+ * namespace (fs/namespace.c: a root mount is its own parent). */
+void *shim_mnt_parent(struct vfsmount *m)
+{
+	struct mount *parent;
+
+	if (!m)
+		return 0;
+	parent = BPF_CORE_READ(real_mount(m), mnt_parent);
+	if (!parent)
+		return 0;
+	return (char *)parent + bpf_core_field_offset(struct mount, mnt);
+}
+
+/* The dentry this mount is mounted on, in the parent mount. */
+void *shim_mnt_mountpoint(struct vfsmount *m)
+{
+	return m ? BPF_CORE_READ(real_mount(m), mnt_mountpoint) : 0;
+}

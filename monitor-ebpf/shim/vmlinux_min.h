@@ -1,0 +1,84 @@
+/* Minimal kernel type declarations for the CO-RE shim.
+ *
+ * Only the fields the shim reads are declared. `preserve_access_index`
+ * makes clang emit CO-RE relocations, which aya resolves against the running
+ * kernel's BTF at load time, so field offsets are never hard-coded for one
+ * kernel (the same object works on 6.1, 6.12 and 6.18). */
+#pragma once
+
+typedef unsigned char __u8;
+typedef unsigned short __u16;
+typedef unsigned int __u32;
+typedef unsigned long long __u64;
+typedef int __s32;
+typedef long long __s64;
+typedef __u32 u32;
+typedef __u64 u64;
+typedef int pid_t;
+typedef _Bool bool;
+typedef __u16 __be16;
+typedef __u32 __be32;
+typedef __u32 __wsum;
+typedef __u64 __be64;
+
+#pragma clang attribute push(__attribute__((preserve_access_index)), apply_to = record)
+
+struct qstr {
+	union {
+		struct {
+			u32 hash;
+			u32 len;
+		};
+		u64 hash_len;
+	};
+	const unsigned char *name;
+};
+
+struct dentry {
+	struct dentry *d_parent;
+	struct qstr d_name;
+};
+
+struct vfsmount {
+	struct dentry *mnt_root;
+};
+
+/* fs/mount.h: `struct vfsmount mnt` is embedded in `struct mount`. */
+struct mount {
+	struct mount *mnt_parent;
+	struct dentry *mnt_mountpoint;
+	struct vfsmount mnt;
+};
+
+struct path {
+	struct vfsmount *mnt;
+	struct dentry *dentry;
+};
+
+struct file {
+	struct path f_path;
+};
+
+struct fdtable {
+	unsigned int max_fds;
+	struct file **fd;
+};
+
+struct files_struct {
+	struct fdtable *fdt;
+};
+
+struct fs_struct {
+	struct path root;
+	struct path pwd;
+};
+
+struct task_struct {
+	pid_t pid;
+	pid_t tgid;
+	struct task_struct *real_parent;
+	struct fs_struct *fs;
+	struct files_struct *files;
+};
+
+#pragma clang attribute pop

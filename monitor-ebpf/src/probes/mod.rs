@@ -1,0 +1,5 @@
+//! One file per hook family.
+pub mod exec;
+pub mod files;
+pub mod lifecycle;
+pub mod syscalls;

@@ -1,0 +1,161 @@
+//! `sys_enter` / `sys_exit` raw tracepoints: the dispatch for every traced
+//! syscall. Raw tracepoints cost a few ns per syscall (no trace-event
+//! marshalling); the switch on the syscall number returns before any map
+//! lookup for the syscalls we do not trace.
+//!
+//! Syscall arguments are read from `struct pt_regs` (x86_64 user ABI: rdi,
+//! rsi, rdx, r10, r8, r9), see arch/x86/include/uapi/asm/ptrace.h.
+use aya_ebpf::{
+    helpers::{bpf_get_current_pid_tgid, bpf_probe_read_kernel},
+    macros::raw_tracepoint,
+    programs::RawTracePointContext,
+};
+use monitor_common::{EventKind, LossCause};
+
+use crate::{
+    maps::{count_loss, current_scope, INFLIGHT},
+    probes::{exec, files},
+    record::Record,
+};
+
+/// x86_64 syscall numbers (arch/x86/entry/syscalls/syscall_64.tbl).
+pub mod nr {
+    pub const OPEN: u32 = 2;
+    pub const TRUNCATE: u32 = 76;
+    pub const FTRUNCATE: u32 = 77;
+    pub const RENAME: u32 = 82;
+    pub const RMDIR: u32 = 84;
+    pub const CREAT: u32 = 85;
+    pub const UNLINK: u32 = 87;
+    pub const CHMOD: u32 = 90;
+    pub const FCHMOD: u32 = 91;
+    pub const CHOWN: u32 = 92;
+    pub const FCHOWN: u32 = 93;
+    pub const LCHOWN: u32 = 94;
+    pub const EXECVE: u32 = 59;
+    pub const OPENAT: u32 = 257;
+    pub const FCHOWNAT: u32 = 260;
+    pub const UNLINKAT: u32 = 263;
+    pub const RENAMEAT: u32 = 264;
+    pub const FCHMODAT: u32 = 268;
+    pub const RENAMEAT2: u32 = 316;
+    pub const EXECVEAT: u32 = 322;
+    pub const IO_URING_SETUP: u32 = 425;
+    pub const OPENAT2: u32 = 437;
+    pub const FCHMODAT2: u32 = 452;
+}
+
+/// Offsets of the argument registers in `struct pt_regs` (x86_64).
+const REG_OFFSETS: [usize; 6] = [112, 104, 96, 56, 72, 64];
+const ORIG_AX: usize = 120;
+
+pub struct Args {
+    pub a: [u64; 6],
+}
+
+impl Args {
+    #[inline(always)]
+    fn read(regs: *const u8) -> Args {
+        let mut a = [0u64; 6];
+        let mut i = 0;
+        while i < 6 {
+            a[i] = unsafe { bpf_probe_read_kernel(regs.add(REG_OFFSETS[i]) as *const u64) }.unwrap_or(0);
+            i += 1;
+        }
+        Args { a }
+    }
+    #[inline(always)]
+    pub fn ptr(&self, i: usize) -> *const u8 {
+        self.a[i] as *const u8
+    }
+    #[inline(always)]
+    pub fn int(&self, i: usize) -> i32 {
+        self.a[i] as i32
+    }
+}
+
+#[inline(always)]
+fn is_traced(id: u32) -> bool {
+    use nr::*;
+    matches!(
+        id,
+        OPEN | TRUNCATE | FTRUNCATE | RENAME | RMDIR | CREAT | UNLINK | CHMOD | FCHMOD | CHOWN
+            | FCHOWN | LCHOWN | EXECVE | OPENAT | FCHOWNAT | UNLINKAT | RENAMEAT | FCHMODAT
+            | RENAMEAT2 | EXECVEAT | IO_URING_SETUP | OPENAT2 | FCHMODAT2
+    )
+}
+
+#[raw_tracepoint(tracepoint = "sys_enter")]
+pub fn sys_enter(ctx: RawTracePointContext) -> i32 {
+    let id: u64 = ctx.arg(1);
+    let id = id as u32;
+    if !is_traced(id) {
+        return 0;
+    }
+    let pid_tgid = bpf_get_current_pid_tgid();
+    if current_scope((pid_tgid >> 32) as u32).is_none() {
+        return 0;
+    }
+    let regs: *const u8 = ctx.arg(0);
+    let args = Args::read(regs);
+    // Opens are filtered by flags before anything else: most opens read.
+    if !files::wants(id, &args) {
+        return 0;
+    }
+    let tid = pid_tgid as u32;
+    if id != nr::IO_URING_SETUP && id != nr::EXECVE && id != nr::EXECVEAT && INFLIGHT.insert(&tid, &id, 0).is_err() {
+        count_loss(LossCause::InflightFull);
+    }
+    if id == nr::EXECVE || id == nr::EXECVEAT {
+        return 0; // recorded by sys_enter_exec
+    }
+    if let Some(rec) = files::enter(id, &args) {
+        rec.send();
+    }
+    0
+}
+
+/// execve/execveat, in a program of its own so each program stays well under
+/// the verifier's complexity limit.
+#[raw_tracepoint(tracepoint = "sys_enter")]
+pub fn sys_enter_exec(ctx: RawTracePointContext) -> i32 {
+    let id: u64 = ctx.arg(1);
+    let id = id as u32;
+    if id != nr::EXECVE && id != nr::EXECVEAT {
+        return 0;
+    }
+    let pid_tgid = bpf_get_current_pid_tgid();
+    if current_scope((pid_tgid >> 32) as u32).is_none() {
+        return 0;
+    }
+    let regs: *const u8 = ctx.arg(0);
+    let args = Args::read(regs);
+    let tid = pid_tgid as u32;
+    if INFLIGHT.insert(&tid, &id, 0).is_err() {
+        count_loss(LossCause::InflightFull);
+    }
+    if let Some(rec) = exec::enter(id, &args) {
+        rec.send();
+    }
+    0
+}
+
+#[raw_tracepoint(tracepoint = "sys_exit")]
+pub fn sys_exit(ctx: RawTracePointContext) -> i32 {
+    let regs: *const u8 = ctx.arg(0);
+    let id = unsafe { bpf_probe_read_kernel(regs.add(ORIG_AX) as *const u64) }.unwrap_or(u64::MAX);
+    if !is_traced(id as u32) {
+        return 0;
+    }
+    let tid = bpf_get_current_pid_tgid() as u32;
+    if unsafe { INFLIGHT.get(&tid) }.is_none() {
+        return 0;
+    }
+    let _ = INFLIGHT.remove(&tid);
+    let ret: i64 = ctx.arg(1);
+    if let Some(mut rec) = Record::start(EventKind::SyscallExit as u32, id as u32) {
+        rec.hdr().result = ret;
+        rec.send();
+    }
+    0
+}

@@ -1,0 +1,268 @@
+//! Assembling one record in the per-CPU scratch buffer and sending it.
+//!
+//! Every write goes to `payload[off & MASK]` with a constant maximum size, and
+//! the buffer has `PAYLOAD_SLACK` bytes after `PAYLOAD_CAP`: this is what
+//! lets the verifier prove all writes in bounds. A field is only started while
+//! `off < PAYLOAD_CAP`; when the payload is full, the header says so
+//! (`PAYLOAD_TRUNCATED`) instead of cutting silently.
+use core::ffi::c_void;
+
+use aya_ebpf::helpers::{
+    bpf_get_current_cgroup_id, bpf_get_current_comm, bpf_get_current_pid_tgid,
+    bpf_get_current_task, bpf_get_current_uid_gid, bpf_ktime_get_ns,
+    generated::{bpf_probe_read_kernel_str, bpf_probe_read_user_str},
+};
+use monitor_common::{
+    field_flags, header_flags,
+    limits::{MAX_NAME, MAX_PATH_DEPTH, PAYLOAD_CAP},
+    EventHeader, FieldHeader, LossCause,
+};
+
+use crate::{
+    maps::{count_loss, RecordBuf, EVENTS, SCRATCH},
+    shim::*,
+};
+
+const MASK: usize = PAYLOAD_CAP - 1;
+const HDR: usize = core::mem::size_of::<EventHeader>();
+const FIELD_HDR: usize = core::mem::size_of::<FieldHeader>();
+
+pub struct Record {
+    buf: *mut RecordBuf,
+}
+
+impl Record {
+    /// Starts a record for the current task. `None` only if the scratch map
+    /// lookup fails, which cannot happen for a 1-entry per-CPU array.
+    #[inline(always)]
+    pub fn start(kind: u32, syscall: u32) -> Option<Record> {
+        let buf = SCRATCH.get_ptr_mut(0)?;
+        let pid_tgid = bpf_get_current_pid_tgid();
+        let uid_gid = bpf_get_current_uid_gid();
+        let task = unsafe { bpf_get_current_task() } as *const c_void;
+        let hdr = unsafe { &mut (*buf).hdr };
+        hdr.kind = kind;
+        hdr.syscall = syscall;
+        hdr.ktime_ns = unsafe { bpf_ktime_get_ns() };
+        hdr.tid = pid_tgid as u32;
+        hdr.pid = (pid_tgid >> 32) as u32;
+        hdr.ppid = unsafe { shim_task_ppid(task) };
+        hdr.uid = uid_gid as u32;
+        hdr.gid = (uid_gid >> 32) as u32;
+        hdr.payload_len = 0;
+        hdr.cgroup_id = unsafe { bpf_get_current_cgroup_id() };
+        hdr.comm = bpf_get_current_comm().unwrap_or([0; 16]);
+        hdr.result = 0;
+        hdr.flags = 0;
+        hdr.mode = u32::MAX;
+        hdr.owner_uid = u32::MAX;
+        hdr.owner_gid = u32::MAX;
+        hdr.fd = 0;
+        hdr.hflags = 0;
+        hdr._pad = 0;
+        Some(Record { buf })
+    }
+
+    #[inline(always)]
+    pub fn hdr(&mut self) -> &mut EventHeader {
+        unsafe { &mut (*self.buf).hdr }
+    }
+
+    #[inline(always)]
+    fn off(&self) -> usize {
+        unsafe { (*self.buf).hdr.payload_len as usize }
+    }
+
+    #[inline(always)]
+    fn set_off(&mut self, off: usize) {
+        unsafe { (*self.buf).hdr.payload_len = off as u32 };
+    }
+
+    #[inline(always)]
+    fn ptr(&self, off: usize) -> *mut u8 {
+        unsafe { (*self.buf).payload.as_mut_ptr().add(off & MASK) }
+    }
+
+    /// Reserves a field header; returns its offset, or `None` when full.
+    #[inline(always)]
+    fn begin(&mut self) -> Option<usize> {
+        let at = self.off();
+        if at >= PAYLOAD_CAP - FIELD_HDR {
+            self.hdr().hflags |= header_flags::PAYLOAD_TRUNCATED;
+            return None;
+        }
+        self.set_off(at + FIELD_HDR);
+        Some(at)
+    }
+
+    #[inline(always)]
+    fn end(&mut self, at: usize, tag: u8, flags: u8) {
+        let len = self.off().saturating_sub(at + FIELD_HDR);
+        let fh = FieldHeader { tag, flags, len: len as u16 };
+        unsafe { core::ptr::write_unaligned(self.ptr(at) as *mut FieldHeader, fh) };
+    }
+
+    /// Copies a NUL-terminated user string (at most `MAX` bytes with the NUL)
+    /// as one field; returns the first byte copied (0 if empty or failed).
+    #[inline(always)]
+    pub fn user_str<const MAX: usize>(&mut self, tag: u8, src: *const u8) -> u8 {
+        let Some(at) = self.begin() else { return 0 };
+        let dst = self.ptr(self.off());
+        let n = unsafe { bpf_probe_read_user_str(dst as *mut c_void, MAX as u32, src as *const c_void) };
+        let mut flags = 0;
+        let mut first = 0;
+        if n <= 0 {
+            flags |= field_flags::READ_FAILED;
+        } else {
+            let n = n as usize;
+            if n >= MAX {
+                flags |= field_flags::TRUNCATED;
+            }
+            first = unsafe { *dst };
+            // Drop the NUL from the field.
+            let off = self.off() + ((n - 1) & (2 * MAX - 1));
+            self.set_off(off);
+        }
+        self.end(at, tag, flags);
+        first
+    }
+
+    /// Stores the path of `dentry` in mount `mnt` as one field (see
+    /// [`walk_path`]).
+    #[inline(always)]
+    pub fn walk(&mut self, tag: u8, dentry: *const c_void, mnt: *const c_void) {
+        walk_path(tag as u64, dentry as u64, mnt as u64);
+    }
+
+    /// Walks the directory a `*at()` path is relative to: the task root for an
+    /// absolute path, else `dirfd` (or the cwd for `AT_FDCWD`).
+    #[inline(always)]
+    pub fn walk_base(&mut self, tag: u8, first_byte: u8, dirfd: i32) {
+        let task = unsafe { bpf_get_current_task() } as *const c_void;
+        let (d, m) = unsafe {
+            if first_byte == b'/' {
+                (shim_task_root_dentry(task), shim_task_root_mnt(task))
+            } else if dirfd == AT_FDCWD {
+                (shim_task_pwd_dentry(task), shim_task_pwd_mnt(task))
+            } else {
+                let f = shim_task_fd_file(task, dirfd);
+                (shim_file_dentry(f), shim_file_mnt(f))
+            }
+        };
+        self.walk(tag, d, m);
+    }
+
+    /// Walks the file behind `fd`.
+    #[inline(always)]
+    pub fn walk_fd(&mut self, tag: u8, fd: i32) {
+        let task = unsafe { bpf_get_current_task() } as *const c_void;
+        let f = unsafe { shim_task_fd_file(task, fd) };
+        let (d, m) = unsafe { (shim_file_dentry(f), shim_file_mnt(f)) };
+        self.walk(tag, d, m);
+    }
+
+    /// Walks the task's root directory (empty for the host root).
+    #[inline(always)]
+    pub fn walk_root(&mut self, tag: u8) {
+        let task = unsafe { bpf_get_current_task() } as *const c_void;
+        let (d, m) = unsafe { (shim_task_root_dentry(task), shim_task_root_mnt(task)) };
+        self.walk(tag, d, m);
+    }
+
+    /// Walks the task's working directory.
+    #[inline(always)]
+    pub fn walk_cwd(&mut self, tag: u8) {
+        let task = unsafe { bpf_get_current_task() } as *const c_void;
+        let (d, m) = unsafe { (shim_task_pwd_dentry(task), shim_task_pwd_mnt(task)) };
+        self.walk(tag, d, m);
+    }
+
+    /// Copies the record to the ring buffer; a full ring buffer is counted.
+    #[inline(always)]
+    pub fn send(mut self) {
+        let mut len = self.off();
+        if len > PAYLOAD_CAP + 4096 {
+            len = PAYLOAD_CAP + 4096;
+        }
+        self.hdr().payload_len = len as u32;
+        let total = HDR + len;
+        let data = unsafe { core::slice::from_raw_parts(self.buf as *const u8, total) };
+        if EVENTS.output::<[u8]>(data, 0).is_err() {
+            count_loss(LossCause::RingbufFull);
+        }
+    }
+}
+
+pub const AT_FDCWD: i32 = -100;
+
+/// Walks from `dentry` in mount `mnt` up to the root of the mount namespace,
+/// crossing mount points, and appends the component names (leaf first, each
+/// followed by a NUL) as one field of the record in the scratch buffer. This
+/// mirrors `prepend_path()` in fs/d_path.c without the task-root stop, so it
+/// yields the host view of the path.
+///
+/// A global function: the verifier checks it once, with scalar arguments,
+/// instead of once per call site. Kernel pointers travel as u64 and are only
+/// ever dereferenced through probe reads.
+#[unsafe(no_mangle)]
+#[inline(never)]
+pub extern "C" fn walk_path(tag: u64, dentry: u64, mnt: u64) -> u64 {
+    let Some(buf) = SCRATCH.get_ptr_mut(0) else { return 0 };
+    let mut rec = Record { buf };
+    let Some(at) = rec.begin() else { return 0 };
+    let tag = tag as u8;
+    let mut flags = 0u8;
+    if dentry == 0 || mnt == 0 {
+        rec.end(at, tag, field_flags::READ_FAILED);
+        return 0;
+    }
+    let mut d = dentry as *const c_void;
+    let mut m = mnt as *const c_void;
+    let mut done = false;
+    let mut off = rec.off();
+    for _ in 0..MAX_PATH_DEPTH {
+        let root = unsafe { shim_mnt_root(m) };
+        if d == root {
+            let parent = unsafe { shim_mnt_parent(m) };
+            if parent.is_null() || parent == m {
+                done = true;
+                break;
+            }
+            d = unsafe { shim_mnt_mountpoint(m) };
+            m = parent;
+            continue;
+        }
+        let p = unsafe { shim_dentry_parent(d) };
+        if p.is_null() || p == d {
+            // Top of a tree that is not a mount root: the dentry is
+            // disconnected (e.g. from a lazily unmounted file system).
+            flags |= field_flags::DISCONNECTED;
+            done = true;
+            break;
+        }
+        if off >= PAYLOAD_CAP {
+            flags |= field_flags::TRUNCATED;
+            done = true;
+            break;
+        }
+        let name = unsafe { shim_dentry_name(d) };
+        let dst = rec.ptr(off);
+        let n = unsafe { bpf_probe_read_kernel_str(dst as *mut c_void, MAX_NAME as u32, name as *const c_void) };
+        if n <= 0 {
+            flags |= field_flags::READ_FAILED;
+        } else {
+            // Keep the NUL as the component separator.
+            off += (n as usize) & (2 * MAX_NAME - 1);
+        }
+        d = p;
+    }
+    if !done {
+        flags |= field_flags::DEPTH_LIMIT;
+    }
+    if off >= PAYLOAD_CAP {
+        rec.hdr().hflags |= header_flags::PAYLOAD_TRUNCATED;
+    }
+    rec.set_off(off);
+    rec.end(at, tag, flags);
+    0
+}

@@ -1,0 +1,21 @@
+//! CO-RE accessors implemented in `shim/shim.c` (see there). All take and
+//! return raw kernel pointers; NULL in gives NULL/0 out.
+use core::ffi::c_void;
+
+unsafe extern "C" {
+    pub fn shim_task_pid(t: *const c_void) -> u32;
+    pub fn shim_task_tgid(t: *const c_void) -> u32;
+    pub fn shim_task_ppid(t: *const c_void) -> u32;
+    pub fn shim_task_pwd_dentry(t: *const c_void) -> *const c_void;
+    pub fn shim_task_pwd_mnt(t: *const c_void) -> *const c_void;
+    pub fn shim_task_root_dentry(t: *const c_void) -> *const c_void;
+    pub fn shim_task_root_mnt(t: *const c_void) -> *const c_void;
+    pub fn shim_task_fd_file(t: *const c_void, fd: i32) -> *const c_void;
+    pub fn shim_file_dentry(f: *const c_void) -> *const c_void;
+    pub fn shim_file_mnt(f: *const c_void) -> *const c_void;
+    pub fn shim_dentry_parent(d: *const c_void) -> *const c_void;
+    pub fn shim_dentry_name(d: *const c_void) -> *const u8;
+    pub fn shim_mnt_root(m: *const c_void) -> *const c_void;
+    pub fn shim_mnt_parent(m: *const c_void) -> *const c_void;
+    pub fn shim_mnt_mountpoint(m: *const c_void) -> *const c_void;
+}

@@ -1,0 +1,162 @@
+//! Pairing syscall entries with their results, and releasing records in
+//! kernel-timestamp order.
+//!
+//! Guarantee: records leave in nondecreasing `ktime_ns` of syscall entry.
+//! The ring buffer is shared by all CPUs and filled in reservation order,
+//! which can differ from timestamp order by the few microseconds between a
+//! program reading the clock and reserving; a record is held until it has
+//! its result and is older than [`REORDER_WINDOW_NS`], so such inversions are
+//! repaired. A record whose result does not arrive within
+//! [`MAX_RESULT_WAIT_NS`] (a syscall blocked that long, e.g. an open of a
+//! FIFO) is released without it (`result_note: "pending"`).
+use std::collections::{BTreeMap, HashMap};
+
+use crate::record::Action;
+
+pub const REORDER_WINDOW_NS: u64 = 50_000_000;
+pub const MAX_RESULT_WAIT_NS: u64 = 2_000_000_000;
+
+struct Slot {
+    action: Action,
+    ready: bool,
+}
+
+#[derive(Default)]
+pub struct Orderer {
+    queue: BTreeMap<(u64, u64), Slot>,
+    pending: HashMap<u32, (u64, u64)>,
+    arrivals: u64,
+}
+
+impl Orderer {
+    pub fn len(&self) -> usize {
+        self.queue.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.queue.is_empty()
+    }
+
+    /// A syscall entry: waits for its result.
+    pub fn enter(&mut self, action: Action) {
+        let key = (action.ktime_ns, self.arrivals);
+        self.arrivals += 1;
+        if let Some(old) = self.pending.insert(action.tid, key) {
+            // The thread entered a new traced syscall before the previous
+            // one's result arrived: that result was lost (or the thread
+            // called execve from a multithreaded process).
+            if let Some(slot) = self.queue.get_mut(&old) {
+                slot.ready = true;
+                slot.action.result_note = Some("exit_not_seen".into());
+            }
+        }
+        self.queue.insert(key, Slot { action, ready: false });
+    }
+
+    /// A record that needs no result (fork, exit).
+    pub fn ready(&mut self, action: Action) {
+        let key = (action.ktime_ns, self.arrivals);
+        self.arrivals += 1;
+        self.queue.insert(key, Slot { action, ready: true });
+    }
+
+    /// The result of the thread's pending syscall. Returns false when no
+    /// entry was pending (its entry record was lost).
+    pub fn exit(&mut self, tid: u32, result: i64) -> bool {
+        let Some(key) = self.pending.remove(&tid) else { return false };
+        let Some(slot) = self.queue.get_mut(&key) else { return false };
+        slot.action.result = Some(result);
+        if result < 0 {
+            slot.action.errno = Some(crate::resolve::errno_name(result));
+        }
+        slot.ready = true;
+        true
+    }
+
+    /// Releases records that are complete and older than the reorder
+    /// window (`force`: everything, at the end of a run).
+    pub fn release(&mut self, now_ns: u64, force: bool, out: &mut Vec<Action>) {
+        while let Some(entry) = self.queue.first_entry() {
+            let key = *entry.key();
+            let ktime = key.0;
+            let age = now_ns.saturating_sub(ktime);
+            let slot = entry.get();
+            let releasable = force
+                || (slot.ready && age >= REORDER_WINDOW_NS)
+                || age >= MAX_RESULT_WAIT_NS;
+            if !releasable {
+                break;
+            }
+            let mut slot = entry.remove();
+            if !slot.ready {
+                self.pending.retain(|_, k| *k != key);
+                slot.action.result_note = Some(if force { "exit_not_seen" } else { "pending" }.into());
+            }
+            out.push(slot.action);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::Op;
+
+    fn act(tid: u32, t: u64, op: Op) -> Action {
+        Action { op: Some(op), tid, ktime_ns: t, ..Default::default() }
+    }
+
+    #[test]
+    fn releases_in_timestamp_order_after_results() {
+        let mut o = Orderer::default();
+        o.enter(act(2, 200, Op::Unlink)); // arrives first, later timestamp
+        o.enter(act(1, 100, Op::Rename));
+        let mut out = Vec::new();
+        o.release(1_000_000_000, false, &mut out);
+        assert!(out.is_empty(), "nothing has a result yet");
+        assert!(o.exit(2, 0));
+        o.release(1_000_000_000, false, &mut out);
+        assert!(out.is_empty(), "head of line (t=100) still waits");
+        assert!(o.exit(1, -2));
+        o.release(1_000_000_000, false, &mut out);
+        assert_eq!(out.iter().map(|a| a.ktime_ns).collect::<Vec<_>>(), vec![100, 200]);
+        assert_eq!(out[0].errno.as_deref(), Some("ENOENT"));
+        assert_eq!(out[1].result, Some(0));
+    }
+
+    #[test]
+    fn reorder_window_holds_recent_records() {
+        let mut o = Orderer::default();
+        o.ready(act(1, 1_000, Op::Fork));
+        let mut out = Vec::new();
+        o.release(1_000 + REORDER_WINDOW_NS - 1, false, &mut out);
+        assert!(out.is_empty());
+        o.release(1_000 + REORDER_WINDOW_NS, false, &mut out);
+        assert_eq!(out.len(), 1);
+    }
+
+    #[test]
+    fn lost_exit_is_marked_not_silently_dropped() {
+        let mut o = Orderer::default();
+        o.enter(act(5, 10, Op::Unlink));
+        o.enter(act(5, 20, Op::Unlink)); // the first exit never came
+        assert!(o.exit(5, 0));
+        assert!(!o.exit(9, 0), "exit without entry is reported");
+        let mut out = Vec::new();
+        o.release(u64::MAX / 2, false, &mut out);
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[0].result, None);
+        assert_eq!(out[0].result_note.as_deref(), Some("exit_not_seen"));
+        assert_eq!(out[1].result, Some(0));
+    }
+
+    #[test]
+    fn stuck_syscall_is_released_as_pending_after_max_wait() {
+        let mut o = Orderer::default();
+        o.enter(act(3, 0, Op::Write));
+        let mut out = Vec::new();
+        o.release(MAX_RESULT_WAIT_NS, false, &mut out);
+        assert_eq!(out[0].result_note.as_deref(), Some("pending"));
+        assert!(!o.exit(3, 0), "its late result no longer pairs");
+    }
+}

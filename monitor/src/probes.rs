@@ -1,0 +1,265 @@
+//! Loading and attaching the kernel programs, and what this kernel allows.
+use std::{fs, os::fd::AsRawFd, path::Path};
+
+use aya::{
+    maps::{HashMap, MapData, PerCpuArray, RingBuf},
+    programs::RawTracePoint,
+    Ebpf, EbpfLoader,
+};
+use monitor_common::{LossCause, ScopeEntry};
+
+/// The kernel object built by build.rs (empty when built with AYA_BUILD_SKIP).
+static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/monitor"));
+
+/// Programs of the tracepoint backend and the raw tracepoints they attach to.
+pub const TRACEPOINTS: [(&str, &str); 5] = [
+    ("sys_enter", "sys_enter"),
+    ("sys_enter_exec", "sys_enter"),
+    ("sys_exit", "sys_exit"),
+    ("sched_process_fork", "sched_process_fork"),
+    ("sched_process_exit", "sched_process_exit"),
+];
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    #[error("this abm binary was built without its kernel programs (AYA_BUILD_SKIP); rebuild with `cargo xtask build`")]
+    NoObject,
+    #[error("abm needs root (CAP_BPF and CAP_PERFMON) to load its kernel programs: run it with sudo")]
+    NotRoot,
+    #[error("the kernel has no BTF (/sys/kernel/btf/vmlinux missing): abm needs a kernel built with CONFIG_DEBUG_INFO_BTF=y")]
+    NoBtf,
+    #[error("loading the kernel programs failed: {0} (see `abm doctor`)")]
+    Load(#[source] aya::EbpfError),
+    #[error("program {name}: {source} (see `abm doctor`)")]
+    Program {
+        name: &'static str,
+        #[source]
+        source: aya::programs::ProgramError,
+    },
+    #[error("map {0} missing from the kernel object (daemon and kernel programs built from different sources?)")]
+    MissingMap(&'static str),
+    #[error("map {name}: {source}")]
+    Map {
+        name: &'static str,
+        #[source]
+        source: aya::maps::MapError,
+    },
+}
+
+/// Load-time options.
+#[derive(Clone, Debug)]
+pub struct ProbeOptions {
+    /// Ring buffer size in bytes (power of two, multiple of the page size).
+    pub ringbuf_bytes: u32,
+    /// Whether cgroup scoping is used (enables the cgroup lookup in the kernel).
+    pub watch_cgroups: bool,
+}
+
+impl Default for ProbeOptions {
+    fn default() -> Self {
+        ProbeOptions { ringbuf_bytes: 16 * 1024 * 1024, watch_cgroups: false }
+    }
+}
+
+/// The loaded and attached tracepoint backend.
+pub struct Probes {
+    pub ebpf: Ebpf,
+    pub scope: HashMap<MapData, u32, ScopeEntry>,
+    pub scope_cgroups: HashMap<MapData, u64, ScopeEntry>,
+    pub losses: PerCpuArray<MapData, u64>,
+    pub events: Option<RingBuf<MapData>>,
+    scope_raw_fd: i32,
+}
+
+/// Checks that must pass before loading, each with a fix.
+pub fn preflight() -> Result<(), ProbeError> {
+    if OBJECT.is_empty() {
+        return Err(ProbeError::NoObject);
+    }
+    if unsafe { libc::geteuid() } != 0 {
+        return Err(ProbeError::NotRoot);
+    }
+    if !Path::new("/sys/kernel/btf/vmlinux").exists() {
+        return Err(ProbeError::NoBtf);
+    }
+    Ok(())
+}
+
+fn raise_memlock() {
+    let rlim = libc::rlimit { rlim_cur: libc::RLIM_INFINITY, rlim_max: libc::RLIM_INFINITY };
+    // Kernels before 5.11 charge BPF maps to RLIMIT_MEMLOCK; harmless after.
+    let _ = unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &rlim) };
+}
+
+impl Probes {
+    pub fn load(opts: &ProbeOptions) -> Result<Probes, ProbeError> {
+        preflight()?;
+        raise_memlock();
+        let watch = u32::from(opts.watch_cgroups);
+        let mut ebpf = EbpfLoader::new()
+            .override_global("WATCH_CGROUPS", &watch, true)
+            .map_max_entries("EVENTS", opts.ringbuf_bytes)
+            .load(OBJECT)
+            .map_err(ProbeError::Load)?;
+        for (name, tracepoint) in TRACEPOINTS {
+            let prog: &mut RawTracePoint = ebpf
+                .program_mut(name)
+                .ok_or(ProbeError::MissingMap(name))?
+                .try_into()
+                .map_err(|source| ProbeError::Program { name, source })?;
+            prog.load().map_err(|source| ProbeError::Program { name, source })?;
+            prog.attach(tracepoint).map_err(|source| ProbeError::Program { name, source })?;
+        }
+        let scope_map = ebpf.take_map("SCOPE").ok_or(ProbeError::MissingMap("SCOPE"))?;
+        let scope_raw_fd = match &scope_map {
+            aya::maps::Map::HashMap(d) => d.fd().as_fd().as_raw_fd(),
+            _ => -1,
+        };
+        let scope = HashMap::try_from(scope_map).map_err(|source| ProbeError::Map { name: "SCOPE", source })?;
+        let scope_cgroups = take_map(&mut ebpf, "SCOPE_CGROUPS", HashMap::try_from)?;
+        let losses = take_map(&mut ebpf, "LOSSES", PerCpuArray::try_from)?;
+        let events = Some(take_map(&mut ebpf, "EVENTS", RingBuf::try_from)?);
+        Ok(Probes { ebpf, scope, scope_cgroups, losses, events, scope_raw_fd })
+    }
+
+    /// Raw fd of the SCOPE map, for a child to add itself before exec.
+    pub fn scope_fd(&self) -> i32 {
+        self.scope_raw_fd
+    }
+
+    pub fn add_pid(&mut self, pid: u32, target: u32) -> Result<(), ProbeError> {
+        self.scope
+            .insert(pid, ScopeEntry { target, _pad: 0 }, 0)
+            .map_err(|source| ProbeError::Map { name: "SCOPE", source })
+    }
+
+    pub fn add_cgroup(&mut self, cgroup_id: u64, target: u32) -> Result<(), ProbeError> {
+        self.scope_cgroups
+            .insert(cgroup_id, ScopeEntry { target, _pad: 0 }, 0)
+            .map_err(|source| ProbeError::Map { name: "SCOPE_CGROUPS", source })
+    }
+
+    pub fn remove_cgroup(&mut self, cgroup_id: u64) {
+        let _ = self.scope_cgroups.remove(&cgroup_id);
+    }
+
+    /// Pids currently in scope.
+    pub fn scoped_pids(&self) -> Vec<u32> {
+        self.scope.keys().filter_map(Result::ok).collect()
+    }
+
+    /// Loss counters: `[cause][cpu]`.
+    pub fn loss_counters(&self) -> Vec<Vec<u64>> {
+        LossCause::ALL
+            .iter()
+            .map(|c| self.losses.get(&(*c as u32), 0).map(|v| v.iter().copied().collect()).unwrap_or_default())
+            .collect()
+    }
+}
+
+use std::os::fd::AsFd as _;
+
+fn take_map<T>(
+    ebpf: &mut Ebpf,
+    name: &'static str,
+    conv: impl FnOnce(aya::maps::Map) -> Result<T, aya::maps::MapError>,
+) -> Result<T, ProbeError> {
+    let map = ebpf.take_map(name).ok_or(ProbeError::MissingMap(name))?;
+    conv(map).map_err(|source| ProbeError::Map { name, source })
+}
+
+/// Adds the calling process to the SCOPE map through an inherited map fd.
+/// Async-signal-safe (one syscall): used between fork and exec.
+pub fn self_into_scope(map_fd: i32, target: u32) -> std::io::Result<()> {
+    #[repr(C)]
+    struct UpdateAttr {
+        map_fd: u32,
+        _pad: u32,
+        key: u64,
+        value: u64,
+        flags: u64,
+    }
+    let pid: u32 = unsafe { libc::getpid() } as u32;
+    let entry = ScopeEntry { target, _pad: 0 };
+    let attr = UpdateAttr {
+        map_fd: map_fd as u32,
+        _pad: 0,
+        key: &pid as *const u32 as u64,
+        value: &entry as *const ScopeEntry as u64,
+        flags: 0,
+    };
+    const BPF_MAP_UPDATE_ELEM: libc::c_long = 2;
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            BPF_MAP_UPDATE_ELEM,
+            &attr as *const UpdateAttr,
+            std::mem::size_of::<UpdateAttr>() as u32,
+        )
+    };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// One line of `abm doctor`.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Capability {
+    pub name: &'static str,
+    pub available: bool,
+    pub detail: String,
+}
+
+/// What this kernel supports, with reasons.
+pub fn capabilities() -> Vec<Capability> {
+    let mut out = Vec::new();
+    let root = unsafe { libc::geteuid() } == 0;
+    out.push(Capability {
+        name: "root",
+        available: root,
+        detail: if root { "running as root".into() } else { "not root: loading BPF needs CAP_BPF+CAP_PERFMON".into() },
+    });
+    let btf = Path::new("/sys/kernel/btf/vmlinux").exists();
+    out.push(Capability {
+        name: "btf",
+        available: btf,
+        detail: if btf { "/sys/kernel/btf/vmlinux present".into() } else { "no kernel BTF".into() },
+    });
+    out.push(Capability {
+        name: "kernel_object",
+        available: !OBJECT.is_empty(),
+        detail: if OBJECT.is_empty() { "built with AYA_BUILD_SKIP".into() } else { format!("{} bytes embedded", OBJECT.len()) },
+    });
+    let tp = if root && btf && !OBJECT.is_empty() {
+        match Probes::load(&ProbeOptions { ringbuf_bytes: 4096 * 16, watch_cgroups: false }) {
+            Ok(_) => (true, "raw tracepoints sys_enter/sys_exit/sched_process_fork/sched_process_exit load and attach".into()),
+            Err(e) => (false, e.to_string()),
+        }
+    } else {
+        (false, "needs root, BTF and the kernel object".into())
+    };
+    out.push(Capability { name: "tracepoint_backend", available: tp.0, detail: tp.1 });
+    let lsm_list = lsm_list();
+    let bpf_lsm = lsm_list.as_deref().is_some_and(|l| l.split(',').any(|x| x == "bpf"));
+    out.push(Capability {
+        name: "bpf_lsm_listed",
+        available: bpf_lsm,
+        detail: match &lsm_list {
+            Some(l) => format!("active LSMs: {l}"),
+            None => "securityfs not readable".into(),
+        },
+    });
+    out
+}
+
+/// The active LSM list (mounting securityfs if needed).
+pub fn lsm_list() -> Option<String> {
+    let p = "/sys/kernel/security/lsm";
+    if !Path::new(p).exists() {
+        let _ = std::process::Command::new("mount")
+            .args(["-t", "securityfs", "securityfs", "/sys/kernel/security"])
+            .status();
+    }
+    fs::read_to_string(p).ok().map(|s| s.trim().to_owned())
+}

@@ -1,0 +1,494 @@
+//! Turning kernel records into action records: absolute paths from the
+//! kernel's dentry walks plus the raw arguments, container-relative paths,
+//! symbolic flags, errno and syscall names.
+//!
+//! The kernel walks the *directory* a path is relative to (cwd, dirfd or the
+//! task root) at syscall entry, so the base is exact even for relative paths
+//! and dirfds. The raw argument is then joined lexically (`.` and `..` are
+//! folded). When the raw argument has directory components of its own, the
+//! parent directory is canonicalised in userspace if it still exists, so a
+//! delete through a symlinked directory reports the real location.
+use std::{
+    os::unix::ffi::OsStrExt,
+    path::{Path, PathBuf},
+};
+
+use monitor_common::{field_flags, field_tag, header_flags, EventKind};
+
+use crate::{
+    events::{Field, KernelEvent},
+    record::{text_fields, Action, Op},
+};
+
+/// Components stored leaf first, NUL-terminated, to an absolute path.
+pub fn components_to_path(data: &[u8]) -> Vec<u8> {
+    let mut parts: Vec<&[u8]> = data.split(|&b| b == 0).filter(|c| !c.is_empty()).collect();
+    parts.reverse();
+    let mut out = Vec::with_capacity(data.len() + 1);
+    for p in parts {
+        out.push(b'/');
+        out.extend_from_slice(p);
+    }
+    if out.is_empty() {
+        out.push(b'/');
+    }
+    out
+}
+
+/// Lexical normalisation of an absolute path: folds `.`, `..` and repeated
+/// slashes; `..` at the root stays at the root (as the kernel does).
+pub fn normalize(path: &[u8]) -> Vec<u8> {
+    let mut stack: Vec<&[u8]> = Vec::new();
+    for c in path.split(|&b| b == b'/') {
+        match c {
+            b"" | b"." => {}
+            b".." => {
+                stack.pop();
+            }
+            c => stack.push(c),
+        }
+    }
+    let mut out = Vec::with_capacity(path.len());
+    for c in stack {
+        out.push(b'/');
+        out.extend_from_slice(c);
+    }
+    if out.is_empty() {
+        out.push(b'/');
+    }
+    out
+}
+
+/// Joins a raw path argument to its kernel-walked base directory.
+/// For an absolute raw path the base is the task root (host view).
+pub fn join(base: &[u8], raw: &[u8]) -> Vec<u8> {
+    let mut p = base.to_vec();
+    p.push(b'/');
+    p.extend_from_slice(raw);
+    normalize(&p)
+}
+
+/// The path relative to a task root, when the path lies under that root.
+pub fn strip_root(path: &[u8], root: &[u8]) -> Option<Vec<u8>> {
+    if root == b"/" {
+        return None;
+    }
+    let rest = path.strip_prefix(root)?;
+    if rest.is_empty() {
+        return Some(b"/".to_vec());
+    }
+    rest.starts_with(b"/").then(|| rest.to_vec())
+}
+
+/// Canonicalises the parent directory of `path` (symlinks in the raw
+/// argument), keeping the final component as is (it may be a symlink itself,
+/// which unlink/rename act on, or already gone).
+fn canonical_parent(path: &[u8]) -> Option<Vec<u8>> {
+    let p = Path::new(std::ffi::OsStr::from_bytes(path));
+    let parent = p.parent()?;
+    let name = p.file_name()?;
+    let real: PathBuf = std::fs::canonicalize(parent).ok()?;
+    let mut out = real.as_os_str().as_bytes().to_vec();
+    if out != b"/" {
+        out.push(b'/');
+    }
+    out.extend_from_slice(name.as_bytes());
+    Some(out)
+}
+
+fn issues_of(f: &Field, out: &mut Vec<String>) {
+    let mut add = |s: &str| {
+        if !out.iter().any(|x| x == s) {
+            out.push(s.to_owned());
+        }
+    };
+    if f.flags & field_flags::TRUNCATED != 0 {
+        add("truncated");
+    }
+    if f.flags & field_flags::DEPTH_LIMIT != 0 {
+        add("depth_limit");
+    }
+    if f.flags & field_flags::DISCONNECTED != 0 {
+        add("disconnected");
+    }
+    if f.flags & field_flags::READ_FAILED != 0 {
+        add("read_failed");
+    }
+}
+
+/// Result of resolving one path argument.
+pub struct Resolved {
+    pub host: Vec<u8>,
+    pub container: Option<Vec<u8>>,
+    pub raw: Option<Vec<u8>>,
+}
+
+/// Resolves the path made of `raw_tag` + `base_tag` (or `FD_PATH`).
+pub fn resolve_path(
+    ev: &KernelEvent,
+    raw_tag: u8,
+    base_tag: u8,
+    root: &[u8],
+    issues: &mut Vec<String>,
+) -> Option<Resolved> {
+    if let Some(fd) = ev.field(field_tag::FD_PATH).filter(|_| raw_tag == field_tag::RAW_PATH) {
+        issues_of(fd, issues);
+        let host = components_to_path(&fd.data);
+        let container = strip_root(&host, root);
+        return Some(Resolved { host, container, raw: None });
+    }
+    let raw = ev.field(raw_tag)?;
+    issues_of(raw, issues);
+    let base = ev.field(base_tag);
+    let base_path = match base {
+        Some(b) => {
+            issues_of(b, issues);
+            components_to_path(&b.data)
+        }
+        None => {
+            issues.push("no_base".into());
+            b"/".to_vec()
+        }
+    };
+    let mut host = join(&base_path, &raw.data);
+    let has_dir_part = raw.data.iter().any(|&b| b == b'/');
+    if has_dir_part && root == b"/" {
+        if let Some(real) = canonical_parent(&host) {
+            host = real;
+        }
+    }
+    let container = strip_root(&host, root);
+    Some(Resolved { host, container, raw: Some(raw.data.clone()) })
+}
+
+pub fn syscall_name(nr: u32) -> &'static str {
+    match nr {
+        2 => "open",
+        59 => "execve",
+        76 => "truncate",
+        77 => "ftruncate",
+        82 => "rename",
+        84 => "rmdir",
+        85 => "creat",
+        87 => "unlink",
+        90 => "chmod",
+        91 => "fchmod",
+        92 => "chown",
+        93 => "fchown",
+        94 => "lchown",
+        257 => "openat",
+        260 => "fchownat",
+        263 => "unlinkat",
+        264 => "renameat",
+        268 => "fchmodat",
+        316 => "renameat2",
+        322 => "execveat",
+        425 => "io_uring_setup",
+        437 => "openat2",
+        452 => "fchmodat2",
+        _ => "",
+    }
+}
+
+pub fn errno_name(err: i64) -> String {
+    let e = (-err) as i32;
+    let name = match e {
+        libc::EPERM => "EPERM",
+        libc::ENOENT => "ENOENT",
+        libc::ESRCH => "ESRCH",
+        libc::EINTR => "EINTR",
+        libc::EIO => "EIO",
+        libc::E2BIG => "E2BIG",
+        libc::ENOEXEC => "ENOEXEC",
+        libc::EBADF => "EBADF",
+        libc::EAGAIN => "EAGAIN",
+        libc::ENOMEM => "ENOMEM",
+        libc::EACCES => "EACCES",
+        libc::EFAULT => "EFAULT",
+        libc::EBUSY => "EBUSY",
+        libc::EEXIST => "EEXIST",
+        libc::EXDEV => "EXDEV",
+        libc::ENODEV => "ENODEV",
+        libc::ENOTDIR => "ENOTDIR",
+        libc::EISDIR => "EISDIR",
+        libc::EINVAL => "EINVAL",
+        libc::ENFILE => "ENFILE",
+        libc::EMFILE => "EMFILE",
+        libc::ETXTBSY => "ETXTBSY",
+        libc::EFBIG => "EFBIG",
+        libc::ENOSPC => "ENOSPC",
+        libc::EROFS => "EROFS",
+        libc::EMLINK => "EMLINK",
+        libc::ENAMETOOLONG => "ENAMETOOLONG",
+        libc::ENOSYS => "ENOSYS",
+        libc::ENOTEMPTY => "ENOTEMPTY",
+        libc::ELOOP => "ELOOP",
+        libc::EOPNOTSUPP => "EOPNOTSUPP",
+        libc::EDQUOT => "EDQUOT",
+        _ => return format!("E{e}"),
+    };
+    name.to_owned()
+}
+
+fn flag_names(op: Op, syscall: &str, flags: u64) -> Vec<String> {
+    let table: &[(u64, &str)] = match op {
+        Op::Unlink | Op::Rmdir => &[(0x200, "AT_REMOVEDIR")],
+        Op::Rename => &[(1, "RENAME_NOREPLACE"), (2, "RENAME_EXCHANGE"), (4, "RENAME_WHITEOUT")],
+        Op::Truncate | Op::Write if !syscall.contains("truncate") => &[
+            (0o1, "O_WRONLY"),
+            (0o2, "O_RDWR"),
+            (0o100, "O_CREAT"),
+            (0o200, "O_EXCL"),
+            (0o1000, "O_TRUNC"),
+            (0o2000, "O_APPEND"),
+            (0o200000, "O_DIRECTORY"),
+            (0o400000, "O_NOFOLLOW"),
+            (0o2000000, "O_CLOEXEC"),
+            (0o20000000, "O_TMPFILE"),
+        ],
+        Op::Chown | Op::Chmod | Op::Exec => &[(0x100, "AT_SYMLINK_NOFOLLOW"), (0x1000, "AT_EMPTY_PATH")],
+        _ => &[],
+    };
+    table.iter().filter(|(bit, _)| flags & *bit == *bit && *bit != 0).map(|(_, n)| (*n).to_owned()).collect()
+}
+
+fn op_of(kind: EventKind) -> Option<Op> {
+    Some(match kind {
+        EventKind::Unlink => Op::Unlink,
+        EventKind::Rmdir => Op::Rmdir,
+        EventKind::Rename => Op::Rename,
+        EventKind::Chmod => Op::Chmod,
+        EventKind::Chown => Op::Chown,
+        EventKind::Truncate => Op::Truncate,
+        EventKind::Write => Op::Write,
+        EventKind::Exec => Op::Exec,
+        EventKind::Fork => Op::Fork,
+        EventKind::Exit => Op::Exit,
+        EventKind::IoUringSetup => Op::IoUringSetup,
+        EventKind::SyscallExit => return None,
+    })
+}
+
+fn set_text(bytes: &[u8], s: &mut Option<String>, b64: &mut Option<String>) {
+    let (t, b) = text_fields(bytes);
+    *s = Some(t);
+    *b64 = b;
+}
+
+/// Builds the action record of an enter (or lifecycle) event. Process
+/// fields that need the process table (`exe`) and the result are filled by
+/// the caller.
+pub fn action_from_event(ev: &KernelEvent) -> Action {
+    let h = &ev.hdr;
+    let op = op_of(ev.kind);
+    let syscall = syscall_name(h.syscall).to_owned();
+    let mut a = Action {
+        op,
+        syscall: syscall.clone(),
+        ktime_ns: h.ktime_ns,
+        pid: h.pid,
+        tid: h.tid,
+        ppid: h.ppid,
+        uid: h.uid,
+        gid: h.gid,
+        comm: ev.comm(),
+        cgroup_id: h.cgroup_id,
+        ..Default::default()
+    };
+    let root = ev.field(field_tag::ROOT).map(|f| components_to_path(&f.data)).unwrap_or_else(|| b"/".to_vec());
+    let mut issues = Vec::new();
+    if let Some(r) = resolve_path(ev, field_tag::RAW_PATH, field_tag::BASE, &root, &mut issues) {
+        set_text(&r.host, &mut a.path, &mut a.path_b64);
+        if let Some(c) = r.container {
+            a.container_path = Some(text_fields(&c).0);
+        }
+        if let Some(raw) = r.raw {
+            set_text(&raw, &mut a.raw_path, &mut a.raw_path_b64);
+        }
+    }
+    if ev.field(field_tag::RAW_PATH2).is_some() {
+        if let Some(r) = resolve_path(ev, field_tag::RAW_PATH2, field_tag::BASE2, &root, &mut issues) {
+            set_text(&r.host, &mut a.path2, &mut a.path2_b64);
+            if let Some(c) = r.container {
+                a.container_path2 = Some(text_fields(&c).0);
+            }
+            if let Some(raw) = r.raw {
+                set_text(&raw, &mut a.raw_path2, &mut a.raw_path2_b64);
+            }
+        }
+    }
+    if h.hflags & header_flags::PAYLOAD_TRUNCATED != 0 {
+        issues.push("payload_truncated".into());
+    }
+    a.path_issues = issues;
+    match ev.kind {
+        EventKind::Fork => {
+            // `result` of a fork record is the child's pid.
+            a.result = Some(h.result);
+        }
+        EventKind::Exit | EventKind::IoUringSetup => a.result = Some(0),
+        _ => {}
+    }
+    if let Some(op) = op {
+        if matches!(op, Op::Unlink | Op::Rmdir | Op::Rename | Op::Truncate | Op::Write | Op::Chmod | Op::Chown | Op::Exec) {
+            a.flags = h.flags;
+            a.flag_names = flag_names(op, &syscall, h.flags);
+            if ev.kind != EventKind::Fork {
+                a.fd = Some(h.fd);
+            }
+        }
+        if h.mode != u32::MAX && matches!(op, Op::Chmod | Op::Truncate | Op::Write) {
+            if op == Op::Chmod || h.flags & 0o100 != 0 {
+                a.mode = Some(h.mode & 0o7777);
+            }
+        }
+        if op == Op::Chown {
+            a.owner_uid = (h.owner_uid != u32::MAX).then_some(h.owner_uid);
+            a.owner_gid = (h.owner_gid != u32::MAX).then_some(h.owner_gid);
+        }
+        if op == Op::Exec {
+            let mut argv = Vec::new();
+            let mut argv_b64 = Vec::new();
+            let mut any_b64 = false;
+            let mut truncated = h.hflags & header_flags::ARGV_TRUNCATED != 0;
+            for f in ev.fields(field_tag::ARG) {
+                let (s, b) = text_fields(&f.data);
+                truncated |= f.flags & field_flags::TRUNCATED != 0;
+                any_b64 |= b.is_some();
+                argv_b64.push(b.unwrap_or_else(|| {
+                    use base64::Engine as _;
+                    base64::engine::general_purpose::STANDARD.encode(&f.data)
+                }));
+                argv.push(s);
+            }
+            a.argv = Some(argv);
+            a.argv_b64 = any_b64.then_some(argv_b64);
+            a.argv_truncated = truncated;
+            if let Some(c) = ev.field(field_tag::CWD) {
+                a.cwd = Some(text_fields(&components_to_path(&c.data)).0);
+            }
+        }
+    }
+    a
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::{empty_header, encode, Field};
+
+    #[test]
+    fn components_reverse_into_absolute_path() {
+        assert_eq!(components_to_path(b"c\0b\0a\0"), b"/a/b/c");
+        assert_eq!(components_to_path(b""), b"/");
+    }
+
+    #[test]
+    fn normalize_folds_dots() {
+        assert_eq!(normalize(b"/a/./b/../c//d/"), b"/a/c/d");
+        assert_eq!(normalize(b"/../.."), b"/");
+        assert_eq!(join(b"/work/ws", b"../x/./y"), b"/work/x/y");
+        assert_eq!(join(b"/", b"/etc/passwd"), b"/etc/passwd");
+        assert_eq!(join(b"/srv/root", b"/etc/passwd"), b"/srv/root/etc/passwd");
+    }
+
+    #[test]
+    fn strip_root_gives_container_view() {
+        assert_eq!(strip_root(b"/srv/c1/etc/x", b"/srv/c1"), Some(b"/etc/x".to_vec()));
+        assert_eq!(strip_root(b"/srv/c10/x", b"/srv/c1"), None);
+        assert_eq!(strip_root(b"/etc/x", b"/"), None);
+    }
+
+    #[test]
+    fn unlinkat_relative_to_dirfd_resolves_against_dirfd_base() {
+        let mut h = empty_header(EventKind::Rmdir);
+        h.syscall = 263;
+        h.flags = 0x200;
+        h.fd = 3;
+        h.pid = 7;
+        h.comm[..2].copy_from_slice(b"rm");
+        let ev = KernelEvent::decode(&encode(
+            &h,
+            &[
+                Field { tag: field_tag::RAW_PATH, flags: 0, data: b"sub".to_vec() },
+                Field { tag: field_tag::BASE, flags: 0, data: b"tree\0x\0tmp\0".to_vec() },
+                Field { tag: field_tag::ROOT, flags: 0, data: vec![] },
+            ],
+        ))
+        .unwrap();
+        let a = action_from_event(&ev);
+        assert_eq!(a.op, Some(Op::Rmdir));
+        assert_eq!(a.syscall, "unlinkat");
+        assert_eq!(a.path.as_deref(), Some("/tmp/x/tree/sub"));
+        assert_eq!(a.raw_path.as_deref(), Some("sub"));
+        assert_eq!(a.flag_names, vec!["AT_REMOVEDIR"]);
+        assert_eq!(a.fd, Some(3));
+        assert_eq!(a.container_path, None);
+        assert!(a.path_issues.is_empty());
+    }
+
+    #[test]
+    fn container_process_gets_host_and_container_paths() {
+        let mut h = empty_header(EventKind::Unlink);
+        h.syscall = 87;
+        let ev = KernelEvent::decode(&encode(
+            &h,
+            &[
+                Field { tag: field_tag::RAW_PATH, flags: 0, data: b"/data/f".to_vec() },
+                Field { tag: field_tag::BASE, flags: 0, data: b"c1\0ctr\0".to_vec() },
+                Field { tag: field_tag::ROOT, flags: 0, data: b"c1\0ctr\0".to_vec() },
+            ],
+        ))
+        .unwrap();
+        let a = action_from_event(&ev);
+        assert_eq!(a.path.as_deref(), Some("/ctr/c1/data/f"));
+        assert_eq!(a.container_path.as_deref(), Some("/data/f"));
+    }
+
+    #[test]
+    fn exec_argv_non_utf8_and_truncation_flags() {
+        let mut h = empty_header(EventKind::Exec);
+        h.syscall = 59;
+        h.hflags = header_flags::ARGV_TRUNCATED;
+        let ev = KernelEvent::decode(&encode(
+            &h,
+            &[
+                Field { tag: field_tag::RAW_PATH, flags: 0, data: b"/usr/bin/kubectl".to_vec() },
+                Field { tag: field_tag::BASE, flags: 0, data: vec![] },
+                Field { tag: field_tag::ARG, flags: 0, data: b"kubectl".to_vec() },
+                Field { tag: field_tag::ARG, flags: 0, data: b"delete".to_vec() },
+                Field { tag: field_tag::ARG, flags: 0, data: b"ns\xff".to_vec() },
+                Field { tag: field_tag::CWD, flags: 0, data: b"w\0".to_vec() },
+            ],
+        ))
+        .unwrap();
+        let a = action_from_event(&ev);
+        assert_eq!(a.argv.as_ref().unwrap()[..2], ["kubectl".to_string(), "delete".to_string()]);
+        assert_eq!(a.argv_b64.as_ref().unwrap()[2], "bnP/");
+        assert!(a.argv_truncated);
+        assert_eq!(a.cwd.as_deref(), Some("/w"));
+        assert_eq!(a.program(), Some("kubectl"));
+    }
+
+    #[test]
+    fn walk_problems_become_path_issues() {
+        let mut h = empty_header(EventKind::Unlink);
+        h.syscall = 263;
+        let ev = KernelEvent::decode(&encode(
+            &h,
+            &[
+                Field { tag: field_tag::RAW_PATH, flags: 0, data: b"f".to_vec() },
+                Field { tag: field_tag::BASE, flags: field_flags::DEPTH_LIMIT, data: b"deep\0".to_vec() },
+            ],
+        ))
+        .unwrap();
+        assert_eq!(action_from_event(&ev).path_issues, vec!["depth_limit"]);
+    }
+
+    #[test]
+    fn errno_and_syscall_names() {
+        assert_eq!(errno_name(-2), "ENOENT");
+        assert_eq!(errno_name(-1), "EPERM");
+        assert_eq!(syscall_name(316), "renameat2");
+    }
+}
