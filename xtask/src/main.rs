@@ -1,1 +1,134 @@
-fn main() {}
+//! Developer workflows: toolchain setup, build, run, tests, benchmarks.
+//! Product logic lives in `monitor`; this only orchestrates.
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+use anyhow::{bail, Context as _, Result};
+use clap::{Parser, Subcommand};
+
+mod bench;
+mod setup;
+mod vm;
+
+#[derive(Parser)]
+#[command(name = "xtask", about = "Developer workflows for the action boundary monitor")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Install the eBPF toolchain (idempotent: skips what is present).
+    Setup,
+    /// Set up, then build `abm` (release) with its kernel programs.
+    Build,
+    /// Set up, build, and run `abm run` on a command: `cargo xtask run -- CMD...`.
+    Run {
+        /// Extra `abm run` options, e.g. `--policy FILE` (before `--`).
+        #[arg(long = "abm-arg", value_name = "ARG", allow_hyphen_values = true)]
+        abm_args: Vec<String>,
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
+    /// Set up, build, lint, and run all unit and integration tests
+    /// (including the BPF LSM tests in QEMU VMs).
+    Test {
+        /// Skip the QEMU/BPF LSM VM tests.
+        #[arg(long)]
+        no_vm: bool,
+    },
+    /// Run the enforcement tests in QEMU VMs on Debian kernels with BPF LSM.
+    VmTest,
+    /// Benchmarks: ratios against an unmonitored baseline and peers.
+    Bench {
+        /// Runs per configuration (alternated A B A B ...).
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+        /// Only these workloads (burst, git, build, outside).
+        #[arg(long)]
+        only: Vec<String>,
+    },
+}
+
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_path_buf()
+}
+
+/// Runs a command, failing with its rendering if it fails.
+pub fn run(cmd: &mut Command) -> Result<()> {
+    let shown = format!("{cmd:?}");
+    eprintln!("xtask: {shown}");
+    let status = cmd.status().with_context(|| format!("cannot start {shown}"))?;
+    if !status.success() {
+        bail!("{shown} failed with {status}");
+    }
+    Ok(())
+}
+
+pub fn cargo() -> Command {
+    let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    c.current_dir(root());
+    c
+}
+
+pub fn build_release() -> Result<PathBuf> {
+    run(cargo().args(["build", "--release", "-p", "monitor"]))?;
+    Ok(root().join("target/release/abm"))
+}
+
+fn test(no_vm: bool) -> Result<()> {
+    setup::setup()?;
+    run(cargo().args(["fmt", "--all", "--check"]))?;
+    run(cargo().args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
+    setup::clippy_ebpf()?;
+    let abm = build_release()?;
+    // Every shipped policy file must parse.
+    let mut check = Command::new(&abm);
+    check.args(["policy", "check"]);
+    for entry in std::fs::read_dir(root().join("policies"))? {
+        let p = entry?.path();
+        if p.extension().is_some_and(|e| e == "toml") {
+            check.arg(p);
+        }
+    }
+    run(&mut check)?;
+    // Unit and integration tests (the integration tests load the kernel
+    // programs and need root, which CI has).
+    run(cargo().args(["test", "--release", "--workspace", "--", "--test-threads=2"]))?;
+    if no_vm {
+        eprintln!("xtask: skipping the VM tests (--no-vm)");
+    } else {
+        vm::vm_test()?;
+    }
+    eprintln!("xtask: all tests passed");
+    Ok(())
+}
+
+fn main() -> Result<()> {
+    match Cli::parse().cmd {
+        Cmd::Setup => setup::setup(),
+        Cmd::Build => {
+            setup::setup()?;
+            build_release().map(|_| ())
+        }
+        Cmd::Run { abm_args, command } => {
+            setup::setup()?;
+            let abm = build_release()?;
+            let status = Command::new(abm).arg("run").args(abm_args).arg("--").args(command).status()?;
+            std::process::exit(status.code().unwrap_or(1));
+        }
+        Cmd::Test { no_vm } => test(no_vm),
+        Cmd::VmTest => {
+            setup::setup()?;
+            vm::vm_test()
+        }
+        Cmd::Bench { runs, only } => {
+            setup::setup()?;
+            let abm = build_release()?;
+            bench::bench(&abm, runs, &only)
+        }
+    }
+}

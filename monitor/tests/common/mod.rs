@@ -1,0 +1,142 @@
+//! Shared helpers for integration tests: they run the real `abm` binary,
+//! which loads the real kernel programs, on real commands.
+#![allow(dead_code)]
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Output},
+};
+
+use serde_json::Value;
+
+pub const ABM: &str = env!("CARGO_BIN_EXE_abm");
+
+/// Why kernel tests cannot run here, if they cannot.
+pub fn kernel_unavailable() -> Option<String> {
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("not root: loading BPF programs needs root".into());
+    }
+    if !Path::new("/sys/kernel/btf/vmlinux").exists() {
+        return Some("kernel has no BTF".into());
+    }
+    None
+}
+
+/// Skips the calling test (returns early) when the kernel cannot run it.
+#[macro_export]
+macro_rules! require_kernel {
+    () => {
+        if let Some(why) = common::kernel_unavailable() {
+            eprintln!("skipping: {why}");
+            return;
+        }
+    };
+}
+
+/// A temporary directory removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        let base = std::env::temp_dir().join(format!(
+            "abm-test-{tag}-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
+        ));
+        std::fs::create_dir_all(&base).unwrap();
+        TempDir(std::fs::canonicalize(&base).unwrap())
+    }
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+    pub fn join(&self, p: &str) -> PathBuf {
+        self.0.join(p)
+    }
+    pub fn s(&self, p: &str) -> String {
+        self.join(p).to_string_lossy().into_owned()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = Command::new("chattr").arg("-a").arg("-R").arg(&self.0).output();
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Result of one `abm run`.
+pub struct Run {
+    pub output: Output,
+    pub trace: PathBuf,
+    pub records: Vec<Value>,
+}
+
+impl Run {
+    pub fn events(&self) -> impl Iterator<Item = &Value> {
+        self.records.iter().filter(|r| r["type"] == "event")
+    }
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.output.stderr).into_owned()
+    }
+    /// Events of `op` whose path equals `path`.
+    pub fn find(&self, op: &str, path: &str) -> Vec<&Value> {
+        self.events().filter(|e| e["op"] == op && e["path"] == path).collect()
+    }
+    /// The single event of `op` on `path`; panics with the trace otherwise.
+    pub fn one(&self, op: &str, path: &str) -> &Value {
+        let found = self.find(op, path);
+        assert!(
+            !found.is_empty(),
+            "no {op} event on {path}; events:\n{}",
+            self.events().map(|e| format!("{} {} {}", e["op"], e["path"], e["result"])).collect::<Vec<_>>().join("\n")
+        );
+        found[0]
+    }
+    pub fn execs(&self) -> Vec<Vec<String>> {
+        self.events()
+            .filter(|e| e["op"] == "exec")
+            .map(|e| {
+                e["argv"].as_array().map(|a| a.iter().map(|s| s.as_str().unwrap_or("").to_owned()).collect()).unwrap_or_default()
+            })
+            .collect()
+    }
+}
+
+/// Runs `abm run [extra] -- cmd...` with the trace in `dir` (outside the
+/// workspace) and parses the trace.
+pub fn abm_run(dir: &TempDir, workspace: &Path, extra: &[&str], cmd: &[&str]) -> Run {
+    let trace = dir.join(&format!("trace-{}.jsonl", std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()));
+    let output = Command::new(ABM)
+        .arg("run")
+        .arg("--quiet")
+        .arg("--trace")
+        .arg(&trace)
+        .arg("--workspace")
+        .arg(workspace)
+        .args(extra)
+        .arg("--")
+        .args(cmd)
+        .current_dir(workspace)
+        .output()
+        .expect("run abm");
+    let records = read_records(&trace);
+    Run { output, trace, records }
+}
+
+pub fn read_records(trace: &Path) -> Vec<Value> {
+    std::fs::read_to_string(trace)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad trace line {l}: {e}")))
+        .collect()
+}
+
+pub fn sh(script: &str, cwd: &Path) {
+    let st = Command::new("sh").arg("-c").arg(script).current_dir(cwd).status().unwrap();
+    assert!(st.success(), "setup script failed: {script}");
+}
+
+pub fn have(prog: &str) -> bool {
+    Command::new("sh").arg("-c").arg(format!("command -v {prog}")).output().is_ok_and(|o| o.status.success())
+}
