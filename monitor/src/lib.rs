@@ -11,10 +11,14 @@
 //! - [`protect`]: keeping the trace out of the watched tree's reach.
 //! - [`session`]: `abm run`.
 //! - [`oracle`]: benchmark verdicts from traces (`abm oracle`, `abm score`).
+//! - [`enforce`]: the guardrail: seccomp fallback, confirmation, preservation, undo.
+//! - [`lsm`]: the BPF LSM enforcement backend.
 //! - [`cli`]: the command line.
 
 pub mod cli;
+pub mod enforce;
 pub mod events;
+pub mod lsm;
 pub mod oracle;
 pub mod order;
 pub mod policy;

@@ -1,0 +1,1 @@
+//! Enforcement backends (guardrail): seccomp user notification fallback.

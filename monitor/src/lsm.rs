@@ -1,0 +1,1 @@
+//! BPF LSM enforcement backend.
