@@ -52,10 +52,17 @@ pub fn doctor(a: DoctorArgs) -> anyhow::Result<i32> {
         println!("{}", serde_json::to_string_pretty(&caps)?);
     } else {
         for c in &caps {
-            println!("{:<20} {:<4} {}", c.name, if c.available { "yes" } else { "no" }, c.detail);
+            println!(
+                "{:<20} {:<4} {}",
+                c.name,
+                if c.available { "yes" } else { "no" },
+                c.detail
+            );
         }
     }
-    let tp = caps.iter().any(|c| c.name == "tracepoint_backend" && c.available);
+    let tp = caps
+        .iter()
+        .any(|c| c.name == "tracepoint_backend" && c.available);
     Ok(if tp { 0 } else { 1 })
 }
 

@@ -42,19 +42,28 @@ impl KernelEvent {
         let hdr: EventHeader = unsafe { std::ptr::read_unaligned(buf.as_ptr().cast()) };
         let kind = EventKind::from_u32(hdr.kind).ok_or(DecodeError::UnknownKind(hdr.kind))?;
         let payload_len = hdr.payload_len as usize;
-        let payload = buf.get(HDR..HDR + payload_len).ok_or(DecodeError::PayloadLen {
-            claimed: payload_len,
-            available: buf.len() - HDR,
-        })?;
+        let payload = buf
+            .get(HDR..HDR + payload_len)
+            .ok_or(DecodeError::PayloadLen {
+                claimed: payload_len,
+                available: buf.len() - HDR,
+            })?;
         let mut fields = Vec::new();
         let mut off = 0;
         while off + FHDR <= payload.len() {
             // SAFETY: FieldHeader is 4 plain bytes.
-            let fh: FieldHeader = unsafe { std::ptr::read_unaligned(payload[off..].as_ptr().cast()) };
+            let fh: FieldHeader =
+                unsafe { std::ptr::read_unaligned(payload[off..].as_ptr().cast()) };
             let start = off + FHDR;
             let end = start + fh.len as usize;
-            let data = payload.get(start..end).ok_or(DecodeError::FieldOverrun(off))?;
-            fields.push(Field { tag: fh.tag, flags: fh.flags, data: data.to_vec() });
+            let data = payload
+                .get(start..end)
+                .ok_or(DecodeError::FieldOverrun(off))?;
+            fields.push(Field {
+                tag: fh.tag,
+                flags: fh.flags,
+                data: data.to_vec(),
+            });
             off = end;
         }
         Ok(KernelEvent { hdr, kind, fields })
@@ -78,7 +87,11 @@ impl KernelEvent {
 pub fn encode(hdr: &EventHeader, fields: &[Field]) -> Vec<u8> {
     let mut payload = Vec::new();
     for f in fields {
-        let fh = FieldHeader { tag: f.tag, flags: f.flags, len: f.data.len() as u16 };
+        let fh = FieldHeader {
+            tag: f.tag,
+            flags: f.flags,
+            len: f.data.len() as u16,
+        };
         payload.extend_from_slice(&[fh.tag, fh.flags]);
         payload.extend_from_slice(&fh.len.to_ne_bytes());
         payload.extend_from_slice(&f.data);
@@ -131,13 +144,28 @@ mod tests {
         hdr.comm[..2].copy_from_slice(b"mv");
         hdr.flags = 1;
         let fields = vec![
-            Field { tag: field_tag::RAW_PATH, flags: 0, data: b"a".to_vec() },
-            Field { tag: field_tag::BASE, flags: 0, data: b"x\0tmp\0".to_vec() },
-            Field { tag: field_tag::RAW_PATH2, flags: 1, data: b"b\xff".to_vec() },
+            Field {
+                tag: field_tag::RAW_PATH,
+                flags: 0,
+                data: b"a".to_vec(),
+            },
+            Field {
+                tag: field_tag::BASE,
+                flags: 0,
+                data: b"x\0tmp\0".to_vec(),
+            },
+            Field {
+                tag: field_tag::RAW_PATH2,
+                flags: 1,
+                data: b"b\xff".to_vec(),
+            },
         ];
         let ev = KernelEvent::decode(&encode(&hdr, &fields)).unwrap();
         assert_eq!(ev.kind, EventKind::Rename);
-        assert_eq!((ev.hdr.pid, ev.hdr.tid, ev.hdr.syscall, ev.hdr.flags), (42, 43, 316, 1));
+        assert_eq!(
+            (ev.hdr.pid, ev.hdr.tid, ev.hdr.syscall, ev.hdr.flags),
+            (42, 43, 316, 1)
+        );
         assert_eq!(ev.comm(), "mv");
         assert_eq!(ev.fields, fields);
         assert_eq!(ev.field(field_tag::RAW_PATH2).unwrap().flags, 1);
@@ -145,19 +173,38 @@ mod tests {
 
     #[test]
     fn rejects_short_unknown_and_overrun_records() {
-        assert_eq!(KernelEvent::decode(&[0; 10]).unwrap_err(), DecodeError::Short(10, HDR));
+        assert_eq!(
+            KernelEvent::decode(&[0; 10]).unwrap_err(),
+            DecodeError::Short(10, HDR)
+        );
         let mut hdr = empty_header(EventKind::Unlink);
         hdr.kind = 99;
-        assert_eq!(KernelEvent::decode(&encode(&hdr, &[])).unwrap_err(), DecodeError::UnknownKind(99));
+        assert_eq!(
+            KernelEvent::decode(&encode(&hdr, &[])).unwrap_err(),
+            DecodeError::UnknownKind(99)
+        );
         let hdr = empty_header(EventKind::Unlink);
-        let mut bytes = encode(&hdr, &[Field { tag: 1, flags: 0, data: b"abcdef".to_vec() }]);
+        let mut bytes = encode(
+            &hdr,
+            &[Field {
+                tag: 1,
+                flags: 0,
+                data: b"abcdef".to_vec(),
+            }],
+        );
         // Claim a longer field than present.
         bytes[HDR + 2] = 200;
-        assert_eq!(KernelEvent::decode(&bytes).unwrap_err(), DecodeError::FieldOverrun(0));
+        assert_eq!(
+            KernelEvent::decode(&bytes).unwrap_err(),
+            DecodeError::FieldOverrun(0)
+        );
         let mut hdr = empty_header(EventKind::Unlink);
         hdr.payload_len = 500;
         let mut bytes = vec![0u8; HDR];
         unsafe { std::ptr::write_unaligned(bytes.as_mut_ptr().cast(), hdr) };
-        assert!(matches!(KernelEvent::decode(&bytes), Err(DecodeError::PayloadLen { .. })));
+        assert!(matches!(
+            KernelEvent::decode(&bytes),
+            Err(DecodeError::PayloadLen { .. })
+        ));
     }
 }

@@ -50,21 +50,37 @@ impl Orderer {
                 slot.action.result_note = Some("exit_not_seen".into());
             }
         }
-        self.queue.insert(key, Slot { action, ready: false });
+        self.queue.insert(
+            key,
+            Slot {
+                action,
+                ready: false,
+            },
+        );
     }
 
     /// A record that needs no result (fork, exit).
     pub fn ready(&mut self, action: Action) {
         let key = (action.ktime_ns, self.arrivals);
         self.arrivals += 1;
-        self.queue.insert(key, Slot { action, ready: true });
+        self.queue.insert(
+            key,
+            Slot {
+                action,
+                ready: true,
+            },
+        );
     }
 
     /// The result of the thread's pending syscall. Returns false when no
     /// entry was pending (its entry record was lost).
     pub fn exit(&mut self, tid: u32, result: i64) -> bool {
-        let Some(key) = self.pending.remove(&tid) else { return false };
-        let Some(slot) = self.queue.get_mut(&key) else { return false };
+        let Some(key) = self.pending.remove(&tid) else {
+            return false;
+        };
+        let Some(slot) = self.queue.get_mut(&key) else {
+            return false;
+        };
         slot.action.result = Some(result);
         if result < 0 {
             slot.action.errno = Some(crate::resolve::errno_name(result));
@@ -81,16 +97,16 @@ impl Orderer {
             let ktime = key.0;
             let age = now_ns.saturating_sub(ktime);
             let slot = entry.get();
-            let releasable = force
-                || (slot.ready && age >= REORDER_WINDOW_NS)
-                || age >= MAX_RESULT_WAIT_NS;
+            let releasable =
+                force || (slot.ready && age >= REORDER_WINDOW_NS) || age >= MAX_RESULT_WAIT_NS;
             if !releasable {
                 break;
             }
             let mut slot = entry.remove();
             if !slot.ready {
                 self.pending.retain(|_, k| *k != key);
-                slot.action.result_note = Some(if force { "exit_not_seen" } else { "pending" }.into());
+                slot.action.result_note =
+                    Some(if force { "exit_not_seen" } else { "pending" }.into());
             }
             out.push(slot.action);
         }
@@ -103,7 +119,12 @@ mod tests {
     use crate::record::Op;
 
     fn act(tid: u32, t: u64, op: Op) -> Action {
-        Action { op: Some(op), tid, ktime_ns: t, ..Default::default() }
+        Action {
+            op: Some(op),
+            tid,
+            ktime_ns: t,
+            ..Default::default()
+        }
     }
 
     #[test]
@@ -119,7 +140,10 @@ mod tests {
         assert!(out.is_empty(), "head of line (t=100) still waits");
         assert!(o.exit(1, -2));
         o.release(1_000_000_000, false, &mut out);
-        assert_eq!(out.iter().map(|a| a.ktime_ns).collect::<Vec<_>>(), vec![100, 200]);
+        assert_eq!(
+            out.iter().map(|a| a.ktime_ns).collect::<Vec<_>>(),
+            vec![100, 200]
+        );
         assert_eq!(out[0].errno.as_deref(), Some("ENOENT"));
         assert_eq!(out[1].result, Some(0));
     }

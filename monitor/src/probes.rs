@@ -24,7 +24,9 @@ pub const TRACEPOINTS: [(&str, &str); 5] = [
 pub enum ProbeError {
     #[error("this abm binary was built without its kernel programs (AYA_BUILD_SKIP); rebuild with `cargo xtask build`")]
     NoObject,
-    #[error("abm needs root (CAP_BPF and CAP_PERFMON) to load its kernel programs: run it with sudo")]
+    #[error(
+        "abm needs root (CAP_BPF and CAP_PERFMON) to load its kernel programs: run it with sudo"
+    )]
     NotRoot,
     #[error("the kernel has no BTF (/sys/kernel/btf/vmlinux missing): abm needs a kernel built with CONFIG_DEBUG_INFO_BTF=y")]
     NoBtf,
@@ -57,7 +59,10 @@ pub struct ProbeOptions {
 
 impl Default for ProbeOptions {
     fn default() -> Self {
-        ProbeOptions { ringbuf_bytes: 16 * 1024 * 1024, watch_cgroups: false }
+        ProbeOptions {
+            ringbuf_bytes: 16 * 1024 * 1024,
+            watch_cgroups: false,
+        }
     }
 }
 
@@ -86,7 +91,10 @@ pub fn preflight() -> Result<(), ProbeError> {
 }
 
 fn raise_memlock() {
-    let rlim = libc::rlimit { rlim_cur: libc::RLIM_INFINITY, rlim_max: libc::RLIM_INFINITY };
+    let rlim = libc::rlimit {
+        rlim_cur: libc::RLIM_INFINITY,
+        rlim_max: libc::RLIM_INFINITY,
+    };
     // Kernels before 5.11 charge BPF maps to RLIMIT_MEMLOCK; harmless after.
     let _ = unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &rlim) };
 }
@@ -107,19 +115,33 @@ impl Probes {
                 .ok_or(ProbeError::MissingMap(name))?
                 .try_into()
                 .map_err(|source| ProbeError::Program { name, source })?;
-            prog.load().map_err(|source| ProbeError::Program { name, source })?;
-            prog.attach(tracepoint).map_err(|source| ProbeError::Program { name, source })?;
+            prog.load()
+                .map_err(|source| ProbeError::Program { name, source })?;
+            prog.attach(tracepoint)
+                .map_err(|source| ProbeError::Program { name, source })?;
         }
-        let scope_map = ebpf.take_map("SCOPE").ok_or(ProbeError::MissingMap("SCOPE"))?;
+        let scope_map = ebpf
+            .take_map("SCOPE")
+            .ok_or(ProbeError::MissingMap("SCOPE"))?;
         let scope_raw_fd = match &scope_map {
             aya::maps::Map::HashMap(d) => d.fd().as_fd().as_raw_fd(),
             _ => -1,
         };
-        let scope = HashMap::try_from(scope_map).map_err(|source| ProbeError::Map { name: "SCOPE", source })?;
+        let scope = HashMap::try_from(scope_map).map_err(|source| ProbeError::Map {
+            name: "SCOPE",
+            source,
+        })?;
         let scope_cgroups = take_map(&mut ebpf, "SCOPE_CGROUPS", HashMap::try_from)?;
         let losses = take_map(&mut ebpf, "LOSSES", PerCpuArray::try_from)?;
         let events = Some(take_map(&mut ebpf, "EVENTS", RingBuf::try_from)?);
-        Ok(Probes { ebpf, scope, scope_cgroups, losses, events, scope_raw_fd })
+        Ok(Probes {
+            ebpf,
+            scope,
+            scope_cgroups,
+            losses,
+            events,
+            scope_raw_fd,
+        })
     }
 
     /// Raw fd of the SCOPE map, for a child to add itself before exec.
@@ -130,13 +152,19 @@ impl Probes {
     pub fn add_pid(&mut self, pid: u32, target: u32) -> Result<(), ProbeError> {
         self.scope
             .insert(pid, ScopeEntry { target, _pad: 0 }, 0)
-            .map_err(|source| ProbeError::Map { name: "SCOPE", source })
+            .map_err(|source| ProbeError::Map {
+                name: "SCOPE",
+                source,
+            })
     }
 
     pub fn add_cgroup(&mut self, cgroup_id: u64, target: u32) -> Result<(), ProbeError> {
         self.scope_cgroups
             .insert(cgroup_id, ScopeEntry { target, _pad: 0 }, 0)
-            .map_err(|source| ProbeError::Map { name: "SCOPE_CGROUPS", source })
+            .map_err(|source| ProbeError::Map {
+                name: "SCOPE_CGROUPS",
+                source,
+            })
     }
 
     pub fn remove_cgroup(&mut self, cgroup_id: u64) {
@@ -152,7 +180,12 @@ impl Probes {
     pub fn loss_counters(&self) -> Vec<Vec<u64>> {
         LossCause::ALL
             .iter()
-            .map(|c| self.losses.get(&(*c as u32), 0).map(|v| v.iter().copied().collect()).unwrap_or_default())
+            .map(|c| {
+                self.losses
+                    .get(&(*c as u32), 0)
+                    .map(|v| v.iter().copied().collect())
+                    .unwrap_or_default()
+            })
             .collect()
     }
 }
@@ -218,18 +251,30 @@ pub fn capabilities() -> Vec<Capability> {
     out.push(Capability {
         name: "root",
         available: root,
-        detail: if root { "running as root".into() } else { "not root: loading BPF needs CAP_BPF+CAP_PERFMON".into() },
+        detail: if root {
+            "running as root".into()
+        } else {
+            "not root: loading BPF needs CAP_BPF+CAP_PERFMON".into()
+        },
     });
     let btf = Path::new("/sys/kernel/btf/vmlinux").exists();
     out.push(Capability {
         name: "btf",
         available: btf,
-        detail: if btf { "/sys/kernel/btf/vmlinux present".into() } else { "no kernel BTF".into() },
+        detail: if btf {
+            "/sys/kernel/btf/vmlinux present".into()
+        } else {
+            "no kernel BTF".into()
+        },
     });
     out.push(Capability {
         name: "kernel_object",
         available: !OBJECT.is_empty(),
-        detail: if OBJECT.is_empty() { "built with AYA_BUILD_SKIP".into() } else { format!("{} bytes embedded", OBJECT.len()) },
+        detail: if OBJECT.is_empty() {
+            "built with AYA_BUILD_SKIP".into()
+        } else {
+            format!("{} bytes embedded", OBJECT.len())
+        },
     });
     let tp = if root && btf && !OBJECT.is_empty() {
         match Probes::load(&ProbeOptions { ringbuf_bytes: 4096 * 16, watch_cgroups: false }) {
@@ -239,9 +284,15 @@ pub fn capabilities() -> Vec<Capability> {
     } else {
         (false, "needs root, BTF and the kernel object".into())
     };
-    out.push(Capability { name: "tracepoint_backend", available: tp.0, detail: tp.1 });
+    out.push(Capability {
+        name: "tracepoint_backend",
+        available: tp.0,
+        detail: tp.1,
+    });
     let lsm_list = lsm_list();
-    let bpf_lsm = lsm_list.as_deref().is_some_and(|l| l.split(',').any(|x| x == "bpf"));
+    let bpf_lsm = lsm_list
+        .as_deref()
+        .is_some_and(|l| l.split(',').any(|x| x == "bpf"));
     out.push(Capability {
         name: "bpf_lsm_listed",
         available: bpf_lsm,

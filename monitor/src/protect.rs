@@ -20,7 +20,11 @@ fn set_append(path: &Path, on: bool) -> io::Result<()> {
     if unsafe { libc::ioctl(f.as_raw_fd(), FS_IOC_GETFLAGS, &mut flags) } < 0 {
         return Err(io::Error::last_os_error());
     }
-    let new = if on { flags | FS_APPEND_FL } else { flags & !FS_APPEND_FL };
+    let new = if on {
+        flags | FS_APPEND_FL
+    } else {
+        flags & !FS_APPEND_FL
+    };
     if new != flags && unsafe { libc::ioctl(f.as_raw_fd(), FS_IOC_SETFLAGS, &new) } < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -41,7 +45,9 @@ pub fn release_trace(path: &Path) {
 
 /// Whether the file currently has the append-only flag.
 pub fn is_append_only(path: &Path) -> bool {
-    let Ok(f) = File::open(path) else { return false };
+    let Ok(f) = File::open(path) else {
+        return false;
+    };
     let mut flags: libc::c_long = 0;
     let ok = unsafe { libc::ioctl(f.as_raw_fd(), FS_IOC_GETFLAGS, &mut flags) } >= 0;
     ok && flags & FS_APPEND_FL != 0

@@ -131,11 +131,18 @@ pub fn resolve_path(
     root: &[u8],
     issues: &mut Vec<String>,
 ) -> Option<Resolved> {
-    if let Some(fd) = ev.field(field_tag::FD_PATH).filter(|_| raw_tag == field_tag::RAW_PATH) {
+    if let Some(fd) = ev
+        .field(field_tag::FD_PATH)
+        .filter(|_| raw_tag == field_tag::RAW_PATH)
+    {
         issues_of(fd, issues);
         let host = components_to_path(&fd.data);
         let container = strip_root(&host, root);
-        return Some(Resolved { host, container, raw: None });
+        return Some(Resolved {
+            host,
+            container,
+            raw: None,
+        });
     }
     let raw = ev.field(raw_tag)?;
     issues_of(raw, issues);
@@ -151,14 +158,18 @@ pub fn resolve_path(
         }
     };
     let mut host = join(&base_path, &raw.data);
-    let has_dir_part = raw.data.iter().any(|&b| b == b'/');
+    let has_dir_part = raw.data.contains(&b'/');
     if has_dir_part && root == b"/" {
         if let Some(real) = canonical_parent(&host) {
             host = real;
         }
     }
     let container = strip_root(&host, root);
-    Some(Resolved { host, container, raw: Some(raw.data.clone()) })
+    Some(Resolved {
+        host,
+        container,
+        raw: Some(raw.data.clone()),
+    })
 }
 
 pub fn syscall_name(nr: u32) -> &'static str {
@@ -233,7 +244,11 @@ pub fn errno_name(err: i64) -> String {
 fn flag_names(op: Op, syscall: &str, flags: u64) -> Vec<String> {
     let table: &[(u64, &str)] = match op {
         Op::Unlink | Op::Rmdir => &[(0x200, "AT_REMOVEDIR")],
-        Op::Rename => &[(1, "RENAME_NOREPLACE"), (2, "RENAME_EXCHANGE"), (4, "RENAME_WHITEOUT")],
+        Op::Rename => &[
+            (1, "RENAME_NOREPLACE"),
+            (2, "RENAME_EXCHANGE"),
+            (4, "RENAME_WHITEOUT"),
+        ],
         Op::Truncate | Op::Write if !syscall.contains("truncate") => &[
             (0o1, "O_WRONLY"),
             (0o2, "O_RDWR"),
@@ -246,10 +261,16 @@ fn flag_names(op: Op, syscall: &str, flags: u64) -> Vec<String> {
             (0o2000000, "O_CLOEXEC"),
             (0o20000000, "O_TMPFILE"),
         ],
-        Op::Chown | Op::Chmod | Op::Exec => &[(0x100, "AT_SYMLINK_NOFOLLOW"), (0x1000, "AT_EMPTY_PATH")],
+        Op::Chown | Op::Chmod | Op::Exec => {
+            &[(0x100, "AT_SYMLINK_NOFOLLOW"), (0x1000, "AT_EMPTY_PATH")]
+        }
         _ => &[],
     };
-    table.iter().filter(|(bit, _)| flags & *bit == *bit && *bit != 0).map(|(_, n)| (*n).to_owned()).collect()
+    table
+        .iter()
+        .filter(|(bit, _)| flags & *bit == *bit && *bit != 0)
+        .map(|(_, n)| (*n).to_owned())
+        .collect()
 }
 
 fn op_of(kind: EventKind) -> Option<Op> {
@@ -295,7 +316,10 @@ pub fn action_from_event(ev: &KernelEvent) -> Action {
         cgroup_id: h.cgroup_id,
         ..Default::default()
     };
-    let root = ev.field(field_tag::ROOT).map(|f| components_to_path(&f.data)).unwrap_or_else(|| b"/".to_vec());
+    let root = ev
+        .field(field_tag::ROOT)
+        .map(|f| components_to_path(&f.data))
+        .unwrap_or_else(|| b"/".to_vec());
     let mut issues = Vec::new();
     if let Some(r) = resolve_path(ev, field_tag::RAW_PATH, field_tag::BASE, &root, &mut issues) {
         set_text(&r.host, &mut a.path, &mut a.path_b64);
@@ -307,7 +331,13 @@ pub fn action_from_event(ev: &KernelEvent) -> Action {
         }
     }
     if ev.field(field_tag::RAW_PATH2).is_some() {
-        if let Some(r) = resolve_path(ev, field_tag::RAW_PATH2, field_tag::BASE2, &root, &mut issues) {
+        if let Some(r) = resolve_path(
+            ev,
+            field_tag::RAW_PATH2,
+            field_tag::BASE2,
+            &root,
+            &mut issues,
+        ) {
             set_text(&r.host, &mut a.path2, &mut a.path2_b64);
             if let Some(c) = r.container {
                 a.container_path2 = Some(text_fields(&c).0);
@@ -330,17 +360,27 @@ pub fn action_from_event(ev: &KernelEvent) -> Action {
         _ => {}
     }
     if let Some(op) = op {
-        if matches!(op, Op::Unlink | Op::Rmdir | Op::Rename | Op::Truncate | Op::Write | Op::Chmod | Op::Chown | Op::Exec) {
+        if matches!(
+            op,
+            Op::Unlink
+                | Op::Rmdir
+                | Op::Rename
+                | Op::Truncate
+                | Op::Write
+                | Op::Chmod
+                | Op::Chown
+                | Op::Exec
+        ) {
             a.flags = h.flags;
             a.flag_names = flag_names(op, &syscall, h.flags);
             if ev.kind != EventKind::Fork {
                 a.fd = Some(h.fd);
             }
         }
-        if h.mode != u32::MAX && matches!(op, Op::Chmod | Op::Truncate | Op::Write) {
-            if op == Op::Chmod || h.flags & 0o100 != 0 {
-                a.mode = Some(h.mode & 0o7777);
-            }
+        let has_mode =
+            op == Op::Chmod || (matches!(op, Op::Truncate | Op::Write) && h.flags & 0o100 != 0);
+        if h.mode != u32::MAX && has_mode {
+            a.mode = Some(h.mode & 0o7777);
         }
         if op == Op::Chown {
             a.owner_uid = (h.owner_uid != u32::MAX).then_some(h.owner_uid);
@@ -394,7 +434,10 @@ mod tests {
 
     #[test]
     fn strip_root_gives_container_view() {
-        assert_eq!(strip_root(b"/srv/c1/etc/x", b"/srv/c1"), Some(b"/etc/x".to_vec()));
+        assert_eq!(
+            strip_root(b"/srv/c1/etc/x", b"/srv/c1"),
+            Some(b"/etc/x".to_vec())
+        );
         assert_eq!(strip_root(b"/srv/c10/x", b"/srv/c1"), None);
         assert_eq!(strip_root(b"/etc/x", b"/"), None);
     }
@@ -410,9 +453,21 @@ mod tests {
         let ev = KernelEvent::decode(&encode(
             &h,
             &[
-                Field { tag: field_tag::RAW_PATH, flags: 0, data: b"sub".to_vec() },
-                Field { tag: field_tag::BASE, flags: 0, data: b"tree\0x\0tmp\0".to_vec() },
-                Field { tag: field_tag::ROOT, flags: 0, data: vec![] },
+                Field {
+                    tag: field_tag::RAW_PATH,
+                    flags: 0,
+                    data: b"sub".to_vec(),
+                },
+                Field {
+                    tag: field_tag::BASE,
+                    flags: 0,
+                    data: b"tree\0x\0tmp\0".to_vec(),
+                },
+                Field {
+                    tag: field_tag::ROOT,
+                    flags: 0,
+                    data: vec![],
+                },
             ],
         ))
         .unwrap();
@@ -434,9 +489,21 @@ mod tests {
         let ev = KernelEvent::decode(&encode(
             &h,
             &[
-                Field { tag: field_tag::RAW_PATH, flags: 0, data: b"/data/f".to_vec() },
-                Field { tag: field_tag::BASE, flags: 0, data: b"c1\0ctr\0".to_vec() },
-                Field { tag: field_tag::ROOT, flags: 0, data: b"c1\0ctr\0".to_vec() },
+                Field {
+                    tag: field_tag::RAW_PATH,
+                    flags: 0,
+                    data: b"/data/f".to_vec(),
+                },
+                Field {
+                    tag: field_tag::BASE,
+                    flags: 0,
+                    data: b"c1\0ctr\0".to_vec(),
+                },
+                Field {
+                    tag: field_tag::ROOT,
+                    flags: 0,
+                    data: b"c1\0ctr\0".to_vec(),
+                },
             ],
         ))
         .unwrap();
@@ -453,17 +520,44 @@ mod tests {
         let ev = KernelEvent::decode(&encode(
             &h,
             &[
-                Field { tag: field_tag::RAW_PATH, flags: 0, data: b"/usr/bin/kubectl".to_vec() },
-                Field { tag: field_tag::BASE, flags: 0, data: vec![] },
-                Field { tag: field_tag::ARG, flags: 0, data: b"kubectl".to_vec() },
-                Field { tag: field_tag::ARG, flags: 0, data: b"delete".to_vec() },
-                Field { tag: field_tag::ARG, flags: 0, data: b"ns\xff".to_vec() },
-                Field { tag: field_tag::CWD, flags: 0, data: b"w\0".to_vec() },
+                Field {
+                    tag: field_tag::RAW_PATH,
+                    flags: 0,
+                    data: b"/usr/bin/kubectl".to_vec(),
+                },
+                Field {
+                    tag: field_tag::BASE,
+                    flags: 0,
+                    data: vec![],
+                },
+                Field {
+                    tag: field_tag::ARG,
+                    flags: 0,
+                    data: b"kubectl".to_vec(),
+                },
+                Field {
+                    tag: field_tag::ARG,
+                    flags: 0,
+                    data: b"delete".to_vec(),
+                },
+                Field {
+                    tag: field_tag::ARG,
+                    flags: 0,
+                    data: b"ns\xff".to_vec(),
+                },
+                Field {
+                    tag: field_tag::CWD,
+                    flags: 0,
+                    data: b"w\0".to_vec(),
+                },
             ],
         ))
         .unwrap();
         let a = action_from_event(&ev);
-        assert_eq!(a.argv.as_ref().unwrap()[..2], ["kubectl".to_string(), "delete".to_string()]);
+        assert_eq!(
+            a.argv.as_ref().unwrap()[..2],
+            ["kubectl".to_string(), "delete".to_string()]
+        );
         assert_eq!(a.argv_b64.as_ref().unwrap()[2], "bnP/");
         assert!(a.argv_truncated);
         assert_eq!(a.cwd.as_deref(), Some("/w"));
@@ -477,8 +571,16 @@ mod tests {
         let ev = KernelEvent::decode(&encode(
             &h,
             &[
-                Field { tag: field_tag::RAW_PATH, flags: 0, data: b"f".to_vec() },
-                Field { tag: field_tag::BASE, flags: field_flags::DEPTH_LIMIT, data: b"deep\0".to_vec() },
+                Field {
+                    tag: field_tag::RAW_PATH,
+                    flags: 0,
+                    data: b"f".to_vec(),
+                },
+                Field {
+                    tag: field_tag::BASE,
+                    flags: field_flags::DEPTH_LIMIT,
+                    data: b"deep\0".to_vec(),
+                },
             ],
         ))
         .unwrap();

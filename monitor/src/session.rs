@@ -85,8 +85,13 @@ pub struct Clock {
 impl Clock {
     pub fn new() -> Clock {
         let mono = monotonic_ns() as i128;
-        let real = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos() as i128;
-        Clock { offset_ns: real - mono }
+        let real = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos() as i128;
+        Clock {
+            offset_ns: real - mono,
+        }
     }
     pub fn wall(&self, ktime_ns: u64) -> String {
         let ns = (ktime_ns as i128 + self.offset_ns).max(0) as u64;
@@ -101,7 +106,10 @@ impl Default for Clock {
 }
 
 pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
@@ -109,7 +117,11 @@ pub fn monotonic_ns() -> u64 {
 fn uname() -> (String, String) {
     let mut u: libc::utsname = unsafe { std::mem::zeroed() };
     unsafe { libc::uname(&mut u) };
-    let s = |f: &[libc::c_char]| unsafe { std::ffi::CStr::from_ptr(f.as_ptr()) }.to_string_lossy().into_owned();
+    let s = |f: &[libc::c_char]| {
+        unsafe { std::ffi::CStr::from_ptr(f.as_ptr()) }
+            .to_string_lossy()
+            .into_owned()
+    };
     (s(&u.nodename), s(&u.release))
 }
 
@@ -210,7 +222,11 @@ pub struct LossTracker {
 
 impl LossTracker {
     pub fn new(probes: &Probes) -> LossTracker {
-        LossTracker { last: probes.loss_counters(), last_poll_ns: monotonic_ns(), total: BTreeMap::new() }
+        LossTracker {
+            last: probes.loss_counters(),
+            last_poll_ns: monotonic_ns(),
+            total: BTreeMap::new(),
+        }
     }
 
     pub fn poll(&mut self, probes: &Probes) -> Vec<Loss> {
@@ -218,7 +234,9 @@ impl LossTracker {
         let cur = probes.loss_counters();
         let mut out = Vec::new();
         for (ci, cause) in LossCause::ALL.iter().enumerate() {
-            let (Some(c), Some(l)) = (cur.get(ci), self.last.get(ci)) else { continue };
+            let (Some(c), Some(l)) = (cur.get(ci), self.last.get(ci)) else {
+                continue;
+            };
             for (cpu, v) in c.iter().enumerate() {
                 let d = v - l.get(cpu).copied().unwrap_or(0);
                 if d > 0 {
@@ -241,7 +259,13 @@ impl LossTracker {
     /// A userspace-side loss (decode errors).
     pub fn userspace(&mut self, cause: &str, count: u64) -> Loss {
         *self.total.entry(cause.to_owned()).or_default() += count;
-        Loss { cause: cause.to_owned(), count, cpu: None, window_start_ns: self.last_poll_ns, window_end_ns: monotonic_ns() }
+        Loss {
+            cause: cause.to_owned(),
+            count,
+            cpu: None,
+            window_start_ns: self.last_poll_ns,
+            window_end_ns: monotonic_ns(),
+        }
     }
 }
 
@@ -258,8 +282,11 @@ fn trace_path(arg: Option<PathBuf>) -> anyhow::Result<PathBuf> {
         return Ok(p);
     }
     let dir = default_trace_dir();
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create trace directory {}", dir.display()))?;
-    let stamp = humantime::format_rfc3339_seconds(SystemTime::now()).to_string().replace(':', "");
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("cannot create trace directory {}", dir.display()))?;
+    let stamp = humantime::format_rfc3339_seconds(SystemTime::now())
+        .to_string()
+        .replace(':', "");
     Ok(dir.join(format!("run-{stamp}-{}.jsonl", std::process::id())))
 }
 
@@ -282,15 +309,21 @@ fn write_actions(
 /// Runs `abm run`. Returns the command's exit code.
 pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
     if !(4..=1 << 20).contains(&args.ringbuf_kib) || !args.ringbuf_kib.is_power_of_two() {
-        bail!("--ringbuf-kib {}: must be a power of two between 4 and 1048576", args.ringbuf_kib);
+        bail!(
+            "--ringbuf-kib {}: must be a power of two between 4 and 1048576",
+            args.ringbuf_kib
+        );
     }
     let workspace = match &args.workspace {
-        Some(w) => std::fs::canonicalize(w).with_context(|| format!("--workspace {}: no such directory", w.display()))?,
+        Some(w) => std::fs::canonicalize(w)
+            .with_context(|| format!("--workspace {}: no such directory", w.display()))?,
         None => std::env::current_dir()?,
     };
     let policy = load_policy(&args.policy)?;
     let key = match &args.sign_key {
-        Some(k) => Some(crate::trace::read_key(k).with_context(|| format!("--sign-key {}", k.display()))?),
+        Some(k) => {
+            Some(crate::trace::read_key(k).with_context(|| format!("--sign-key {}", k.display()))?)
+        }
         None => None,
     };
     let trace = trace_path(args.trace.clone())?;
@@ -302,11 +335,24 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
             workspace.display()
         );
     }
-    let mut probes = Probes::load(&ProbeOptions { ringbuf_bytes: args.ringbuf_kib * 1024, watch_cgroups: false })?;
-    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/root"));
-    let ctx = Context { workspace: workspace.clone(), home, trace_path: Some(trace_abs.clone()) };
+    let mut probes = Probes::load(&ProbeOptions {
+        ringbuf_bytes: args.ringbuf_kib * 1024,
+        watch_cgroups: false,
+    })?;
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/root"));
+    let ctx = Context {
+        workspace: workspace.clone(),
+        home,
+        trace_path: Some(trace_abs.clone()),
+    };
     let (host, kernel) = uname();
-    let command: Vec<String> = args.command.iter().map(|s| s.to_string_lossy().into_owned()).collect();
+    let command: Vec<String> = args
+        .command
+        .iter()
+        .map(|s| s.to_string_lossy().into_owned())
+        .collect();
     let header = Header {
         schema: 0,
         monitor_version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -335,7 +381,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
     // so its very first syscall is already traced.
     let scope_fd = probes.scope_fd();
     let mut cmd = tokio::process::Command::new(&args.command[0]);
-    cmd.args(&args.command[1..]).current_dir(std::env::current_dir()?);
+    cmd.args(&args.command[1..])
+        .current_dir(std::env::current_dir()?);
     // SAFETY: the closure only makes one syscall (async-signal-safe).
     unsafe {
         cmd.pre_exec(move || probes::self_into_scope(scope_fd, 1));
@@ -343,9 +390,20 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
-            let code = if e.kind() == std::io::ErrorKind::NotFound { 127 } else { 126 };
-            let _ = writer.append_note("spawn_failed", serde_json::json!({ "error": e.to_string() }));
-            let _ = writer.seal(SealInfo { end_time: rfc3339(SystemTime::now()), lost_by_cause: BTreeMap::new(), exit_code: Some(code) });
+            let code = if e.kind() == std::io::ErrorKind::NotFound {
+                127
+            } else {
+                126
+            };
+            let _ = writer.append_note(
+                "spawn_failed",
+                serde_json::json!({ "error": e.to_string() }),
+            );
+            let _ = writer.seal(SealInfo {
+                end_time: rfc3339(SystemTime::now()),
+                lost_by_cause: BTreeMap::new(),
+                exit_code: Some(code),
+            });
             crate::protect::release_trace(&trace_abs);
             bail!("cannot run {}: {e}", args.command[0].to_string_lossy());
         }
@@ -353,7 +411,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
 
     let ring = probes.events.take().context("ring buffer already taken")?;
     // SAFETY: the ring buffer owns its fd for as long as it is registered.
-    let mut ring = unsafe { AsyncFd::register(ring) }.map_err(|e| anyhow::anyhow!("registering the ring buffer: {e}"))?;
+    let mut ring = unsafe { AsyncFd::register(ring) }
+        .map_err(|e| anyhow::anyhow!("registering the ring buffer: {e}"))?;
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     let mut sigint = tokio::signal::unix::signal(SignalKind::interrupt())?;
     let mut sigterm = tokio::signal::unix::signal(SignalKind::terminate())?;
@@ -398,10 +457,14 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
         }
         if interrupted {
             let pids = probes.scoped_pids();
-            writer.append_note("interrupted", serde_json::json!({ "terminated_pids": pids }))?;
+            writer.append_note(
+                "interrupted",
+                serde_json::json!({ "terminated_pids": pids }),
+            )?;
             terminate(&probes, libc::SIGTERM);
             if exit_code.is_none() {
-                if let Ok(Ok(s)) = tokio::time::timeout(Duration::from_secs(2), child.wait()).await {
+                if let Ok(Ok(s)) = tokio::time::timeout(Duration::from_secs(2), child.wait()).await
+                {
                     exit_code = Some(s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0)));
                 }
             }
@@ -419,9 +482,15 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
             }
             if Instant::now() >= d {
                 if args.keep_orphans {
-                    writer.append_note("orphans_left_running", serde_json::json!({ "pids": remaining }))?;
+                    writer.append_note(
+                        "orphans_left_running",
+                        serde_json::json!({ "pids": remaining }),
+                    )?;
                 } else {
-                    writer.append_note("orphans_terminated", serde_json::json!({ "pids": remaining }))?;
+                    writer.append_note(
+                        "orphans_terminated",
+                        serde_json::json!({ "pids": remaining }),
+                    )?;
                     terminate(&probes, libc::SIGTERM);
                     tokio::time::sleep(Duration::from_millis(300)).await;
                     terminate(&probes, libc::SIGKILL);
@@ -454,14 +523,20 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
     crate::protect::release_trace(&trace_abs);
     let code = exit_code.unwrap_or(1);
     if !args.quiet {
-        summary.finish(&command, code, started.elapsed(), &seal, pipeline.unpaired_exits);
+        summary.finish(
+            &command,
+            code,
+            started.elapsed(),
+            &seal,
+            pipeline.unpaired_exits,
+        );
         if args.summary_json {
             eprintln!("{}", serde_json::to_string_pretty(&summary.to_json())?);
         } else {
             eprint!("{}", summary.render());
         }
     }
-    if summary.by_treatment.get(&Treatment::Deny).is_some() {
+    if summary.by_treatment.contains_key(&Treatment::Deny) {
         tracing::info!("deny verdicts were recorded; without --enforce they were not blocked");
     }
     Ok(code)
@@ -480,6 +555,8 @@ fn absolute(p: &Path) -> PathBuf {
     if p.is_absolute() {
         p.to_path_buf()
     } else {
-        std::env::current_dir().map(|d| d.join(p)).unwrap_or_else(|_| p.to_path_buf())
+        std::env::current_dir()
+            .map(|d| d.join(p))
+            .unwrap_or_else(|_| p.to_path_buf())
     }
 }

@@ -51,7 +51,12 @@ pub fn one_line(seq: u64, a: &Action) -> String {
         .as_ref()
         .map(|v| format!(" [{:?}/{:?} {}]", v.treatment, v.scope, v.rule).to_lowercase())
         .unwrap_or_default();
-    format!("#{seq} {} {}[{}] {op} {what} = {result}{verdict}", a.time.get(11..23).unwrap_or(""), a.comm, a.pid)
+    format!(
+        "#{seq} {} {}[{}] {op} {what} = {result}{verdict}",
+        a.time.get(11..23).unwrap_or(""),
+        a.comm,
+        a.pid
+    )
 }
 
 impl Summary {
@@ -73,18 +78,31 @@ impl Summary {
                 } else {
                     a.path.clone().unwrap_or_default()
                 };
-                self.flagged.push(format!("{:?} {op} {target} ({}: {})", v.treatment, v.rule, v.reason).to_lowercase());
+                self.flagged.push(
+                    format!("{:?} {op} {target} ({}: {})", v.treatment, v.rule, v.reason)
+                        .to_lowercase(),
+                );
             }
         }
         if op != Op::Exec {
             if let Some(p) = &a.path {
-                let dir = p.rsplit_once('/').map(|(d, _)| if d.is_empty() { "/" } else { d }).unwrap_or(p);
+                let dir = p
+                    .rsplit_once('/')
+                    .map(|(d, _)| if d.is_empty() { "/" } else { d })
+                    .unwrap_or(p);
                 *self.dirs.entry(dir.to_owned()).or_default() += 1;
             }
         }
     }
 
-    pub fn finish(&mut self, command: &[String], code: i32, elapsed: Duration, seal: &SealSummary, unpaired: u64) {
+    pub fn finish(
+        &mut self,
+        command: &[String],
+        code: i32,
+        elapsed: Duration,
+        seal: &SealSummary,
+        unpaired: u64,
+    ) {
         self.finish = Some(Finish {
             command: command.to_vec(),
             code,
@@ -116,12 +134,40 @@ impl Summary {
             );
         }
         let total: u64 = self.by_op.values().sum();
-        let ops = self.by_op.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ");
-        let _ = writeln!(s, "abm: {total} actions ({}), {} failed", if ops.is_empty() { "none".into() } else { ops }, self.failed);
-        let tr = self.by_treatment.iter().map(|(k, v)| format!("{k:?} {v}").to_lowercase()).collect::<Vec<_>>().join(", ");
-        let sc = self.by_scope.iter().map(|(k, v)| format!("{k:?} {v}").to_lowercase()).collect::<Vec<_>>().join(", ");
-        let _ = writeln!(s, "abm: verdicts by treatment: {}", if tr.is_empty() { "none".into() } else { tr });
-        let _ = writeln!(s, "abm: verdicts by scope: {}", if sc.is_empty() { "none".into() } else { sc });
+        let ops = self
+            .by_op
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let _ = writeln!(
+            s,
+            "abm: {total} actions ({}), {} failed",
+            if ops.is_empty() { "none".into() } else { ops },
+            self.failed
+        );
+        let tr = self
+            .by_treatment
+            .iter()
+            .map(|(k, v)| format!("{k:?} {v}").to_lowercase())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sc = self
+            .by_scope
+            .iter()
+            .map(|(k, v)| format!("{k:?} {v}").to_lowercase())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let _ = writeln!(
+            s,
+            "abm: verdicts by treatment: {}",
+            if tr.is_empty() { "none".into() } else { tr }
+        );
+        let _ = writeln!(
+            s,
+            "abm: verdicts by scope: {}",
+            if sc.is_empty() { "none".into() } else { sc }
+        );
         for (d, n) in self.top_dirs(5) {
             let _ = writeln!(s, "abm:   {n:>7}  {d}/");
         }
@@ -130,12 +176,35 @@ impl Summary {
         }
         if let Some(f) = &self.finish {
             let lost: u64 = f.lost.values().sum();
-            let causes = f.lost.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ");
-            let _ = writeln!(s, "abm: lost events: {lost}{}", if lost > 0 { format!(" ({causes})") } else { String::new() });
+            let causes = f
+                .lost
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let _ = writeln!(
+                s,
+                "abm: lost events: {lost}{}",
+                if lost > 0 {
+                    format!(" ({causes})")
+                } else {
+                    String::new()
+                }
+            );
             if f.unpaired > 0 {
-                let _ = writeln!(s, "abm: results without their syscall entry: {}", f.unpaired);
+                let _ = writeln!(
+                    s,
+                    "abm: results without their syscall entry: {}",
+                    f.unpaired
+                );
             }
-            let _ = writeln!(s, "abm: trace {} ({} records, sealed, final digest {})", f.trace, f.records, &f.digest[..f.digest.len().min(16)]);
+            let _ = writeln!(
+                s,
+                "abm: trace {} ({} records, sealed, final digest {})",
+                f.trace,
+                f.records,
+                &f.digest[..f.digest.len().min(16)]
+            );
         }
         s
     }

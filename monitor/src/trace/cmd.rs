@@ -1,0 +1,279 @@
+//! `abm verify`: checks a trace and prints what it establishes.
+
+use std::fmt::Write as _;
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
+
+use super::{read_key, Authentication, ProblemKind, VerifyReport, VerifyStatus};
+
+/// Every record checks out and the trace is sealed.
+pub const EXIT_INTACT: i32 = 0;
+/// A record was modified, deleted, inserted, reordered, the seal is forged,
+/// or the key does not fit.
+pub const EXIT_BROKEN: i32 = 1;
+/// No seal (the run was killed, or the end was cut off); the records present
+/// check out.
+pub const EXIT_UNSEALED: i32 = 2;
+/// The trace is keyed and no `--key` was given: contents not authenticated.
+pub const EXIT_UNAUTHENTICATED: i32 = 3;
+/// The trace or key file could not be read.
+pub const EXIT_ERROR: i32 = 4;
+
+/// Check a trace's hash chain and seal, and summarise it.
+///
+/// Exit status: 0 intact (sealed, every record checks out); 1 broken (the
+/// first bad record is named); 2 unsealed (the run stopped before sealing,
+/// the records present check out); 3 keyed trace verified without --key
+/// (structure checked, contents not authenticated); 4 the trace or key could
+/// not be read.
+#[derive(Debug, clap::Args)]
+pub struct VerifyArgs {
+    /// Trace file to verify (JSON lines, as written by `abm run --trace`).
+    #[arg(value_name = "TRACE", required_unless_present = "bench_hashing")]
+    pub trace: Option<PathBuf>,
+
+    /// Key file the trace was signed with (`--sign-key` when recording); every
+    /// record is then authenticated with HMAC-SHA256.
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+
+    /// Print the report as one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Measure serialization and chaining throughput over N synthetic events
+    /// and print it as JSON, instead of verifying a trace.
+    #[arg(long, value_name = "N", hide = true, conflicts_with_all = ["trace", "key"])]
+    pub bench_hashing: Option<usize>,
+}
+
+/// Runs `abm verify`; returns the process exit code.
+pub fn verify(a: VerifyArgs) -> anyhow::Result<i32> {
+    if let Some(n) = a.bench_hashing {
+        let (sha, hmac) = super::hashing_throughput(n);
+        println!(
+            "{}",
+            serde_json::json!({
+                "events": n,
+                "sha256_events_per_sec": sha.round(),
+                "hmac_sha256_events_per_sec": hmac.round(),
+            })
+        );
+        return Ok(EXIT_INTACT);
+    }
+    let Some(trace) = a.trace else {
+        anyhow::bail!("abm verify: give the trace file to verify");
+    };
+    let key = match &a.key {
+        None => None,
+        Some(p) => match read_key(p) {
+            Ok(k) => {
+                warn_if_exposed(p);
+                Some(k)
+            }
+            Err(e) => {
+                eprintln!("abm verify: {e}");
+                return Ok(EXIT_ERROR);
+            }
+        },
+    };
+    let report = match super::verify(&trace, key.as_deref()) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("abm verify: {e}");
+            return Ok(EXIT_ERROR);
+        }
+    };
+    if a.json {
+        let mut v = serde_json::to_value(&report)?;
+        if let Some(o) = v.as_object_mut() {
+            o.insert("trace".into(), trace.display().to_string().into());
+            o.insert("exit_code".into(), report.exit_code().into());
+        }
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        print!("{}", render(&trace, &report));
+    }
+    Ok(report.exit_code())
+}
+
+fn warn_if_exposed(p: &Path) {
+    if let Ok(m) = std::fs::metadata(p) {
+        let mode = m.permissions().mode();
+        if mode & 0o077 != 0 {
+            eprintln!(
+                "abm verify: warning: key file {} has mode {:o}: other users may read it and \
+                 forge traces; run `chmod 600 {}`",
+                p.display(),
+                mode & 0o777,
+                p.display()
+            );
+        }
+    }
+}
+
+/// The text report.
+pub fn render(trace: &Path, r: &VerifyReport) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "trace: {}", trace.display());
+    let auth = match &r.authentication {
+        Authentication::Unknown => String::new(),
+        Authentication::Unkeyed => {
+            "sha256 chain (unkeyed: detects damage, not a rewrite of the whole file)".into()
+        }
+        Authentication::Authenticated { key_id } => {
+            format!("hmac-sha256 chain, authenticated with key id {key_id}")
+        }
+        Authentication::KeyNotGiven { key_id } => format!(
+            "hmac-sha256 chain (key id {key_id}) NOT AUTHENTICATED: no --key given, only \
+             sequence, links and seal were checked"
+        ),
+    };
+    match (&r.status, &r.first_bad) {
+        (VerifyStatus::Intact, _) => {
+            if matches!(r.authentication, Authentication::KeyNotGiven { .. }) {
+                let _ = writeln!(
+                    s,
+                    "status: NOT AUTHENTICATED: the trace is signed and no --key was given; \
+                     sequence, links and seal are intact, record contents were not checked"
+                );
+            } else {
+                let _ = writeln!(s, "status: INTACT (sealed)");
+            }
+        }
+        (VerifyStatus::Unsealed { intact_records }, _) => {
+            let _ = writeln!(
+                s,
+                "status: UNSEALED: no seal record; the run was stopped before sealing (or the \
+                 end of the file was removed). The {intact_records} record(s) present check out."
+            );
+        }
+        (VerifyStatus::Broken { intact_records }, p) => {
+            let _ = writeln!(s, "status: BROKEN");
+            if let Some(p) = p {
+                let _ = writeln!(s, "first bad record: {p}");
+                if p.kind == ProblemKind::WrongKey || p.kind == ProblemKind::NotKeyed {
+                    let _ = writeln!(s, "no record could be authenticated");
+                } else {
+                    let lines = match intact_records {
+                        0 => String::new(),
+                        1 => " (line 1)".to_string(),
+                        n => format!(" (lines 1-{n})"),
+                    };
+                    let _ = writeln!(
+                        s,
+                        "records before it that check out: {intact_records}{lines}"
+                    );
+                }
+            }
+        }
+    }
+    if !auth.is_empty() {
+        let _ = writeln!(s, "chain: {auth}");
+    }
+    if let Some(t) = &r.truncated_tail {
+        let _ = writeln!(
+            s,
+            "truncated: line {} is incomplete ({} byte(s), no newline): a write cut short by a \
+             crash; it is not counted",
+            t.line, t.bytes
+        );
+    }
+    if let Some(h) = &r.header {
+        let cmd = if h.command.is_empty() {
+            "(none)".to_string()
+        } else {
+            h.command.join(" ")
+        };
+        let _ = writeln!(s, "command: {cmd}");
+        if !h.workspace.is_empty() {
+            let _ = writeln!(s, "workspace: {}", h.workspace);
+        }
+        let _ = writeln!(
+            s,
+            "monitor: abm {} on {} (kernel {}), backends: {}",
+            h.monitor_version,
+            h.host,
+            h.kernel,
+            if h.backends.is_empty() {
+                "(none)".to_string()
+            } else {
+                h.backends.join(", ")
+            }
+        );
+        let _ = writeln!(s, "policy digest: {}", h.policy_digest);
+        let end = match (&r.seal, &r.status) {
+            (Some(seal), _) => seal.end_time.as_str(),
+            (None, VerifyStatus::Broken { .. }) => "(end not verified)",
+            (None, _) => "(not sealed)",
+        };
+        let _ = writeln!(s, "time: {} .. {}", h.start_time, end);
+    }
+    let label = if matches!(r.status, VerifyStatus::Broken { .. }) {
+        "records before the problem"
+    } else {
+        "records"
+    };
+    let _ = writeln!(
+        s,
+        "{label}: {} ({} event(s), {} loss record(s), {} note(s))",
+        r.records,
+        r.events,
+        r.loss_records,
+        r.notes_by_kind.values().sum::<u64>()
+    );
+    if !r.events_by_op.is_empty() {
+        let ops: Vec<String> = r
+            .events_by_op
+            .iter()
+            .map(|(op, n)| format!("{op} {n}"))
+            .collect();
+        let _ = writeln!(s, "events by op: {}", ops.join(", "));
+    }
+    if let (Some(a), Some(b)) = (&r.first_event, &r.last_event) {
+        let _ = write!(s, "events: {} .. {}", a.time, b.time);
+        if let Some((lo, hi)) = r.ktime_span_ns {
+            let _ = write!(s, " ({:.3} s by kernel clock)", (hi - lo) as f64 / 1e9);
+        }
+        let _ = writeln!(s);
+    }
+    if r.ktime_regressions > 0 {
+        let _ = writeln!(
+            s,
+            "warning: {} event(s) are earlier (ktime) than the event before them",
+            r.ktime_regressions
+        );
+    }
+    if r.lost.is_empty() || r.lost.values().all(|&n| n == 0) {
+        let _ = writeln!(s, "lost: none");
+    } else {
+        let lost: Vec<String> = r
+            .lost
+            .iter()
+            .map(|(cause, n)| format!("{cause} {n}"))
+            .collect();
+        let _ = writeln!(s, "lost: {}", lost.join(", "));
+    }
+    if !r.notes_by_kind.is_empty() {
+        let notes: Vec<String> = r
+            .notes_by_kind
+            .iter()
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        let _ = writeln!(s, "notes: {}", notes.join(", "));
+    }
+    if let Some(seal) = &r.seal {
+        if let Some(code) = seal.exit_code {
+            let _ = writeln!(s, "command exit code: {code}");
+        }
+    }
+    if let Some(d) = &r.final_digest {
+        let label = if r.is_intact() {
+            "final digest (seal)"
+        } else {
+            "digest of last good record"
+        };
+        let _ = writeln!(s, "{label}: {d}");
+    }
+    s
+}

@@ -1,0 +1,866 @@
+//! Verifies a trace: chain, sequence, seal, and (with the key) authenticity.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::format::{self, ChainAlg, Hasher, Split, DIGEST_LEN, ZERO_DIGEST};
+use super::read::{decode_body, take_envelope};
+use super::{key_id, Header, SealRecord, TraceError, TraceRecord};
+
+/// Overall result of a verification.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum VerifyStatus {
+    /// Every record checks out and the trace ends with a valid seal.
+    Intact,
+    /// Every record checks out but there is no seal: the run was killed or
+    /// the machine crashed (or the end of the file was cut off). The first
+    /// `intact_records` records are good.
+    Unsealed { intact_records: u64 },
+    /// A problem was found (see [`VerifyReport::first_bad`]); the first
+    /// `intact_records` records before it are good.
+    Broken { intact_records: u64 },
+}
+
+/// What a verification could establish about who wrote the trace.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "mode", rename_all = "snake_case")]
+pub enum Authentication {
+    /// No header could be verified.
+    Unknown,
+    /// `sha256` chain, fully checked: detects damage and edits that did not
+    /// recompute the chain, but anyone who can write the file can recompute
+    /// it.
+    Unkeyed,
+    /// `hmac-sha256` chain, fully checked with the key: only a key holder
+    /// could have written these records.
+    Authenticated { key_id: String },
+    /// `hmac-sha256` chain but no key was given: only the sequence numbers,
+    /// the `prev` links and the seal were checked; record contents were not
+    /// authenticated.
+    KeyNotGiven { key_id: String },
+}
+
+/// Kinds of problems, named for what most likely happened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProblemKind {
+    /// The file is empty or ends inside the header record.
+    NoHeader,
+    /// A line is not a well-formed record (and, when checkable, its digest
+    /// does match, so it was written that way).
+    Malformed,
+    /// A record's content does not match its digest.
+    Modified,
+    /// Sequence numbers skip: records were deleted.
+    Missing,
+    /// A record appears before one with a lower sequence number.
+    Reordered,
+    /// A sequence number appears twice: a record was inserted or duplicated.
+    Duplicated,
+    /// A record's `prev` is not the previous record's digest.
+    ChainBroken,
+    /// The seal disagrees with the records before it.
+    ForgedSeal,
+    /// Data after the seal.
+    AfterSeal,
+    /// A key was given but the trace is not keyed.
+    NotKeyed,
+    /// The trace was signed with another key.
+    WrongKey,
+    /// The trace was written with an unsupported schema version.
+    UnsupportedSchema,
+}
+
+impl ProblemKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            ProblemKind::NoHeader => "no header",
+            ProblemKind::Malformed => "malformed",
+            ProblemKind::Modified => "modified",
+            ProblemKind::Missing => "missing records",
+            ProblemKind::Reordered => "reordered",
+            ProblemKind::Duplicated => "inserted or duplicated",
+            ProblemKind::ChainBroken => "chain broken",
+            ProblemKind::ForgedSeal => "forged seal",
+            ProblemKind::AfterSeal => "data after seal",
+            ProblemKind::NotKeyed => "not keyed",
+            ProblemKind::WrongKey => "wrong key",
+            ProblemKind::UnsupportedSchema => "unsupported schema",
+        }
+    }
+}
+
+impl std::fmt::Display for ProblemKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The first problem found.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    /// 1-based line number in the file.
+    pub line: u64,
+    /// The `seq` the line claims, when it could be read.
+    pub seq: Option<u64>,
+    pub kind: ProblemKind,
+    /// What is wrong, in words.
+    pub detail: String,
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "line {}", self.line)?;
+        if let Some(seq) = self.seq {
+            write!(f, " (seq {seq})")?;
+        }
+        write!(f, ": {}: {}", self.kind, self.detail)
+    }
+}
+
+/// A last line without a newline: a write cut short by a crash.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct TruncatedTail {
+    /// 1-based line number of the incomplete line.
+    pub line: u64,
+    /// Its length in bytes.
+    pub bytes: u64,
+}
+
+/// An event's time stamps.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct EventTime {
+    pub seq: u64,
+    pub time: String,
+    pub ktime_ns: u64,
+}
+
+/// The result of [`verify`].
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct VerifyReport {
+    pub status: VerifyStatus,
+    pub authentication: Authentication,
+    /// Records verified (header and seal included), up to the first problem.
+    pub records: u64,
+    /// Event records among them.
+    pub events: u64,
+    /// Events lost by cause: the sum of the verified loss records.
+    pub lost: BTreeMap<String, u64>,
+    /// The first problem, when the status is `Broken`.
+    pub first_bad: Option<Problem>,
+    /// An incomplete last line, when there is one.
+    pub truncated_tail: Option<TruncatedTail>,
+    pub chain: Option<ChainAlg>,
+    pub header: Option<Header>,
+    pub seal: Option<SealRecord>,
+    pub events_by_op: BTreeMap<String, u64>,
+    pub notes_by_kind: BTreeMap<String, u64>,
+    pub loss_records: u64,
+    pub first_event: Option<EventTime>,
+    pub last_event: Option<EventTime>,
+    /// Lowest and highest event `ktime_ns`.
+    pub ktime_span_ns: Option<(u64, u64)>,
+    /// Events whose `ktime_ns` is lower than the previous event's.
+    pub ktime_regressions: u64,
+    /// Digest of the last verified record (the seal's, for an intact trace).
+    pub final_digest: Option<String>,
+}
+
+impl VerifyReport {
+    fn new() -> VerifyReport {
+        VerifyReport {
+            status: VerifyStatus::Broken { intact_records: 0 },
+            authentication: Authentication::Unknown,
+            records: 0,
+            events: 0,
+            lost: BTreeMap::new(),
+            first_bad: None,
+            truncated_tail: None,
+            chain: None,
+            header: None,
+            seal: None,
+            events_by_op: BTreeMap::new(),
+            notes_by_kind: BTreeMap::new(),
+            loss_records: 0,
+            first_event: None,
+            last_event: None,
+            ktime_span_ns: None,
+            ktime_regressions: 0,
+            final_digest: None,
+        }
+    }
+
+    /// The `abm verify` exit code: 1 broken, 3 keyed trace checked without
+    /// the key, 2 unsealed, 0 intact (first match wins).
+    pub fn exit_code(&self) -> i32 {
+        use super::cmd::{EXIT_BROKEN, EXIT_INTACT, EXIT_UNAUTHENTICATED, EXIT_UNSEALED};
+        match (&self.status, &self.authentication) {
+            (VerifyStatus::Broken { .. }, _) => EXIT_BROKEN,
+            (_, Authentication::KeyNotGiven { .. }) => EXIT_UNAUTHENTICATED,
+            (VerifyStatus::Unsealed { .. }, _) => EXIT_UNSEALED,
+            (VerifyStatus::Intact, _) => EXIT_INTACT,
+        }
+    }
+
+    pub fn is_intact(&self) -> bool {
+        self.status == VerifyStatus::Intact
+    }
+}
+
+/// How record digests are checked.
+enum Mode {
+    /// Before the header.
+    Start,
+    /// Every digest is recomputed.
+    Full(Hasher),
+    /// Keyed trace without the key: links and sequence only.
+    LinkageOnly,
+}
+
+enum Fail {
+    Problem(Problem),
+    /// The line's seq is ahead of the expected one: missing or reordered,
+    /// decided by looking at the rest of the file.
+    SeqAhead {
+        line: u64,
+        found: u64,
+        expected: u64,
+    },
+}
+
+fn problem(line: u64, seq: Option<u64>, kind: ProblemKind, detail: impl Into<String>) -> Fail {
+    Fail::Problem(Problem {
+        line,
+        seq,
+        kind,
+        detail: detail.into(),
+    })
+}
+
+struct Verifier<'k> {
+    key: Option<&'k [u8]>,
+    mode: Mode,
+    expected_seq: u64,
+    prev: [u8; DIGEST_LEN],
+    sealed_at: Option<u64>,
+    last_ktime: Option<u64>,
+    report: VerifyReport,
+}
+
+/// Verifies the trace at `path`. With `key`, a keyed (`hmac-sha256`) trace
+/// is authenticated; an unkeyed trace is then reported as broken (kind
+/// [`ProblemKind::NotKeyed`]), because a keyed trace rewritten as unkeyed
+/// looks exactly like that.
+///
+/// Returns an error only when the file cannot be read (or the key is empty);
+/// everything found in the file is in the report.
+pub fn verify(path: &Path, key: Option<&[u8]>) -> Result<VerifyReport, TraceError> {
+    if key.is_some_and(|k| k.is_empty()) {
+        return Err(TraceError::EmptyKey);
+    }
+    let file = std::fs::File::open(path).map_err(|e| TraceError::io(path, "open", e))?;
+    let reader = std::io::BufReader::with_capacity(256 * 1024, file);
+    verify_reader(reader, path, key)
+}
+
+/// [`verify`] on any byte stream; `path` names it in errors.
+pub(crate) fn verify_reader(
+    mut reader: impl std::io::BufRead,
+    path: &Path,
+    key: Option<&[u8]>,
+) -> Result<VerifyReport, TraceError> {
+    if key.is_some_and(|k| k.is_empty()) {
+        return Err(TraceError::EmptyKey);
+    }
+    let mut v = Verifier {
+        key,
+        mode: Mode::Start,
+        expected_seq: 0,
+        prev: ZERO_DIGEST,
+        sealed_at: None,
+        last_ktime: None,
+        report: VerifyReport::new(),
+    };
+    let mut line = Vec::new();
+    let mut line_no = 0u64;
+    let mut tail: Option<TruncatedTail> = None;
+    loop {
+        line.clear();
+        let n = reader
+            .read_until(b'\n', &mut line)
+            .map_err(|e| TraceError::io(path, "read", e))?;
+        if n == 0 {
+            break;
+        }
+        line_no += 1;
+        if line.last() != Some(&b'\n') {
+            tail = Some(TruncatedTail {
+                line: line_no,
+                bytes: line.len() as u64,
+            });
+            break;
+        }
+        line.pop();
+        match v.check_line(line_no, &line) {
+            Ok(()) => {}
+            Err(Fail::Problem(p)) => return Ok(v.broken(p)),
+            Err(Fail::SeqAhead {
+                line,
+                found,
+                expected,
+            }) => {
+                let later = find_seq(&mut reader, line + 1, expected)
+                    .map_err(|e| TraceError::io(path, "read", e))?;
+                let p = match later {
+                    Some(at) => Problem {
+                        line,
+                        seq: Some(found),
+                        kind: ProblemKind::Reordered,
+                        detail: format!(
+                            "expected seq {expected} here but found seq {found}; seq {expected} \
+                             is at line {at}: records were moved"
+                        ),
+                    },
+                    None => {
+                        let gap = found - expected;
+                        let which = if gap == 1 {
+                            format!("seq {expected}")
+                        } else {
+                            format!("seq {expected} to {}", found - 1)
+                        };
+                        let header = if expected == 0 { " (the header)" } else { "" };
+                        Problem {
+                            line,
+                            seq: Some(found),
+                            kind: ProblemKind::Missing,
+                            detail: format!(
+                                "expected seq {expected} but found seq {found}: {gap} record(s) \
+                                 ({which}{header}) are missing; records were deleted"
+                            ),
+                        }
+                    }
+                };
+                return Ok(v.broken(p));
+            }
+        }
+    }
+    Ok(v.finish(tail))
+}
+
+impl Verifier<'_> {
+    fn broken(mut self, p: Problem) -> VerifyReport {
+        self.report.status = VerifyStatus::Broken {
+            intact_records: self.report.records,
+        };
+        self.report.first_bad = Some(p);
+        self.report
+    }
+
+    fn finish(mut self, tail: Option<TruncatedTail>) -> VerifyReport {
+        if let (Some(t), Some(seal_line)) = (&tail, self.sealed_at) {
+            return self.broken(Problem {
+                line: t.line,
+                seq: None,
+                kind: ProblemKind::AfterSeal,
+                detail: format!(
+                    "{} byte(s) without a newline after the seal at line {seal_line}; a sealed \
+                     trace ends with its seal",
+                    t.bytes
+                ),
+            });
+        }
+        if self.report.records == 0 {
+            let detail = match &tail {
+                None => "the file is empty: there is no header record".to_string(),
+                Some(t) => format!(
+                    "the file ends inside the header record ({} byte(s), no newline): the writer \
+                     was stopped before the header was complete",
+                    t.bytes
+                ),
+            };
+            return self.broken(Problem {
+                line: 1,
+                seq: None,
+                kind: ProblemKind::NoHeader,
+                detail,
+            });
+        }
+        self.report.truncated_tail = tail;
+        self.report.status = if self.sealed_at.is_some() {
+            VerifyStatus::Intact
+        } else {
+            VerifyStatus::Unsealed {
+                intact_records: self.report.records,
+            }
+        };
+        self.report
+    }
+
+    /// On a line that does not parse: recheck its digest against the chain
+    /// so that an edit is called an edit.
+    fn unparsable(&self, line: u64, prefix: &[u8], hash: &[u8; DIGEST_LEN], why: String) -> Fail {
+        let seq = lenient_seq(prefix);
+        let matches = match &self.mode {
+            Mode::Full(h) => Some(h.digest(&self.prev, prefix) == *hash),
+            // The header: its digest would be SHA-256, or HMAC under the key.
+            Mode::Start => Some(
+                Hasher::new(None).digest(&ZERO_DIGEST, prefix) == *hash
+                    || self.key.is_some_and(|k| {
+                        Hasher::new(Some(k)).digest(&ZERO_DIGEST, prefix) == *hash
+                    }),
+            ),
+            Mode::LinkageOnly => None,
+        };
+        if matches == Some(false) {
+            return problem(
+                line,
+                seq,
+                ProblemKind::Modified,
+                format!("the record does not parse ({why}) and does not match its hash: it was modified"),
+            );
+        }
+        problem(line, seq, ProblemKind::Malformed, why)
+    }
+
+    fn check_line(&mut self, line_no: u64, line: &[u8]) -> Result<(), Fail> {
+        if let Some(seal_line) = self.sealed_at {
+            return Err(problem(
+                line_no,
+                lenient_seq(line),
+                ProblemKind::AfterSeal,
+                format!(
+                    "a line after the seal at line {seal_line}: a sealed trace ends with its \
+                     seal, so this was appended or inserted"
+                ),
+            ));
+        }
+        let (prefix, hash_hex) = match format::split_line(line) {
+            Split::Ok { prefix, hash_hex } => (prefix, hash_hex),
+            Split::BadDigest { prefix } => {
+                return Err(problem(
+                    line_no,
+                    lenient_seq(prefix),
+                    ProblemKind::Modified,
+                    "the \"hash\" field is not 64 lowercase hex digits: it was modified",
+                ))
+            }
+            Split::NoSuffix => {
+                // Inside a trace, a line without a digest is an edit (a
+                // changed or added newline splits a record in two).
+                let kind = if matches!(self.mode, Mode::Start) && !line.starts_with(b"{\"type\":") {
+                    ProblemKind::Malformed
+                } else {
+                    ProblemKind::Modified
+                };
+                return Err(problem(
+                    line_no,
+                    lenient_seq(line),
+                    kind,
+                    "the line does not end with a \"hash\" field: it is not a complete \
+                     trace record (it was modified, or this is not a trace)",
+                ));
+            }
+        };
+        let hash = format::parse_digest(hash_hex).expect("split_line checked the digest");
+        let mut obj = match format::parse_prefix(prefix) {
+            Ok(o) => o,
+            Err(why) => return Err(self.unparsable(line_no, prefix, &hash, why)),
+        };
+        let env = match take_envelope(&mut obj) {
+            Ok(e) => e,
+            Err(why) => return Err(self.unparsable(line_no, prefix, &hash, why)),
+        };
+        let seq = Some(env.seq);
+        let own_prev = format::parse_digest(env.prev.as_bytes()).expect("checked by take_envelope");
+
+        if matches!(self.mode, Mode::Start) {
+            return self.check_header(line_no, prefix, &hash, env.kind, env.seq, &own_prev, obj);
+        }
+
+        // 1. Content: the line's bytes against its digest.
+        if let Mode::Full(h) = &self.mode {
+            if h.digest(&own_prev, prefix) != hash {
+                let why = if matches!(
+                    self.report.authentication,
+                    Authentication::Authenticated { .. }
+                ) {
+                    "the record does not match its HMAC: it was modified, or written without the key"
+                } else {
+                    "the record does not match its hash: it was modified"
+                };
+                return Err(problem(line_no, seq, ProblemKind::Modified, why));
+            }
+        }
+        // 2. Position: the sequence number.
+        if env.seq > self.expected_seq {
+            return Err(Fail::SeqAhead {
+                line: line_no,
+                found: env.seq,
+                expected: self.expected_seq,
+            });
+        }
+        if env.seq < self.expected_seq {
+            return Err(problem(
+                line_no,
+                seq,
+                ProblemKind::Duplicated,
+                format!(
+                    "seq {} already appeared at line {}: a record was inserted or duplicated",
+                    env.seq,
+                    env.seq + 1
+                ),
+            ));
+        }
+        if env.kind == "header" {
+            return Err(problem(
+                line_no,
+                seq,
+                ProblemKind::Malformed,
+                "a second header record; a trace has one header, on its first line",
+            ));
+        }
+        // 3. Link: prev is the previous record's digest.
+        if own_prev != self.prev {
+            return Err(problem(
+                line_no,
+                seq,
+                ProblemKind::ChainBroken,
+                format!(
+                    "\"prev\" is {} but the previous record's hash is {}: a record was replaced",
+                    env.prev,
+                    hex::encode(self.prev)
+                ),
+            ));
+        }
+        // 4. Body.
+        let record = decode_body(&env.kind, env.seq, obj)
+            .map_err(|why| problem(line_no, seq, ProblemKind::Malformed, why))?;
+        match record {
+            TraceRecord::Header(_) => unreachable!("handled above"),
+            TraceRecord::Event { seq, action } => {
+                let r = &mut self.report;
+                r.events += 1;
+                let op = action.op.map_or("unknown", |o| o.name());
+                *r.events_by_op.entry(op.to_string()).or_insert(0) += 1;
+                let k = action.ktime_ns;
+                if self.last_ktime.is_some_and(|last| k < last) {
+                    r.ktime_regressions += 1;
+                }
+                self.last_ktime = Some(k);
+                r.ktime_span_ns = Some(match r.ktime_span_ns {
+                    None => (k, k),
+                    Some((lo, hi)) => (lo.min(k), hi.max(k)),
+                });
+                let t = EventTime {
+                    seq,
+                    time: action.time,
+                    ktime_ns: k,
+                };
+                if r.first_event.is_none() {
+                    r.first_event = Some(t.clone());
+                }
+                r.last_event = Some(t);
+            }
+            TraceRecord::Loss { loss, .. } => {
+                let r = &mut self.report;
+                r.loss_records += 1;
+                let total = r.lost.entry(loss.cause).or_insert(0);
+                *total = total.saturating_add(loss.count);
+            }
+            TraceRecord::Note { kind, .. } => {
+                *self.report.notes_by_kind.entry(kind).or_insert(0) += 1;
+            }
+            TraceRecord::Seal { seq, seal } => {
+                self.check_seal(line_no, seq, &seal)?;
+                self.report.seal = Some(seal);
+                self.sealed_at = Some(line_no);
+            }
+        }
+        self.accept(hash);
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn check_header(
+        &mut self,
+        line_no: u64,
+        prefix: &[u8],
+        hash: &[u8; DIGEST_LEN],
+        kind: String,
+        seq: u64,
+        own_prev: &[u8; DIGEST_LEN],
+        mut obj: serde_json::Map<String, Value>,
+    ) -> Result<(), Fail> {
+        if kind != "header" {
+            if seq > 0 {
+                return Err(Fail::SeqAhead {
+                    line: line_no,
+                    found: seq,
+                    expected: 0,
+                });
+            }
+            return Err(self.header_malformed(
+                line_no,
+                prefix,
+                hash,
+                own_prev,
+                Some(seq),
+                format!("the first record is a {kind:?} record; a trace starts with its header"),
+            ));
+        }
+        let chain = match obj.get("chain").and_then(Value::as_str) {
+            Some(s) => ChainAlg::from_name(s).ok_or_else(|| {
+                self.header_malformed(
+                    line_no,
+                    prefix,
+                    hash,
+                    own_prev,
+                    Some(0),
+                    format!(
+                        "unknown chain algorithm {s:?} (known: sha256, hmac-sha256): the header \
+                         was modified, or the trace was written by a newer abm"
+                    ),
+                )
+            })?,
+            None => {
+                return Err(self.header_malformed(
+                    line_no,
+                    prefix,
+                    hash,
+                    own_prev,
+                    Some(0),
+                    "the header has no string \"chain\" field",
+                ))
+            }
+        };
+        let trace_key_id = obj.get("key_id").and_then(Value::as_str).map(str::to_owned);
+        self.report.chain = Some(chain);
+        match (chain, self.key) {
+            (ChainAlg::Sha256, Some(_)) => {
+                return Err(problem(
+                    line_no,
+                    Some(0),
+                    ProblemKind::NotKeyed,
+                    "the trace is not keyed (chain \"sha256\") but a key was given: it was \
+                     recorded without a signing key, or a keyed trace was rewritten as unkeyed; \
+                     either way its records are not authenticated",
+                ));
+            }
+            (ChainAlg::Sha256, None) => {
+                self.mode = Mode::Full(Hasher::new(None));
+                self.report.authentication = Authentication::Unkeyed;
+            }
+            (ChainAlg::HmacSha256, key) => {
+                let Some(tid) = trace_key_id else {
+                    return Err(self.header_malformed(
+                        line_no,
+                        prefix,
+                        hash,
+                        own_prev,
+                        Some(0),
+                        "the hmac-sha256 header has no string \"key_id\" field",
+                    ));
+                };
+                match key {
+                    Some(k) => {
+                        let given = key_id(k);
+                        if given != tid {
+                            return Err(problem(
+                                line_no,
+                                Some(0),
+                                ProblemKind::WrongKey,
+                                format!(
+                                    "the trace was signed with key id {tid} but the given key has \
+                                     id {given}: use the key given to --sign-key when recording \
+                                     (or the header's key id was modified)"
+                                ),
+                            ));
+                        }
+                        self.mode = Mode::Full(Hasher::new(Some(k)));
+                        self.report.authentication = Authentication::Authenticated { key_id: tid };
+                    }
+                    None => {
+                        self.mode = Mode::LinkageOnly;
+                        self.report.authentication = Authentication::KeyNotGiven { key_id: tid };
+                    }
+                }
+            }
+        }
+        if let Mode::Full(h) = &self.mode {
+            if h.digest(own_prev, prefix) != *hash {
+                let why = match chain {
+                    ChainAlg::HmacSha256 => {
+                        "the header does not match its HMAC: it was modified, or written without \
+                         this key"
+                    }
+                    ChainAlg::Sha256 => "the header does not match its hash: it was modified",
+                };
+                return Err(problem(line_no, Some(0), ProblemKind::Modified, why));
+            }
+        }
+        if seq != 0 {
+            return Err(self.header_malformed(
+                line_no,
+                prefix,
+                hash,
+                own_prev,
+                Some(seq),
+                "the header's seq must be 0",
+            ));
+        }
+        if *own_prev != ZERO_DIGEST {
+            return Err(problem(
+                line_no,
+                Some(0),
+                ProblemKind::ChainBroken,
+                "the header's \"prev\" must be 64 zeros: it is not the first record of its trace",
+            ));
+        }
+        if let Some(schema) = obj.get("schema").and_then(Value::as_u64) {
+            if schema != u64::from(format::SCHEMA) {
+                return Err(problem(
+                    line_no,
+                    Some(0),
+                    ProblemKind::UnsupportedSchema,
+                    format!(
+                        "schema {schema} is not supported (this abm verifies schema {}): use the \
+                         abm version that wrote the trace",
+                        format::SCHEMA
+                    ),
+                ));
+            }
+        }
+        obj.remove("chain");
+        obj.remove("key_id");
+        let header: Header = serde_json::from_value(Value::Object(obj)).map_err(|e| {
+            self.header_malformed(
+                line_no,
+                prefix,
+                hash,
+                own_prev,
+                Some(0),
+                format!("bad header body: {e}"),
+            )
+        })?;
+        self.report.header = Some(header);
+        self.accept(*hash);
+        Ok(())
+    }
+
+    /// A header that cannot be used. When its digest matches neither
+    /// SHA-256 nor (with a key) HMAC, it was modified after writing.
+    fn header_malformed(
+        &self,
+        line: u64,
+        prefix: &[u8],
+        hash: &[u8; DIGEST_LEN],
+        prev: &[u8; DIGEST_LEN],
+        seq: Option<u64>,
+        why: impl Into<String>,
+    ) -> Fail {
+        let why = why.into();
+        let authentic = Hasher::new(None).digest(prev, prefix) == *hash
+            || self
+                .key
+                .is_some_and(|k| Hasher::new(Some(k)).digest(prev, prefix) == *hash);
+        if authentic {
+            problem(line, seq, ProblemKind::Malformed, why)
+        } else {
+            problem(
+                line,
+                seq,
+                ProblemKind::Modified,
+                format!("{why}; the line does not match its hash: it was modified"),
+            )
+        }
+    }
+
+    fn check_seal(&self, line_no: u64, seq: u64, seal: &SealRecord) -> Result<(), Fail> {
+        let r = &self.report;
+        let mut wrong = Vec::new();
+        if seal.records != seq {
+            wrong.push(format!(
+                "it counts {} records before it, the trace has {seq}",
+                seal.records
+            ));
+        }
+        if seal.events != r.events {
+            wrong.push(format!(
+                "it counts {} events, the trace has {}",
+                seal.events, r.events
+            ));
+        }
+        if seal.lost != r.lost {
+            wrong.push(format!(
+                "its losses {:?} differ from the loss records' sum {:?}",
+                seal.lost, r.lost
+            ));
+        }
+        if seal.ktime_regressions != r.ktime_regressions {
+            wrong.push(format!(
+                "it counts {} ktime regressions, the events have {}",
+                seal.ktime_regressions, r.ktime_regressions
+            ));
+        }
+        let prev_hex = hex::encode(self.prev);
+        if seal.final_digest != prev_hex {
+            wrong.push(format!(
+                "its final_digest {} is not the previous record's hash {prev_hex}",
+                seal.final_digest
+            ));
+        }
+        if wrong.is_empty() {
+            Ok(())
+        } else {
+            Err(problem(
+                line_no,
+                Some(seq),
+                ProblemKind::ForgedSeal,
+                format!("the seal disagrees with the trace: {}", wrong.join("; ")),
+            ))
+        }
+    }
+
+    fn accept(&mut self, hash: [u8; DIGEST_LEN]) {
+        self.prev = hash;
+        self.expected_seq += 1;
+        self.report.records += 1;
+        self.report.final_digest = Some(hex::encode(hash));
+    }
+}
+
+/// The `seq` of a line that may be damaged, for diagnostics only.
+fn lenient_seq(line: &[u8]) -> Option<u64> {
+    let key = b"\"seq\":";
+    let at = line.windows(key.len()).position(|w| w == key)? + key.len();
+    let digits: &[u8] = &line[at..];
+    let end = digits
+        .iter()
+        .position(|c| !c.is_ascii_digit())
+        .unwrap_or(digits.len());
+    std::str::from_utf8(&digits[..end]).ok()?.parse().ok()
+}
+
+/// Scans the remaining complete lines for one with `seq`; returns its line
+/// number.
+fn find_seq(
+    reader: &mut impl std::io::BufRead,
+    mut line_no: u64,
+    seq: u64,
+) -> std::io::Result<Option<u64>> {
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        if reader.read_until(b'\n', &mut line)? == 0 || line.last() != Some(&b'\n') {
+            return Ok(None);
+        }
+        if lenient_seq(&line) == Some(seq) {
+            return Ok(Some(line_no));
+        }
+        line_no += 1;
+    }
+}
