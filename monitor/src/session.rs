@@ -273,7 +273,7 @@ fn load_policy(files: &[PathBuf]) -> anyhow::Result<Policy> {
     if files.is_empty() {
         Ok(Policy::default_pack())
     } else {
-        bail!("POLICY_LOAD_PENDING {}", files.len())
+        Policy::load(files).map_err(|e| anyhow::anyhow!("{e}"))
     }
 }
 
@@ -514,6 +514,11 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
     if pipeline.decode_errors > reported_decode {
         let l = losses.userspace("decode_error", pipeline.decode_errors - reported_decode);
         writer.append_loss(&l)?;
+    }
+    if pipeline.unpaired_exits > 0 {
+        // Results whose syscall entry record was lost (counted as a loss
+        // already): kept so a reader can reconcile kernel record counts.
+        writer.append_note("unpaired_results", serde_json::json!({ "count": pipeline.unpaired_exits }))?;
     }
     let seal = writer.seal(SealInfo {
         end_time: rfc3339(SystemTime::now()),
