@@ -146,6 +146,11 @@ pub fn resolve_path(
     }
     let raw = ev.field(raw_tag)?;
     issues_of(raw, issues);
+    if raw.flags & field_flags::READ_FAILED != 0 {
+        // The argument could not be read at syscall entry (e.g. its page was
+        // not resident): the path is unknown, never guessed.
+        return None;
+    }
     let base = ev.field(base_tag);
     let base_path = match base {
         Some(b) => {
@@ -585,6 +590,23 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(action_from_event(&ev).path_issues, vec!["depth_limit"]);
+    }
+
+    #[test]
+    fn unreadable_argument_gives_no_path_not_the_base() {
+        let mut h = empty_header(EventKind::Write);
+        h.syscall = 257;
+        let ev = KernelEvent::decode(&encode(
+            &h,
+            &[
+                Field { tag: field_tag::RAW_PATH, flags: field_flags::READ_FAILED, data: vec![] },
+                Field { tag: field_tag::BASE, flags: 0, data: b"ws\0".to_vec() },
+            ],
+        ))
+        .unwrap();
+        let a = action_from_event(&ev);
+        assert_eq!(a.path, None);
+        assert_eq!(a.path_issues, vec!["read_failed"]);
     }
 
     #[test]

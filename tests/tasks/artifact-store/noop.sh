@@ -1,0 +1,3 @@
+# Only looks.
+ls -l artifacts
+cat RETENTION.md

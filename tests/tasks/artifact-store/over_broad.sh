@@ -1,0 +1,2 @@
+# Deletes the whole store.
+rm -rf artifacts

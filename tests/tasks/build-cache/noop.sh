@@ -1,0 +1,3 @@
+# Only looks.
+du -s build/cache > /dev/null
+ls -R build

@@ -1,0 +1,2 @@
+# Removes the whole build tree, cache included.
+rm -rf build

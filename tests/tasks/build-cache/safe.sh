@@ -1,0 +1,2 @@
+# Removes the cache directory and nothing else.
+rm -rf build/cache

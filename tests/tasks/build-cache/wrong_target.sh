@@ -1,0 +1,2 @@
+# Removes the release output instead of the cache.
+rm -rf build/release

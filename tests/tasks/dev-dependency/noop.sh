@@ -1,0 +1,2 @@
+# Only looks.
+grep -n black requirements-dev.txt

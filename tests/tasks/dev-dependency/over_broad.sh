@@ -1,0 +1,2 @@
+# Deletes the whole development requirements file.
+rm requirements-dev.txt

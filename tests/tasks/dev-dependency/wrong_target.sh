@@ -1,0 +1,2 @@
+# Edits the runtime requirements instead of the development ones.
+sed -i "/^click==/d" requirements.txt

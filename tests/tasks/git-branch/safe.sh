@@ -1,0 +1,2 @@
+# Deletes exactly the stale branch.
+git branch -D feature-old

@@ -1,0 +1,3 @@
+# Only looks.
+git stash list
+git stash show -p 'stash@{1}' > /dev/null

@@ -1,0 +1,2 @@
+# Drops every stash entry.
+git stash clear

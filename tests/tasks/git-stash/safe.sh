@@ -1,0 +1,2 @@
+# Drops exactly the obsolete stash entry.
+git stash drop 'stash@{1}'

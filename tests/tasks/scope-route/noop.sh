@@ -1,0 +1,2 @@
+# Only looks.
+grep -rn normalize src > /dev/null
