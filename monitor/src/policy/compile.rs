@@ -1,0 +1,960 @@
+//! Validation and compilation of parsed policy files into rules.
+//!
+//! Every check that can fail points at the offending token in its file.
+//! Nothing here has side effects: a failed compile leaves no trace.
+
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Range;
+
+use regex::{Regex, RegexSet};
+use toml::Spanned;
+
+use super::error::{self, at, nearest, ErrorKind, PolicyError};
+use super::format::{RawFile, RawRule, SList, SStr, Severity, FORMAT_VERSION};
+use super::matcher::{
+    Condition, Field, FieldKind, FlagSpec, NumberTest, Operator, PathGlobs, PathTest, Test,
+    TextGlobs, TextTest, Word, RESULT_FAILURE, RESULT_SUCCESS, RESULT_UNKNOWN,
+};
+use super::Rule;
+use crate::record::Op;
+
+/// One policy source: its name for messages and its text.
+#[derive(Clone, Debug)]
+pub(crate) struct Source {
+    pub origin: String,
+    pub text: String,
+}
+
+/// The result of compiling a set of sources.
+#[derive(Clone, Debug)]
+pub(crate) struct Compiled {
+    pub rules: Vec<Rule>,
+    pub value_options: HashMap<String, Vec<String>>,
+    pub protected: PathGlobs,
+    pub protected_except: PathGlobs,
+}
+
+/// Where a token is: source index and byte span.
+#[derive(Clone, Debug)]
+struct Loc {
+    file: usize,
+    span: Range<usize>,
+}
+
+/// A value after list expansion, remembering where it was written.
+#[derive(Clone, Debug)]
+struct Item {
+    value: String,
+    loc: Loc,
+}
+
+enum Value {
+    Text(String),
+    Int(i64),
+}
+
+/// Operations a rule applies to when it names none and has no exec matchers.
+const FILE_OPS: [Op; 7] = [
+    Op::Unlink,
+    Op::Rmdir,
+    Op::Rename,
+    Op::Chmod,
+    Op::Chown,
+    Op::Truncate,
+    Op::Write,
+];
+
+struct Ctx<'s> {
+    sources: &'s [Source],
+    /// Whether rule ids may use the reserved `builtin.` prefix.
+    builtin: bool,
+}
+
+impl Ctx<'_> {
+    fn err(
+        &self,
+        loc: &Loc,
+        kind: ErrorKind,
+        message: impl Into<String>,
+        hint: Option<String>,
+    ) -> PolicyError {
+        let s = &self.sources[loc.file];
+        at(&s.origin, &s.text, loc.span.clone(), kind, message, hint)
+    }
+
+    fn place(&self, loc: &Loc) -> String {
+        let s = &self.sources[loc.file];
+        let (l, c) = error::line_col(&s.text, loc.span.start);
+        format!("{}:{l}:{c}", s.origin)
+    }
+}
+
+fn loc<T>(file: usize, s: &Spanned<T>) -> Loc {
+    Loc {
+        file,
+        span: s.span(),
+    }
+}
+
+struct ListDef {
+    loc: Loc,
+    items: Vec<Item>,
+}
+
+pub(crate) fn compile(sources: &[Source], builtin: bool) -> Result<Compiled, PolicyError> {
+    let cx = Ctx { sources, builtin };
+
+    // 1. Parse every file.
+    let mut files = Vec::with_capacity(sources.len());
+    for s in sources {
+        let f: RawFile =
+            toml::from_str(&s.text).map_err(|e| error::from_toml(&s.origin, &s.text, &e))?;
+        files.push(f);
+    }
+
+    // 2. Versions.
+    for (i, f) in files.iter().enumerate() {
+        if *f.version.get_ref() != FORMAT_VERSION {
+            return Err(cx.err(
+                &loc(i, &f.version),
+                ErrorKind::UnsupportedVersion,
+                format!("unsupported policy format version {}", f.version.get_ref()),
+                Some(format!("this build of abm reads version {FORMAT_VERSION}")),
+            ));
+        }
+    }
+
+    // 3. Lists: definitions, then extensions, then expansion.
+    let mut lists: BTreeMap<String, ListDef> = BTreeMap::new();
+    for (i, f) in files.iter().enumerate() {
+        for (name, items) in &f.lists {
+            check_list_name(&cx, i, name)?;
+            if let Some(prev) = lists.get(name.get_ref()) {
+                return Err(cx.err(
+                    &loc(i, name),
+                    ErrorKind::DuplicateList,
+                    format!("list `{}` is defined twice", name.get_ref()),
+                    Some(format!(
+                        "first defined at {}; to add items from another file use [extend_lists]",
+                        cx.place(&prev.loc)
+                    )),
+                ));
+            }
+            lists.insert(
+                name.get_ref().clone(),
+                ListDef {
+                    loc: loc(i, name),
+                    items: raw_items(i, items),
+                },
+            );
+        }
+    }
+    for (i, f) in files.iter().enumerate() {
+        for (name, items) in &f.extend_lists {
+            let names: Vec<&String> = lists.keys().collect();
+            let hint = unknown_list_hint(name.get_ref(), &names);
+            match lists.get_mut(name.get_ref()) {
+                Some(def) => def.items.extend(raw_items(i, items)),
+                None => {
+                    return Err(cx.err(
+                        &loc(i, name),
+                        ErrorKind::UnknownList,
+                        format!(
+                            "[extend_lists] names `{}`, which no [lists] defines",
+                            name.get_ref()
+                        ),
+                        Some(hint),
+                    ))
+                }
+            }
+        }
+    }
+    let expanded = expand_all_lists(&cx, &lists)?;
+
+    // 4. Command-line syntax.
+    let mut value_options: HashMap<String, Vec<String>> = HashMap::new();
+    for (i, f) in files.iter().enumerate() {
+        for (prog, cli) in &f.cli {
+            let entry = value_options.entry(prog.get_ref().clone()).or_default();
+            for o in expand(&cx, &expanded, i, &cli.value_options)? {
+                if !o.value.starts_with('-') || o.value.len() < 2 {
+                    return Err(cx.err(
+                        &o.loc,
+                        ErrorKind::Invalid,
+                        format!("value option `{}` must start with `-`", o.value),
+                        Some("list options such as \"--context\" or \"-n\"".to_owned()),
+                    ));
+                }
+                if !entry.contains(&o.value) {
+                    entry.push(o.value);
+                }
+            }
+        }
+    }
+
+    // 5. Scope classification.
+    let mut protected = Vec::new();
+    let mut protected_except = Vec::new();
+    for (i, f) in files.iter().enumerate() {
+        if let Some(s) = &f.scopes {
+            protected.extend(expand(&cx, &expanded, i, &s.protected)?);
+            protected_except.extend(expand(&cx, &expanded, i, &s.protected_except)?);
+        }
+    }
+    let protected = compile_paths(&cx, &protected)?;
+    let protected_except = compile_paths(&cx, &protected_except)?;
+
+    // 6. Rules.
+    let mut rules = Vec::new();
+    let mut ids: HashMap<String, Loc> = HashMap::new();
+    for (i, f) in files.iter().enumerate() {
+        for raw in &f.rules {
+            let id_loc = loc(i, &raw.get_ref().id);
+            let id = raw.get_ref().id.get_ref();
+            if let Some(prev) = ids.get(id) {
+                return Err(cx.err(
+                    &id_loc,
+                    ErrorKind::DuplicateId,
+                    format!("duplicate rule id `{id}`"),
+                    Some(format!(
+                        "first defined at {}; give each rule a unique id",
+                        cx.place(prev)
+                    )),
+                ));
+            }
+            ids.insert(id.clone(), id_loc);
+            rules.push(compile_rule(&cx, &expanded, i, raw)?);
+        }
+    }
+
+    // 7. Disabled rules.
+    for (i, f) in files.iter().enumerate() {
+        let Some(disable) = &f.disable else { continue };
+        for d in disable.get_ref() {
+            let id = d.get_ref();
+            let before = rules.len();
+            rules.retain(|r| &r.id != id);
+            if rules.len() == before {
+                let all: Vec<&String> = ids.keys().collect();
+                let hint = if id.starts_with("builtin.") {
+                    "built-in rules cannot be disabled".to_owned()
+                } else {
+                    match nearest(id, &all) {
+                        Some(n) => format!("did you mean `{n}`?"),
+                        None => "`abm policy show` lists the rule ids".to_owned(),
+                    }
+                };
+                return Err(cx.err(
+                    &loc(i, d),
+                    ErrorKind::UnknownRule,
+                    format!("`disable` names rule `{id}`, which is not loaded"),
+                    Some(hint),
+                ));
+            }
+        }
+    }
+
+    // 8. Precedence: higher priority first, then load order.
+    rules.sort_by_key(|r| std::cmp::Reverse(r.priority));
+
+    Ok(Compiled {
+        rules,
+        value_options,
+        protected,
+        protected_except,
+    })
+}
+
+fn raw_items(file: usize, items: &SList) -> Vec<Item> {
+    items
+        .get_ref()
+        .iter()
+        .map(|s| Item {
+            value: s.get_ref().clone(),
+            loc: loc(file, s),
+        })
+        .collect()
+}
+
+fn check_list_name(cx: &Ctx<'_>, file: usize, name: &SStr) -> Result<(), PolicyError> {
+    let n = name.get_ref();
+    let ok = !n.is_empty()
+        && n.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.');
+    if ok {
+        Ok(())
+    } else {
+        Err(cx.err(
+            &loc(file, name),
+            ErrorKind::Invalid,
+            format!("bad list name `{n}`"),
+            Some("list names use letters, digits, `_`, `-` and `.`".to_owned()),
+        ))
+    }
+}
+
+fn unknown_list_hint(name: &str, names: &[&String]) -> String {
+    match nearest(name, names) {
+        Some(n) => format!("did you mean `@{n}`?"),
+        None if names.is_empty() => "define it under [lists]".to_owned(),
+        None => format!(
+            "define it under [lists]; defined lists: {}",
+            names
+                .iter()
+                .map(|n| format!("@{n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+fn expand_all_lists(
+    cx: &Ctx<'_>,
+    lists: &BTreeMap<String, ListDef>,
+) -> Result<HashMap<String, Vec<Item>>, PolicyError> {
+    fn go(
+        cx: &Ctx<'_>,
+        lists: &BTreeMap<String, ListDef>,
+        name: &str,
+        stack: &mut Vec<String>,
+        done: &mut HashMap<String, Vec<Item>>,
+    ) -> Result<Vec<Item>, PolicyError> {
+        if let Some(v) = done.get(name) {
+            return Ok(v.clone());
+        }
+        stack.push(name.to_owned());
+        let mut out = Vec::new();
+        for item in &lists[name].items {
+            match item.value.strip_prefix('@') {
+                Some(r) => {
+                    if stack.iter().any(|s| s == r) {
+                        return Err(cx.err(
+                            &item.loc,
+                            ErrorKind::UnknownList,
+                            format!("list `{name}` includes itself through `@{r}`"),
+                            Some(format!("remove the cycle: {} -> {r}", stack.join(" -> "))),
+                        ));
+                    }
+                    if !lists.contains_key(r) {
+                        let names: Vec<&String> = lists.keys().collect();
+                        return Err(cx.err(
+                            &item.loc,
+                            ErrorKind::UnknownList,
+                            format!("unknown list `@{r}`"),
+                            Some(unknown_list_hint(r, &names)),
+                        ));
+                    }
+                    out.extend(go(cx, lists, r, stack, done)?);
+                }
+                None => out.push(item.clone()),
+            }
+        }
+        stack.pop();
+        done.insert(name.to_owned(), out.clone());
+        Ok(out)
+    }
+    let mut done = HashMap::new();
+    for name in lists.keys() {
+        go(cx, lists, name, &mut Vec::new(), &mut done)?;
+    }
+    Ok(done)
+}
+
+/// Expand `@list` references in a list of strings.
+fn expand(
+    cx: &Ctx<'_>,
+    lists: &HashMap<String, Vec<Item>>,
+    file: usize,
+    items: &[SStr],
+) -> Result<Vec<Item>, PolicyError> {
+    let mut out = Vec::with_capacity(items.len());
+    for s in items {
+        out.extend(expand_one(cx, lists, loc(file, s), s.get_ref())?);
+    }
+    Ok(out)
+}
+
+fn expand_one(
+    cx: &Ctx<'_>,
+    lists: &HashMap<String, Vec<Item>>,
+    at: Loc,
+    value: &str,
+) -> Result<Vec<Item>, PolicyError> {
+    match value.strip_prefix('@') {
+        Some(name) => match lists.get(name) {
+            Some(items) => Ok(items.clone()),
+            None => {
+                let mut names: Vec<&String> = lists.keys().collect();
+                names.sort();
+                Err(cx.err(
+                    &at,
+                    ErrorKind::UnknownList,
+                    format!("unknown list `@{name}`"),
+                    Some(unknown_list_hint(name, &names)),
+                ))
+            }
+        },
+        None => Ok(vec![Item {
+            value: value.to_owned(),
+            loc: at,
+        }]),
+    }
+}
+
+fn compile_paths(cx: &Ctx<'_>, items: &[Item]) -> Result<PathGlobs, PolicyError> {
+    let patterns: Vec<String> = items.iter().map(|i| i.value.clone()).collect();
+    PathGlobs::compile(&patterns).map_err(|(idx, msg, hint)| {
+        let item = &items[idx.min(items.len().saturating_sub(1))];
+        cx.err(
+            &item.loc,
+            ErrorKind::BadGlob,
+            format!("{msg} in `{}`", item.value),
+            Some(hint),
+        )
+    })
+}
+
+fn check_rule_id(cx: &Ctx<'_>, file: usize, id: &SStr) -> Result<(), PolicyError> {
+    let v = id.get_ref();
+    let l = loc(file, id);
+    let well_formed = v
+        .bytes()
+        .next()
+        .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        && v.bytes().all(|b| {
+            b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'.' || b == b'-' || b == b'_'
+        });
+    if !well_formed {
+        return Err(cx.err(
+            &l,
+            ErrorKind::Invalid,
+            format!("bad rule id `{v}`"),
+            Some("rule ids use lower-case letters, digits, `.`, `-` and `_`, e.g. \"repo.force-push\"".to_owned()),
+        ));
+    }
+    if v == "default" || (v.starts_with("builtin.") && !cx.builtin) {
+        return Err(cx.err(
+            &l,
+            ErrorKind::Invalid,
+            format!("rule id `{v}` is reserved"),
+            Some(
+                "`default` and `builtin.*` name the verdicts abm gives itself; pick another id"
+                    .to_owned(),
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn compile_rule(
+    cx: &Ctx<'_>,
+    lists: &HashMap<String, Vec<Item>>,
+    file: usize,
+    raw: &Spanned<RawRule>,
+) -> Result<Rule, PolicyError> {
+    let r = raw.get_ref();
+    check_rule_id(cx, file, &r.id)?;
+
+    let reason = r.reason.get_ref().trim();
+    if reason.is_empty() || reason.contains('\n') {
+        return Err(cx.err(
+            &loc(file, &r.reason),
+            ErrorKind::Invalid,
+            "`reason` must be one non-empty line",
+            Some(
+                "say in a few words what the action risks, e.g. \"rewrites published history\""
+                    .to_owned(),
+            ),
+        ));
+    }
+
+    let priority = match &r.priority {
+        None => 0,
+        Some(p) => i32::try_from(*p.get_ref()).map_err(|_| {
+            cx.err(
+                &loc(file, p),
+                ErrorKind::Invalid,
+                format!("priority {} is out of range", p.get_ref()),
+                Some("use a small whole number; higher runs first, the default is 0".to_owned()),
+            )
+        })?,
+    };
+
+    let mut tags = Vec::new();
+    for t in &r.tags {
+        if t.get_ref().trim().is_empty() {
+            return Err(cx.err(
+                &loc(file, t),
+                ErrorKind::Invalid,
+                "empty tag",
+                Some("remove it or write a word".to_owned()),
+            ));
+        }
+        tags.push(t.get_ref().clone());
+    }
+
+    // Conditions, in the order they are written: shorthands first.
+    let mut conds: Vec<(Condition, Loc)> = Vec::new();
+    let add = |field: Field,
+               op: Operator,
+               list: &Option<SList>,
+               conds: &mut Vec<(Condition, Loc)>|
+     -> Result<(), PolicyError> {
+        if let Some(list) = list {
+            let items = expand(cx, lists, file, list.get_ref())?;
+            let l = loc(file, list);
+            let values = items
+                .into_iter()
+                .map(|i| (Value::Text(i.value), i.loc))
+                .collect();
+            conds.push((build(cx, field, op, Vec::new(), values, &l)?, l));
+        }
+        Ok(())
+    };
+    add(Field::Path, Operator::Glob, &r.paths, &mut conds)?;
+    add(Field::Path, Operator::NotGlob, &r.not_paths, &mut conds)?;
+    add(Field::Program, Operator::Glob, &r.program, &mut conds)?;
+    add(
+        Field::Subcommand,
+        Operator::Equal,
+        &r.subcommand,
+        &mut conds,
+    )?;
+    add(Field::Flag, Operator::Present, &r.flags, &mut conds)?;
+    add(Field::Flag, Operator::Absent, &r.not_flags, &mut conds)?;
+    add(Field::Arg, Operator::Glob, &r.args, &mut conds)?;
+    for o in &r.options {
+        let o_loc = loc(file, o);
+        let names = expand(cx, lists, file, o.get_ref().names.get_ref())?;
+        let values = expand(cx, lists, file, o.get_ref().values.get_ref())?
+            .into_iter()
+            .map(|i| (Value::Text(i.value), i.loc))
+            .collect();
+        let c = build(cx, Field::Option, Operator::Glob, names, values, &o_loc)?;
+        conds.push((c, o_loc));
+    }
+    add(Field::Result, Operator::Equal, &r.result, &mut conds)?;
+
+    for w in &r.when {
+        let w_loc = loc(file, w);
+        let w = w.get_ref();
+        let field_name = w.field.get_ref();
+        let field = Field::from_name(field_name).ok_or_else(|| {
+            let all: Vec<&str> = Field::ALL.iter().map(|f| f.name()).collect();
+            cx.err(
+                &loc(file, &w.field),
+                ErrorKind::BadMatcher,
+                format!("unknown matcher field `{field_name}`"),
+                Some(match nearest(field_name, &all) {
+                    Some(n) => format!("did you mean `{n}`?"),
+                    None => format!("fields: {}", all.join(", ")),
+                }),
+            )
+        })?;
+        let op_name = w.operator.get_ref();
+        let allowed = Operator::allowed(field.kind());
+        let operator = Operator::from_name(op_name).ok_or_else(|| {
+            let names: Vec<&str> = allowed.iter().map(|o| o.name()).collect();
+            cx.err(
+                &loc(file, &w.operator),
+                ErrorKind::BadMatcher,
+                format!("unknown operator `{op_name}`"),
+                Some(match nearest(op_name, &names) {
+                    Some(n) => format!("did you mean `{n}`?"),
+                    None => format!("operators for `{field}`: {}", names.join(", ")),
+                }),
+            )
+        })?;
+        if !allowed.contains(&operator) {
+            let names: Vec<&str> = allowed.iter().map(|o| o.name()).collect();
+            return Err(cx.err(
+                &loc(file, &w.operator),
+                ErrorKind::BadMatcher,
+                format!("operator `{operator}` does not apply to field `{field}`"),
+                Some(format!("operators for `{field}`: {}", names.join(", "))),
+            ));
+        }
+        let names = match (&w.names, field) {
+            (Some(n), Field::Option) => expand(cx, lists, file, n.get_ref())?,
+            (None, Field::Option) => {
+                return Err(cx.err(
+                    &w_loc,
+                    ErrorKind::BadMatcher,
+                    "a matcher on `option` needs `names`",
+                    Some("add names = [\"--context\", \"-n\"]".to_owned()),
+                ))
+            }
+            (Some(n), _) => {
+                return Err(cx.err(
+                    &loc(file, n),
+                    ErrorKind::BadMatcher,
+                    format!("`names` only applies to field `option`, not `{field}`"),
+                    Some("remove `names`".to_owned()),
+                ))
+            }
+            (None, _) => Vec::new(),
+        };
+        let mut values = Vec::new();
+        for v in w.values.get_ref() {
+            let v_loc = loc(file, v);
+            match v.get_ref() {
+                toml::Value::String(s) => {
+                    for i in expand_one(cx, lists, v_loc, s)? {
+                        values.push((Value::Text(i.value), i.loc));
+                    }
+                }
+                toml::Value::Integer(n) => values.push((Value::Int(*n), v_loc)),
+                other => {
+                    return Err(cx.err(
+                        &v_loc,
+                        ErrorKind::Type,
+                        format!(
+                            "matcher values must be strings or integers, not {}",
+                            other.type_str()
+                        ),
+                        Some("quote text values; write numbers bare (0o755 for modes)".to_owned()),
+                    ))
+                }
+            }
+        }
+        let v_loc = loc(file, &w.values);
+        let c = build(cx, field, operator, names, values, &v_loc)?;
+        conds.push((c, w_loc));
+    }
+
+    // Operations.
+    let exec_matcher = conds.iter().find(|(c, _)| c.field.exec_only());
+    let ops: Vec<Op> = match &r.ops {
+        Some(list) => {
+            let mut ops = Vec::new();
+            if list.get_ref().is_empty() {
+                return Err(cx.err(
+                    &loc(file, list),
+                    ErrorKind::Invalid,
+                    "`ops` is empty, so the rule could never match",
+                    Some(
+                        "name operations, e.g. ops = [\"unlink\", \"rmdir\"], or leave `ops` out"
+                            .to_owned(),
+                    ),
+                ));
+            }
+            for o in list.get_ref() {
+                let name = o.get_ref();
+                let op = Op::from_name(name).ok_or_else(|| {
+                    let all: Vec<&str> = Op::ALL.iter().map(|o| o.name()).collect();
+                    cx.err(
+                        &loc(file, o),
+                        ErrorKind::UnknownOp,
+                        format!("unknown operation `{name}`"),
+                        Some(match nearest(name, &all) {
+                            Some(n) => {
+                                format!("did you mean `{n}`? operations: {}", all.join(", "))
+                            }
+                            None => format!("operations: {}", all.join(", ")),
+                        }),
+                    )
+                })?;
+                if !ops.contains(&op) {
+                    ops.push(op);
+                }
+            }
+            if let Some((c, l)) = exec_matcher {
+                if ops != [Op::Exec] {
+                    return Err(cx.err(
+                        l,
+                        ErrorKind::BadMatcher,
+                        format!(
+                            "`{}` only applies to exec, but the rule's ops are not just [\"exec\"]",
+                            c.field
+                        ),
+                        Some("split the rule in two, or set ops = [\"exec\"]".to_owned()),
+                    ));
+                }
+            }
+            ops
+        }
+        None if exec_matcher.is_some() => vec![Op::Exec],
+        None => FILE_OPS.to_vec(),
+    };
+    let op_mask = ops.iter().fold(0u16, |m, op| m | op_bit(*op));
+    let conditions: Vec<Condition> = conds.into_iter().map(|(c, _)| c).collect();
+    let mut eval_order: Vec<usize> = (0..conditions.len()).collect();
+    eval_order.sort_by_key(|&i| conditions[i].cost());
+
+    let treatment = *r.treatment.get_ref();
+    let s = &cx.sources[file];
+    let (line, col) = error::line_col(&s.text, raw.span().start);
+    Ok(Rule {
+        id: r.id.get_ref().clone(),
+        reason: reason.to_owned(),
+        ops,
+        treatment,
+        scope: r.scope,
+        irreversibility: r.irreversibility,
+        severity: r.severity.unwrap_or(Severity::for_treatment(treatment)),
+        tags,
+        priority,
+        origin: format!("{}:{line}:{col}", s.origin),
+        conditions,
+        op_mask,
+        eval_order,
+    })
+}
+
+pub(crate) fn op_bit(op: Op) -> u16 {
+    1u16 << (Op::ALL.iter().position(|o| *o == op).unwrap_or(15) as u16)
+}
+
+/// Build one condition from expanded values. `whole` is where the value
+/// list as a whole is written (for errors about the list).
+fn build(
+    cx: &Ctx<'_>,
+    field: Field,
+    operator: Operator,
+    names: Vec<Item>,
+    values: Vec<(Value, Loc)>,
+    whole: &Loc,
+) -> Result<Condition, PolicyError> {
+    let kind = field.kind();
+    if !Operator::allowed(kind).contains(&operator) {
+        let ok: Vec<&str> = Operator::allowed(kind).iter().map(|o| o.name()).collect();
+        return Err(cx.err(
+            whole,
+            ErrorKind::BadMatcher,
+            format!("operator `{operator}` does not apply to field `{field}`"),
+            Some(format!("operators for `{field}`: {}", ok.join(", "))),
+        ));
+    }
+    if values.is_empty() {
+        return Err(cx.err(
+            whole,
+            ErrorKind::Invalid,
+            format!("`{field}` matcher has no values"),
+            Some("give at least one value (an empty list would never match)".to_owned()),
+        ));
+    }
+    // Type check: numbers for numeric fields, text elsewhere.
+    let mut texts: Vec<(String, Loc)> = Vec::new();
+    let mut ints: Vec<(i64, Loc)> = Vec::new();
+    for (v, l) in values {
+        match (v, kind == FieldKind::Number) {
+            (Value::Int(n), true) => ints.push((n, l)),
+            (Value::Text(s), false) => texts.push((s, l)),
+            (Value::Int(n), false) => {
+                return Err(cx.err(
+                    &l,
+                    ErrorKind::Type,
+                    format!("`{field}` takes text values, not the number {n}"),
+                    Some(format!("quote it: \"{n}\"")),
+                ))
+            }
+            (Value::Text(s), true) => {
+                return Err(cx.err(
+                    &l,
+                    ErrorKind::Type,
+                    format!("`{field}` takes numbers, not the text \"{s}\""),
+                    Some("write the number without quotes (0o755 for modes)".to_owned()),
+                ))
+            }
+        }
+    }
+    let shown: Vec<String> = if kind == FieldKind::Number {
+        ints.iter().map(|(n, _)| n.to_string()).collect()
+    } else {
+        texts.iter().map(|(s, _)| s.clone()).collect()
+    };
+    let pos = operator.positive();
+    let test = match kind {
+        FieldKind::Path => match pos {
+            Operator::Glob => {
+                let items: Vec<Item> = texts
+                    .into_iter()
+                    .map(|(value, loc)| Item { value, loc })
+                    .collect();
+                Test::Path(PathTest::Glob(Box::new(compile_paths(cx, &items)?)))
+            }
+            _ => Test::Path(PathTest::Regex(regex_set(cx, &texts)?)),
+        },
+        FieldKind::Text => Test::Text(match pos {
+            Operator::Equal => TextTest::Equal(strings(texts)),
+            Operator::Prefix => TextTest::Prefix(strings(texts)),
+            Operator::Suffix => TextTest::Suffix(strings(texts)),
+            Operator::Glob => TextTest::Glob(glob_set(cx, &texts)?),
+            _ => TextTest::Regex(regex_set(cx, &texts)?),
+        }),
+        FieldKind::Number => Test::Number(match pos {
+            Operator::Equal => NumberTest::Equal(ints.into_iter().map(|(n, _)| n).collect()),
+            Operator::Mask => NumberTest::Mask(ints.into_iter().map(|(n, _)| n).collect()),
+            Operator::Lt | Operator::Gt => {
+                if ints.len() != 1 {
+                    return Err(cx.err(
+                        whole,
+                        ErrorKind::BadMatcher,
+                        format!(
+                            "`{operator}` compares with exactly one value, got {}",
+                            ints.len()
+                        ),
+                        Some("write values = [N]".to_owned()),
+                    ));
+                }
+                if pos == Operator::Lt {
+                    NumberTest::Lt(ints[0].0)
+                } else {
+                    NumberTest::Gt(ints[0].0)
+                }
+            }
+            _ => unreachable!("operators are checked against the field kind"),
+        }),
+        FieldKind::Subcommand => {
+            let mut alts = Vec::new();
+            for (s, l) in &texts {
+                let words: Vec<&str> = s.split_whitespace().collect();
+                if words.is_empty() {
+                    return Err(cx.err(
+                        l,
+                        ErrorKind::Invalid,
+                        "empty subcommand",
+                        Some(
+                            "write the words after the program name, e.g. \"push\" or \"s3 rm\""
+                                .to_owned(),
+                        ),
+                    ));
+                }
+                let mut ms = Vec::new();
+                for w in words {
+                    ms.push(Word::new(w).map_err(|m| {
+                        cx.err(
+                            l,
+                            ErrorKind::BadGlob,
+                            format!("{m} in `{s}`"),
+                            Some(super::matcher::GLOB_HINT.to_owned()),
+                        )
+                    })?);
+                }
+                alts.push(ms);
+            }
+            Test::Subcommand(alts)
+        }
+        FieldKind::Flag => {
+            let mut specs = Vec::new();
+            for (s, l) in &texts {
+                specs.push(FlagSpec::parse(s).map_err(|m| {
+                    cx.err(
+                        l,
+                        ErrorKind::BadMatcher,
+                        m,
+                        Some(
+                            "write flags as on the command line: \"--force\", \"-f\", \"-rf\""
+                                .to_owned(),
+                        ),
+                    )
+                })?);
+            }
+            Test::Flags(specs)
+        }
+        FieldKind::Option => {
+            for n in &names {
+                if !n.value.starts_with('-') || n.value.len() < 2 {
+                    return Err(cx.err(
+                        &n.loc,
+                        ErrorKind::BadMatcher,
+                        format!("option name `{}` must start with `-`", n.value),
+                        Some(
+                            "write names as on the command line: \"--context\", \"-n\"".to_owned(),
+                        ),
+                    ));
+                }
+            }
+            if names.is_empty() {
+                return Err(cx.err(
+                    whole,
+                    ErrorKind::Invalid,
+                    "option matcher has no names",
+                    Some("add names = [\"--context\"]".to_owned()),
+                ));
+            }
+            Test::Option(glob_set(cx, &texts)?)
+        }
+        FieldKind::Result => {
+            let mut mask = 0u8;
+            for (s, l) in &texts {
+                mask |= match s.as_str() {
+                    "success" => RESULT_SUCCESS,
+                    "failure" => RESULT_FAILURE,
+                    "unknown" => RESULT_UNKNOWN,
+                    other => {
+                        let all = ["success", "failure", "unknown"];
+                        return Err(cx.err(
+                            l,
+                            ErrorKind::Type,
+                            format!("unknown result `{other}`"),
+                            Some(match nearest(other, &all) {
+                                Some(n) => format!(
+                                    "did you mean `{n}`? results: success, failure, unknown"
+                                ),
+                                None => "results: success, failure, unknown".to_owned(),
+                            }),
+                        ));
+                    }
+                };
+            }
+            Test::Result(mask)
+        }
+    };
+    Ok(Condition {
+        field,
+        operator,
+        names: names.into_iter().map(|n| n.value).collect(),
+        values: shown,
+        test,
+    })
+}
+
+fn strings(v: Vec<(String, Loc)>) -> Vec<String> {
+    v.into_iter().map(|(s, _)| s).collect()
+}
+
+fn glob_set(cx: &Ctx<'_>, texts: &[(String, Loc)]) -> Result<TextGlobs, PolicyError> {
+    let patterns: Vec<String> = texts.iter().map(|(s, _)| s.clone()).collect();
+    TextGlobs::compile(&patterns).map_err(|(i, m)| {
+        let (s, l) = &texts[i.min(texts.len() - 1)];
+        cx.err(
+            l,
+            ErrorKind::BadGlob,
+            format!("{m} in `{s}`"),
+            Some(super::matcher::GLOB_HINT.to_owned()),
+        )
+    })
+}
+
+fn regex_set(cx: &Ctx<'_>, texts: &[(String, Loc)]) -> Result<RegexSet, PolicyError> {
+    for (s, l) in texts {
+        if let Err(e) = Regex::new(s) {
+            // regex's messages span lines, pointing into the pattern; keep
+            // the final description.
+            let text = e.to_string();
+            let what = text
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("")
+                .trim()
+                .trim_start_matches("error: ")
+                .to_owned();
+            return Err(cx.err(
+                l,
+                ErrorKind::BadRegex,
+                format!("bad regex `{s}`: {what}"),
+                Some("regexes use Rust regex syntax; escape literal characters such as ( . + with \\\\".to_owned()),
+            ));
+        }
+    }
+    RegexSet::new(texts.iter().map(|(s, _)| s)).map_err(|e| {
+        cx.err(
+            &texts[0].1,
+            ErrorKind::BadRegex,
+            format!("bad regex set: {e}"),
+            None,
+        )
+    })
+}
