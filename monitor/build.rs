@@ -35,7 +35,11 @@ fn main() -> anyhow::Result<()> {
     // directory; the kernel crate is its own workspace, so run it from there.
     env::set_current_dir(&ebpf_dir)?;
     aya_build::build_ebpf(
-        [aya_build::Package { name: "monitor-ebpf", root_dir, ..Default::default() }],
+        [aya_build::Package {
+            name: "monitor-ebpf",
+            root_dir,
+            ..Default::default()
+        }],
         aya_build::Toolchain::Custom("debian-bpf"),
     )
     .context(

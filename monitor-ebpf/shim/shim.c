@@ -77,3 +77,25 @@ void *shim_mnt_mountpoint(struct vfsmount *m)
 {
 	return m ? BPF_CORE_READ(real_mount(m), mnt_mountpoint) : 0;
 }
+
+/* ---- BPF LSM backend (monitor-ebpf/src/probes/lsm.rs) ---- */
+
+/* The inode of a dentry; NULL for a negative dentry (a rename target that
+ * does not exist yet). */
+void *shim_dentry_inode(struct dentry *d)
+{
+	return d ? BPF_CORE_READ((struct dentry___lsm *)d, d_inode) : 0;
+}
+
+u64 shim_inode_ino(struct inode *i) { return i ? BPF_CORE_READ(i, i_ino) : 0; }
+
+/* i_sb->s_dev in the kernel's MKDEV encoding (major << 20 | minor). */
+u32 shim_inode_dev(struct inode *i) { return i ? BPF_CORE_READ(i, i_sb, s_dev) : 0; }
+
+void *shim_path_dentry(struct path *p) { return p ? BPF_CORE_READ(p, dentry) : 0; }
+void *shim_path_mnt(struct path *p) { return p ? BPF_CORE_READ(p, mnt) : 0; }
+
+u32 shim_file_flags(struct file *f) { return f ? BPF_CORE_READ((struct file___lsm *)f, f_flags) : 0; }
+u32 shim_file_fmode(struct file *f) { return f ? BPF_CORE_READ((struct file___lsm *)f, f_mode) : 0; }
+
+void *shim_bprm_file(struct linux_binprm *b) { return b ? BPF_CORE_READ(b, file) : 0; }

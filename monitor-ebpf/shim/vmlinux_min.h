@@ -82,3 +82,34 @@ struct task_struct {
 };
 
 #pragma clang attribute pop
+
+/* ---- BPF LSM backend (monitor-ebpf/src/probes/lsm.rs) ----
+ * Extra fields are declared on `___lsm` flavours of the structs above: CO-RE
+ * ignores the `___suffix` when matching kernel types, so these relocate
+ * against the real `struct dentry`, `struct file`, ... */
+#pragma clang attribute push(__attribute__((preserve_access_index)), apply_to = record)
+
+struct super_block {
+	u32 s_dev; /* dev_t */
+};
+
+struct inode {
+	unsigned long i_ino;
+	struct super_block *i_sb;
+};
+
+struct dentry___lsm {
+	struct inode *d_inode;
+};
+
+struct file___lsm {
+	unsigned int f_flags;
+	unsigned int f_mode; /* fmode_t */
+	struct path f_path;
+};
+
+struct linux_binprm {
+	struct file *file;
+};
+
+#pragma clang attribute pop

@@ -4,7 +4,7 @@ use aya_ebpf::{
     macros::map,
     maps::{HashMap, PerCpuArray, RingBuf},
 };
-use monitor_common::{limits::PAYLOAD_CAP, limits::PAYLOAD_SLACK, EventHeader, LossCause, ScopeEntry};
+use monitor_common::{limits::PAYLOAD_CAP, limits::PAYLOAD_SLACK, EventHeader, Inflight, LossCause, ScopeEntry};
 
 /// All events, in reservation order. Userspace sizes it at load time
 /// (`EbpfLoader::set_max_entries`).
@@ -22,7 +22,7 @@ pub static SCOPE_CGROUPS: HashMap<u64, ScopeEntry> = HashMap::with_max_entries(1
 /// Threads inside a traced syscall: tid -> syscall number. Pairs sys_exit
 /// with its sys_enter so only traced calls emit a result.
 #[map]
-pub static INFLIGHT: HashMap<u32, u32> = HashMap::with_max_entries(65536, 0);
+pub static INFLIGHT: HashMap<u32, Inflight> = HashMap::with_max_entries(65536, 0);
 
 /// Events that could not be delivered, per CPU, indexed by [`LossCause`].
 #[map]
@@ -51,7 +51,18 @@ pub fn count_loss(cause: LossCause) {
     }
 }
 
-/// The scope entry of the current process, if it is watched.
+/// Key of [`SCOPE_CGROUPS`] (no cgroup has id 0) whose `target` is a bit
+/// mask of the hierarchy levels at which watched cgroups sit (bit n: level
+/// n, the root being level 0). Userspace keeps it; absent or 0 means only
+/// exact matches are tried.
+pub const CGROUP_LEVELS_KEY: u64 = 0;
+
+/// Deepest cgroup level looked at for ancestor matches.
+const MAX_CGROUP_LEVEL: u32 = 31;
+
+/// The scope entry of the current process, if it is watched: by pid, else
+/// by its cgroup, else by the nearest watched ancestor of its cgroup (so
+/// sub-cgroups a container creates stay in scope).
 #[inline(always)]
 pub fn current_scope(tgid: u32) -> Option<ScopeEntry> {
     if let Some(e) = unsafe { SCOPE.get(&tgid) } {
@@ -62,6 +73,34 @@ pub fn current_scope(tgid: u32) -> Option<ScopeEntry> {
         if let Some(e) = unsafe { SCOPE_CGROUPS.get(&cg) } {
             return Some(*e);
         }
+        if let Some(levels) = unsafe { SCOPE_CGROUPS.get(&CGROUP_LEVELS_KEY) } {
+            let found = scope_ancestor(levels.target as u64);
+            if found != 0 {
+                return Some(ScopeEntry { target: (found - 1) as u32, _pad: 0 });
+            }
+        }
     }
     None
+}
+
+/// Target id + 1 of the deepest watched ancestor of the current cgroup at
+/// one of the levels in `mask`, or 0. A global function: verified once, and
+/// its loop has a constant bound.
+#[unsafe(no_mangle)]
+#[inline(never)]
+pub extern "C" fn scope_ancestor(mask: u64) -> u64 {
+    let mut level = MAX_CGROUP_LEVEL as i32;
+    while level >= 0 {
+        if mask & (1u64 << level) != 0 {
+            // 0 when the current cgroup is shallower than `level`.
+            let id = unsafe { aya_ebpf::helpers::generated::bpf_get_current_ancestor_cgroup_id(level) };
+            if id != 0 {
+                if let Some(e) = unsafe { SCOPE_CGROUPS.get(&id) } {
+                    return e.target as u64 + 1;
+                }
+            }
+        }
+        level -= 1;
+    }
+    0
 }

@@ -103,10 +103,11 @@ impl Record {
     }
 
     /// Copies a NUL-terminated user string (at most `MAX` bytes with the NUL)
-    /// as one field; returns the first byte copied (0 if empty or failed).
+    /// as one field; returns the first byte copied (0 if empty or failed)
+    /// and whether the read succeeded.
     #[inline(always)]
-    pub fn user_str<const MAX: usize>(&mut self, tag: u8, src: *const u8) -> u8 {
-        let Some(at) = self.begin() else { return 0 };
+    pub fn user_str<const MAX: usize>(&mut self, tag: u8, src: *const u8) -> (u8, bool) {
+        let Some(at) = self.begin() else { return (0, true) };
         let dst = self.ptr(self.off());
         let n = unsafe { bpf_probe_read_user_str(dst as *mut c_void, MAX as u32, src as *const c_void) };
         let mut flags = 0;
@@ -124,7 +125,7 @@ impl Record {
             self.set_off(off);
         }
         self.end(at, tag, flags);
-        first
+        (first, n > 0)
     }
 
     /// Stores the path of `dentry` in mount `mnt` as one field (see

@@ -37,6 +37,23 @@ pub enum Command {
     Oracle(oracle::cmd::OracleArgs),
     /// Aggregate oracle verdicts into rates.
     Score(oracle::cmd::ScoreArgs),
+    /// Run the long-running monitor: watch containers, pods and process
+    /// trees from a config file, one trace per target (docs/daemon.md).
+    Daemon(crate::daemon::DaemonArgs),
+    /// Show the daemon's targets, event rates, losses and policy.
+    Status(crate::daemon::cmd::StatusArgs),
+    /// Add or remove a target of the running daemon.
+    Watch(crate::daemon::cmd::WatchArgs),
+    /// Stream the daemon's events as JSON lines.
+    Tail(crate::daemon::cmd::TailArgs),
+    /// Let a call waiting for confirmation (`abm run --enforce`) through.
+    Approve(crate::enforce::control::DecideArgs),
+    /// Refuse a call waiting for confirmation (it fails with EPERM).
+    Deny(crate::enforce::control::DecideArgs),
+    /// List calls waiting for confirmation in enforcing runs.
+    Pending(crate::enforce::control::PendingArgs),
+    /// Restore what `preserve` kept during an enforcing run.
+    Undo(crate::enforce::undo::UndoArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -47,7 +64,8 @@ pub struct DoctorArgs {
 }
 
 pub fn doctor(a: DoctorArgs) -> anyhow::Result<i32> {
-    let caps = probes::capabilities();
+    let mut caps = probes::capabilities();
+    caps.extend(crate::enforce::capabilities());
     if a.json {
         println!("{}", serde_json::to_string_pretty(&caps)?);
     } else {
@@ -76,13 +94,40 @@ pub fn init_logging(filter: Option<&str>) {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_target(false)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .without_time()
         .init();
 }
 
+/// Logging of `abm daemon`, journald-friendly: level `info` by default, no
+/// ANSI colours unless stderr is a terminal, no timestamps under systemd
+/// (JOURNAL_STREAM set: the journal stamps each line itself).
+pub fn init_daemon_logging(filter: Option<&str>) {
+    use std::io::IsTerminal as _;
+    use tracing_subscriber::EnvFilter;
+    let filter = filter
+        .map(EnvFilter::new)
+        .or_else(|| EnvFilter::try_from_env("ABM_LOG").ok())
+        .unwrap_or_else(|| EnvFilter::new("info"));
+    let b = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .with_ansi(std::io::stderr().is_terminal());
+    if std::env::var_os("JOURNAL_STREAM").is_some() {
+        b.without_time().init();
+    } else {
+        b.init();
+    }
+}
+
 pub fn main() -> i32 {
     let cli = Cli::parse();
-    init_logging(cli.log.as_deref());
+    if matches!(cli.command, Command::Daemon(_)) {
+        init_daemon_logging(cli.log.as_deref());
+    } else {
+        init_logging(cli.log.as_deref());
+    }
     let result = match cli.command {
         Command::Run(a) => tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -95,6 +140,14 @@ pub fn main() -> i32 {
         Command::Verify(a) => trace::cmd::verify(a),
         Command::Oracle(a) => oracle::cmd::oracle(a),
         Command::Score(a) => oracle::cmd::score(a),
+        Command::Daemon(a) => crate::daemon::main(a),
+        Command::Status(a) => crate::daemon::cmd::status(a),
+        Command::Watch(a) => crate::daemon::cmd::watch(a),
+        Command::Tail(a) => crate::daemon::cmd::tail(a),
+        Command::Approve(a) => crate::enforce::control::decide(a, true),
+        Command::Deny(a) => crate::enforce::control::decide(a, false),
+        Command::Pending(a) => crate::enforce::control::pending(a),
+        Command::Undo(a) => crate::enforce::undo::undo(a),
     };
     match result {
         Ok(code) => code,

@@ -10,12 +10,14 @@
 //! - [`trace`]: the tamper-evident trace writer and `abm verify`.
 //! - [`protect`]: keeping the trace out of the watched tree's reach.
 //! - [`session`]: `abm run`.
+//! - [`daemon`]: `abm daemon`: containers, pods and process trees, one trace each.
 //! - [`oracle`]: benchmark verdicts from traces (`abm oracle`, `abm score`).
 //! - [`enforce`]: the guardrail: seccomp fallback, confirmation, preservation, undo.
 //! - [`lsm`]: the BPF LSM enforcement backend.
 //! - [`cli`]: the command line.
 
 pub mod cli;
+pub mod daemon;
 pub mod enforce;
 pub mod events;
 pub mod lsm;

@@ -11,7 +11,10 @@
 //! FIFO) is released without it (`result_note: "pending"`).
 use std::collections::{BTreeMap, HashMap};
 
-use crate::record::Action;
+use crate::{
+    events::{Field, KernelEvent},
+    record::Action,
+};
 
 pub const REORDER_WINDOW_NS: u64 = 50_000_000;
 pub const MAX_RESULT_WAIT_NS: u64 = 2_000_000_000;
@@ -19,6 +22,8 @@ pub const MAX_RESULT_WAIT_NS: u64 = 2_000_000_000;
 struct Slot {
     action: Action,
     ready: bool,
+    /// The entry record, kept when an argument must be read again at exit.
+    event: Option<KernelEvent>,
 }
 
 #[derive(Default)]
@@ -37,8 +42,9 @@ impl Orderer {
         self.queue.is_empty()
     }
 
-    /// A syscall entry: waits for its result.
-    pub fn enter(&mut self, action: Action) {
+    /// A syscall entry: waits for its result. `event` is kept (only) when
+    /// the exit may carry arguments that were unreadable at entry.
+    pub fn enter(&mut self, action: Action, event: Option<KernelEvent>) {
         let key = (action.ktime_ns, self.arrivals);
         self.arrivals += 1;
         if let Some(old) = self.pending.insert(action.tid, key) {
@@ -55,6 +61,7 @@ impl Orderer {
             Slot {
                 action,
                 ready: false,
+                event,
             },
         );
     }
@@ -68,19 +75,30 @@ impl Orderer {
             Slot {
                 action,
                 ready: true,
+                event: None,
             },
         );
     }
 
-    /// The result of the thread's pending syscall. Returns false when no
-    /// entry was pending (its entry record was lost).
-    pub fn exit(&mut self, tid: u32, result: i64) -> bool {
+    /// The result of the thread's pending syscall, with path arguments read
+    /// again at exit (`reread`). Returns false when no entry was pending (its
+    /// entry record was lost).
+    pub fn exit(&mut self, tid: u32, result: i64, reread: &[Field]) -> bool {
         let Some(key) = self.pending.remove(&tid) else {
             return false;
         };
         let Some(slot) = self.queue.get_mut(&key) else {
             return false;
         };
+        if let (Some(mut ev), false) = (slot.event.take(), reread.is_empty()) {
+            for f in reread {
+                if let Some(old) = ev.fields.iter_mut().find(|o| o.tag == f.tag) {
+                    *old = f.clone();
+                }
+            }
+            slot.action = crate::resolve::action_from_event(&ev);
+            slot.action.result_note = Some("path_read_at_exit".into());
+        }
         slot.action.result = Some(result);
         if result < 0 {
             slot.action.errno = Some(crate::resolve::errno_name(result));
@@ -118,6 +136,12 @@ mod tests {
     use super::*;
     use crate::record::Op;
 
+    impl Orderer {
+        fn enter_test(&mut self, a: Action) {
+            self.enter(a, None);
+        }
+    }
+
     fn act(tid: u32, t: u64, op: Op) -> Action {
         Action {
             op: Some(op),
@@ -130,15 +154,15 @@ mod tests {
     #[test]
     fn releases_in_timestamp_order_after_results() {
         let mut o = Orderer::default();
-        o.enter(act(2, 200, Op::Unlink)); // arrives first, later timestamp
-        o.enter(act(1, 100, Op::Rename));
+        o.enter_test(act(2, 200, Op::Unlink)); // arrives first, later timestamp
+        o.enter_test(act(1, 100, Op::Rename));
         let mut out = Vec::new();
         o.release(1_000_000_000, false, &mut out);
         assert!(out.is_empty(), "nothing has a result yet");
-        assert!(o.exit(2, 0));
+        assert!(o.exit(2, 0, &[]));
         o.release(1_000_000_000, false, &mut out);
         assert!(out.is_empty(), "head of line (t=100) still waits");
-        assert!(o.exit(1, -2));
+        assert!(o.exit(1, -2, &[]));
         o.release(1_000_000_000, false, &mut out);
         assert_eq!(
             out.iter().map(|a| a.ktime_ns).collect::<Vec<_>>(),
@@ -162,10 +186,10 @@ mod tests {
     #[test]
     fn lost_exit_is_marked_not_silently_dropped() {
         let mut o = Orderer::default();
-        o.enter(act(5, 10, Op::Unlink));
-        o.enter(act(5, 20, Op::Unlink)); // the first exit never came
-        assert!(o.exit(5, 0));
-        assert!(!o.exit(9, 0), "exit without entry is reported");
+        o.enter_test(act(5, 10, Op::Unlink));
+        o.enter_test(act(5, 20, Op::Unlink)); // the first exit never came
+        assert!(o.exit(5, 0, &[]));
+        assert!(!o.exit(9, 0, &[]), "exit without entry is reported");
         let mut out = Vec::new();
         o.release(u64::MAX / 2, false, &mut out);
         assert_eq!(out.len(), 2);
@@ -177,10 +201,10 @@ mod tests {
     #[test]
     fn stuck_syscall_is_released_as_pending_after_max_wait() {
         let mut o = Orderer::default();
-        o.enter(act(3, 0, Op::Write));
+        o.enter_test(act(3, 0, Op::Write));
         let mut out = Vec::new();
         o.release(MAX_RESULT_WAIT_NS, false, &mut out);
         assert_eq!(out[0].result_note.as_deref(), Some("pending"));
-        assert!(!o.exit(3, 0), "its late result no longer pairs");
+        assert!(!o.exit(3, 0, &[]), "its late result no longer pairs");
     }
 }

@@ -9,7 +9,7 @@ use aya::{
 use monitor_common::{LossCause, ScopeEntry};
 
 /// The kernel object built by build.rs (empty when built with AYA_BUILD_SKIP).
-static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/monitor"));
+pub(crate) static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/monitor"));
 
 /// Programs of the tracepoint backend and the raw tracepoints they attach to.
 pub const TRACEPOINTS: [(&str, &str); 5] = [

@@ -153,6 +153,10 @@ pub fn resolve_path(
     }
     let base = ev.field(base_tag);
     let base_path = match base {
+        // An absolute path is relative to the task root, which the kernel
+        // walks for every record (this also covers an argument that was only
+        // readable at syscall exit, when the entry walked the cwd instead).
+        _ if raw.data.starts_with(b"/") && ev.field(field_tag::ROOT).is_some() => root.to_vec(),
         Some(b) => {
             issues_of(b, issues);
             components_to_path(&b.data)

@@ -64,6 +64,16 @@ pub struct RunArgs {
     /// then on) instead of terminating them.
     #[arg(long)]
     pub keep_orphans: bool,
+    /// Also put CMD in a fresh cgroup v2 child (under the hierarchy found in
+    /// /proc/self/mountinfo) and watch it by cgroup id, so a process that
+    /// joins the cgroup from outside the tree is in scope too; everything
+    /// in the cgroup is the command's (waited for, terminated). The cgroup
+    /// is removed at the end.
+    #[arg(long)]
+    pub cgroup: bool,
+    /// Enforcement: --enforce and its options (docs/enforcement.md).
+    #[command(flatten)]
+    pub enforce: crate::enforce::EnforceArgs,
     /// The command to run, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<OsString>,
@@ -161,14 +171,19 @@ impl Pipeline {
         };
         match ev.kind {
             EventKind::SyscallExit => {
-                if !self.orderer.exit(ev.hdr.tid, ev.hdr.result) {
+                if !self.orderer.exit(ev.hdr.tid, ev.hdr.result, &ev.fields) {
                     self.unpaired_exits += 1;
                 }
             }
             EventKind::Fork | EventKind::Exit | EventKind::IoUringSetup => {
                 self.orderer.ready(resolve::action_from_event(&ev))
             }
-            _ => self.orderer.enter(resolve::action_from_event(&ev)),
+            _ => {
+                let action = resolve::action_from_event(&ev);
+                // Keep the entry record when an argument must be re-read at exit.
+                let reread = action.path_issues.iter().any(|i| i == "read_failed");
+                self.orderer.enter(action, reread.then_some(ev));
+            }
         }
     }
 
@@ -320,6 +335,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
         None => std::env::current_dir()?,
     };
     let policy = load_policy(&args.policy)?;
+    // --enforce never degrades to observe-only: no backend, no run.
+    let enforce_backend = crate::enforce::preflight(&args.enforce)?;
     let key = match &args.sign_key {
         Some(k) => {
             Some(crate::trace::read_key(k).with_context(|| format!("--sign-key {}", k.display()))?)
@@ -335,10 +352,19 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
             workspace.display()
         );
     }
+    let run_cgroup = if args.cgroup {
+        Some(crate::daemon::cgroup::RunCgroup::create()?)
+    } else {
+        None
+    };
     let mut probes = Probes::load(&ProbeOptions {
         ringbuf_bytes: args.ringbuf_kib * 1024,
-        watch_cgroups: false,
+        watch_cgroups: run_cgroup.is_some(),
     })?;
+    if let Some(cg) = &run_cgroup {
+        probes.add_cgroup(cg.id, 1)?;
+        crate::daemon::cgroup::set_watched_levels(&mut probes, [cg.level]);
+    }
     let home = std::env::var_os("HOME")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/root"));
@@ -347,24 +373,54 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
         home,
         trace_path: Some(trace_abs.clone()),
     };
+    let mut enforcer = match enforce_backend {
+        Some(b) => Some(crate::enforce::Enforcer::start(
+            &args.enforce,
+            b,
+            crate::enforce::RunInfo {
+                trace: &trace_abs,
+                policy: &policy,
+                ctx: &ctx,
+                quiet: args.quiet,
+            },
+        )?),
+        None => None,
+    };
+    // BPF LSM backend: its programs load into the tracepoint object (crate::lsm).
+    crate::lsm::attach(&mut enforcer, &mut probes, &policy, &ctx, args.quiet)?;
     let (host, kernel) = uname();
     let command: Vec<String> = args
         .command
         .iter()
         .map(|s| s.to_string_lossy().into_owned())
         .collect();
-    let header = Header {
+    let mut header = Header {
         schema: 0,
         monitor_version: env!("CARGO_PKG_VERSION").to_owned(),
         host,
         kernel,
-        backends: vec!["tracepoint".to_owned()],
+        backends: std::iter::once("tracepoint".to_owned())
+            .chain(enforcer.as_ref().map(|e| e.backend_name().to_owned()))
+            .collect(),
         policy_digest: policy.digest(),
         command: command.clone(),
         workspace: workspace.to_string_lossy().into_owned(),
         start_time: rfc3339(SystemTime::now()),
-        extra: Default::default(),
+        extra: enforcer
+            .as_ref()
+            .map(|e| e.header_extra())
+            .unwrap_or_default(),
     };
+    // The other named roots of the policy context, so `abm replay` judges
+    // with the same roots as the live run.
+    header.extra.insert("home".into(), ctx.home.to_string_lossy().into());
+    header.extra.insert("trace".into(), trace_abs.to_string_lossy().into());
+    if let Some(cg) = &run_cgroup {
+        header
+            .extra
+            .insert("cgroup".into(), cg.path.to_string_lossy().into());
+        header.extra.insert("cgroup_id".into(), cg.id.into());
+    }
     let mut writer = TraceWriter::create(&trace, key, header)
         .with_context(|| format!("cannot create trace {}", trace.display()))?;
     let protection = crate::protect::protect_trace(&trace_abs);
@@ -380,14 +436,32 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
     // Spawn the command; the child adds itself to the scope map before exec
     // so its very first syscall is already traced.
     let scope_fd = probes.scope_fd();
+    let cgroup_fd = run_cgroup.as_ref().map(|c| c.procs_fd());
     let mut cmd = tokio::process::Command::new(&args.command[0]);
     cmd.args(&args.command[1..])
         .current_dir(std::env::current_dir()?);
-    // SAFETY: the closure only makes one syscall (async-signal-safe).
+    // With --enforce the child also installs the seccomp filter and sends
+    // its listener fd to the supervisor (enforce::seccomp::ChildSetup).
+    let seccomp_setup = enforcer
+        .as_ref()
+        .filter(|e| e.backend() == crate::enforce::Backend::Seccomp)
+        .map(|e| e.child_setup());
+    // SAFETY: the closure only makes raw syscalls (async-signal-safe).
     unsafe {
-        cmd.pre_exec(move || probes::self_into_scope(scope_fd, 1));
+        cmd.pre_exec(move || {
+            if let Some(fd) = cgroup_fd {
+                crate::daemon::cgroup::join_cgroup(fd)?;
+            }
+            probes::self_into_scope(scope_fd, 1)?;
+            if let Some(s) = &seccomp_setup {
+                s.install()?;
+            }
+            Ok(())
+        });
     }
-    let mut child = match cmd.spawn() {
+    let spawned = cmd.spawn();
+    crate::enforce::after_spawn(&mut enforcer);
+    let mut child = match spawned {
         Ok(c) => c,
         Err(e) => {
             let code = if e.kind() == std::io::ErrorKind::NotFound {
@@ -441,7 +515,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
             _ = sigint.recv() => { interrupted = true; }
             _ = sigterm.recv() => { interrupted = true; }
         }
-        let acts = pipeline.release(false);
+        let acts = crate::enforce::release(&mut enforcer, &mut pipeline, &mut writer, false)?;
         write_actions(&mut writer, acts, &mut summary, args.verbose)?;
         if last_flush.elapsed() >= Duration::from_millis(500) {
             for loss in losses.poll(&probes) {
@@ -456,19 +530,19 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
             last_flush = Instant::now();
         }
         if interrupted {
-            let pids = probes.scoped_pids();
+            let pids = scoped_pids(&probes, run_cgroup.as_ref());
             writer.append_note(
                 "interrupted",
                 serde_json::json!({ "terminated_pids": pids }),
             )?;
-            terminate(&probes, libc::SIGTERM);
+            terminate(&probes, run_cgroup.as_ref(), libc::SIGTERM);
             if exit_code.is_none() {
                 if let Ok(Ok(s)) = tokio::time::timeout(Duration::from_secs(2), child.wait()).await
                 {
                     exit_code = Some(s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0)));
                 }
             }
-            terminate(&probes, libc::SIGKILL);
+            terminate(&probes, run_cgroup.as_ref(), libc::SIGKILL);
             if exit_code.is_none() {
                 let _ = child.kill().await;
                 exit_code = Some(130);
@@ -476,7 +550,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
             break;
         }
         if let Some(d) = deadline {
-            let remaining = probes.scoped_pids();
+            let remaining = scoped_pids(&probes, run_cgroup.as_ref());
             if remaining.is_empty() {
                 break;
             }
@@ -491,9 +565,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
                         "orphans_terminated",
                         serde_json::json!({ "pids": remaining }),
                     )?;
-                    terminate(&probes, libc::SIGTERM);
+                    terminate(&probes, run_cgroup.as_ref(), libc::SIGTERM);
                     tokio::time::sleep(Duration::from_millis(300)).await;
-                    terminate(&probes, libc::SIGKILL);
+                    terminate(&probes, run_cgroup.as_ref(), libc::SIGKILL);
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
                 break;
@@ -501,12 +575,13 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
         }
     }
 
+    crate::enforce::finish(&mut enforcer, &mut pipeline, &mut writer)?;
     // Final drain: everything the kernel produced before the tree ended.
     let rb = ring.get_mut();
     while let Some(item) = rb.next() {
         pipeline.push(&item);
     }
-    let acts = pipeline.release(true);
+    let acts = crate::enforce::release(&mut enforcer, &mut pipeline, &mut writer, true)?;
     write_actions(&mut writer, acts, &mut summary, args.verbose)?;
     for loss in losses.poll(&probes) {
         writer.append_loss(&loss)?;
@@ -540,20 +615,34 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
         } else {
             eprint!("{}", summary.render());
         }
+        if let Some(e) = &enforcer {
+            eprint!("{}", e.summary());
+        }
     }
-    if summary.by_treatment.contains_key(&Treatment::Deny) {
+    if enforcer.is_none() && summary.by_treatment.contains_key(&Treatment::Deny) {
         tracing::info!("deny verdicts were recorded; without --enforce they were not blocked");
     }
     Ok(code)
 }
 
-fn terminate(probes: &Probes, sig: i32) {
+fn terminate(probes: &Probes, cg: Option<&crate::daemon::cgroup::RunCgroup>, sig: i32) {
     let me = std::process::id();
-    for pid in probes.scoped_pids() {
+    for pid in scoped_pids(probes, cg) {
         if pid != me {
             unsafe { libc::kill(pid as i32, sig) };
         }
     }
+}
+
+/// Processes in scope: the pid table, plus the run's cgroup with --cgroup.
+fn scoped_pids(probes: &Probes, cg: Option<&crate::daemon::cgroup::RunCgroup>) -> Vec<u32> {
+    let mut pids = probes.scoped_pids();
+    if let Some(cg) = cg {
+        pids.extend(cg.pids());
+        pids.sort_unstable();
+        pids.dedup();
+    }
+    pids
 }
 
 fn absolute(p: &Path) -> PathBuf {

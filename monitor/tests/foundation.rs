@@ -10,7 +10,10 @@ fn rm_rf_of_a_tree_records_every_unlink_and_rmdir() {
     require_kernel!();
     let t = TempDir::new("rmrf");
     let ws = TempDir::new("rmrf-ws");
-    sh("mkdir -p tree/a/b tree/c && touch tree/a/b/f1 tree/a/f2 tree/c/f3", ws.path());
+    sh(
+        "mkdir -p tree/a/b tree/c && touch tree/a/b/f1 tree/a/f2 tree/c/f3",
+        ws.path(),
+    );
     let run = abm_run(&t, ws.path(), &[], &["rm", "-rf", "tree"]);
     assert!(run.output.status.success(), "{}", run.stderr());
     for f in ["tree/a/b/f1", "tree/a/f2", "tree/c/f3"] {
@@ -22,7 +25,11 @@ fn rm_rf_of_a_tree_records_every_unlink_and_rmdir() {
     for d in ["tree/a/b", "tree/a", "tree/c", "tree"] {
         let e = run.one("rmdir", &ws.s(d));
         assert_eq!(e["result"], 0);
-        assert!(e["flag_names"].as_array().unwrap().iter().any(|f| f == "AT_REMOVEDIR"));
+        assert!(e["flag_names"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f == "AT_REMOVEDIR"));
     }
     assert!(run.execs().iter().any(|a| a == &["rm", "-rf", "tree"]));
     // Header first, seal last, sequence numbers dense.
@@ -53,7 +60,12 @@ fn chmod_recursive_and_chown_record_mode_and_owner() {
     let t = TempDir::new("chmod");
     let ws = TempDir::new("chmod-ws");
     sh("mkdir -p d/e && touch d/f d/e/g", ws.path());
-    let run = abm_run(&t, ws.path(), &[], &["sh", "-c", "chmod -R 700 d && chown 1234:5678 d/f"]);
+    let run = abm_run(
+        &t,
+        ws.path(),
+        &[],
+        &["sh", "-c", "chmod -R 700 d && chown 1234:5678 d/f"],
+    );
     for p in ["d", "d/f", "d/e", "d/e/g"] {
         let e = run.one("chmod", &ws.s(p));
         assert_eq!(e["mode"], 0o700, "{e}");
@@ -74,10 +86,20 @@ fn shell_redirection_and_truncate_command_are_truncations() {
     sh("echo data > a && echo data > b", ws.path());
     let run = abm_run(&t, ws.path(), &[], &["sh", "-c", ": > a; truncate -s0 b"]);
     let e = run.one("truncate", &ws.s("a"));
-    assert!(e["flag_names"].as_array().unwrap().iter().any(|f| f == "O_TRUNC"), "{e}");
+    assert!(
+        e["flag_names"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f == "O_TRUNC"),
+        "{e}"
+    );
     assert!(e["result"].as_i64().unwrap() >= 0, "an open returns an fd");
     // truncate(1) opens without O_TRUNC, then ftruncate()s: the fd resolves.
-    let e = run.events().find(|e| e["syscall"] == "ftruncate" && e["path"] == ws.s("b")).expect("ftruncate of b");
+    let e = run
+        .events()
+        .find(|e| e["syscall"] == "ftruncate" && e["path"] == ws.s("b"))
+        .expect("ftruncate of b");
     assert_eq!(e["op"], "truncate");
     assert_eq!(e["result"], 0);
     assert_eq!(e["comm"], "truncate");
@@ -88,8 +110,16 @@ fn find_delete_records_unlinks_relative_to_directory_fds() {
     require_kernel!();
     let t = TempDir::new("find");
     let ws = TempDir::new("find-ws");
-    sh("mkdir -p x/y && touch x/y/old.log x/keep.txt x/y/other.log", ws.path());
-    let run = abm_run(&t, ws.path(), &[], &["find", "x", "-name", "*.log", "-delete"]);
+    sh(
+        "mkdir -p x/y && touch x/y/old.log x/keep.txt x/y/other.log",
+        ws.path(),
+    );
+    let run = abm_run(
+        &t,
+        ws.path(),
+        &[],
+        &["find", "x", "-name", "*.log", "-delete"],
+    );
     for f in ["x/y/old.log", "x/y/other.log"] {
         let e = run.one("unlink", &ws.s(f));
         assert_eq!(e["result"], 0);
@@ -113,9 +143,17 @@ fn git_branch_delete_and_clean_in_a_real_repository() {
          && git branch feature-old && echo junk > untracked.txt && mkdir build && touch build/out.o",
         ws.path(),
     );
-    let run = abm_run(&t, ws.path(), &[], &["sh", "-c", "git branch -D feature-old && git clean -fdx"]);
+    let run = abm_run(
+        &t,
+        ws.path(),
+        &[],
+        &["sh", "-c", "git branch -D feature-old && git clean -fdx"],
+    );
     assert!(run.output.status.success(), "{}", run.stderr());
-    assert!(run.execs().iter().any(|a| a == &["git", "branch", "-D", "feature-old"]));
+    assert!(run
+        .execs()
+        .iter()
+        .any(|a| a == &["git", "branch", "-D", "feature-old"]));
     // The loose ref is unlinked (git may also rewrite packed-refs).
     let e = run.one("unlink", &ws.s(".git/refs/heads/feature-old"));
     assert_eq!(e["result"], 0);
@@ -131,7 +169,10 @@ fn python_remove_rmtree_and_dirfd_relative_unlink() {
     require_kernel!();
     let t = TempDir::new("py");
     let ws = TempDir::new("py-ws");
-    sh("mkdir -p tree/sub dir && touch f tree/sub/g dir/x", ws.path());
+    sh(
+        "mkdir -p tree/sub dir && touch f tree/sub/g dir/x",
+        ws.path(),
+    );
     let script = "import os, shutil\n\
                   os.remove('f')\n\
                   shutil.rmtree('tree')\n\
@@ -156,7 +197,10 @@ fn failed_delete_carries_the_errno() {
     let t = TempDir::new("enoent");
     let ws = TempDir::new("enoent-ws");
     let run = abm_run(&t, ws.path(), &[], &["rm", "does-not-exist"]);
-    assert!(!run.output.status.success(), "rm fails and abm passes its exit code on");
+    assert!(
+        !run.output.status.success(),
+        "rm fails and abm passes its exit code on"
+    );
     assert_eq!(run.output.status.code(), Some(1));
     let e = run.one("unlink", &ws.s("does-not-exist"));
     assert_eq!(e["result"], -2);
@@ -176,7 +220,11 @@ fn exec_of_a_cli_records_argv_cwd_and_program_path() {
         &t,
         ws.path(),
         &[],
-        &["sh", "-c", "PATH=$PWD/bin:$PATH kubectl --context prod delete namespace payments --wait=false"],
+        &[
+            "sh",
+            "-c",
+            "PATH=$PWD/bin:$PATH kubectl --context prod delete namespace payments --wait=false",
+        ],
     );
     let e = run
         .events()
@@ -202,15 +250,27 @@ fn processes_outside_the_scope_produce_no_events() {
         .current_dir(other.path())
         .spawn()
         .unwrap();
-    let run = abm_run(&t, ws.path(), &[], &["sh", "-c", "sleep 1.2; touch mine; rm mine"]);
+    let run = abm_run(
+        &t,
+        ws.path(),
+        &[],
+        &["sh", "-c", "sleep 1.2; touch mine; rm mine"],
+    );
     bg.wait().unwrap();
     assert!(!other.join("f1").exists(), "the outside process did delete");
     let other_prefix = other.path().to_string_lossy().into_owned();
-    let leaked: Vec<_> =
-        run.events().filter(|e| e["path"].as_str().is_some_and(|p| p.starts_with(&other_prefix))).collect();
+    let leaked: Vec<_> = run
+        .events()
+        .filter(|e| {
+            e["path"]
+                .as_str()
+                .is_some_and(|p| p.starts_with(&other_prefix))
+        })
+        .collect();
     assert!(leaked.is_empty(), "outside events recorded: {leaked:?}");
     assert_eq!(run.one("unlink", &ws.s("mine"))["result"], 0);
-    let pids: std::collections::BTreeSet<u64> = run.events().filter_map(|e| e["pid"].as_u64()).collect();
+    let pids: std::collections::BTreeSet<u64> =
+        run.events().filter_map(|e| e["pid"].as_u64()).collect();
     assert!(!pids.contains(&(bg.id() as u64)));
 }
 
@@ -266,5 +326,8 @@ fn command_not_found_is_one_clear_line() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("cannot run definitely-not-a-command-xyz"), "{err}");
+    assert!(
+        err.contains("cannot run definitely-not-a-command-xyz"),
+        "{err}"
+    );
 }

@@ -13,7 +13,10 @@ mod setup;
 mod vm;
 
 #[derive(Parser)]
-#[command(name = "xtask", about = "Developer workflows for the action boundary monitor")]
+#[command(
+    name = "xtask",
+    about = "Developer workflows for the action boundary monitor"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -54,14 +57,19 @@ enum Cmd {
 }
 
 pub fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace root")
+        .to_path_buf()
 }
 
 /// Runs a command, failing with its rendering if it fails.
 pub fn run(cmd: &mut Command) -> Result<()> {
     let shown = format!("{cmd:?}");
     eprintln!("xtask: {shown}");
-    let status = cmd.status().with_context(|| format!("cannot start {shown}"))?;
+    let status = cmd
+        .status()
+        .with_context(|| format!("cannot start {shown}"))?;
     if !status.success() {
         bail!("{shown} failed with {status}");
     }
@@ -79,22 +87,45 @@ pub fn build_release() -> Result<PathBuf> {
     Ok(root().join("target/release/abm"))
 }
 
+fn check_policies(abm: &Path, dir: &Path, on_default: bool) -> Result<()> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    if files.is_empty() {
+        return Ok(());
+    }
+    files.sort();
+    let mut check = Command::new(abm);
+    check.args(["policy", "check"]);
+    if on_default {
+        check.arg("--on-default");
+    }
+    run(check.args(&files))
+}
+
+/// Programs the integration and coverage tests drive for real.
+const TEST_PACKAGES: &[&str] = &["git", "rsync", "busybox-static", "e2fsprogs", "make", "perl", "python3"];
+
 fn test(no_vm: bool) -> Result<()> {
     setup::setup()?;
+    setup::ensure_packages(TEST_PACKAGES)?;
     run(cargo().args(["fmt", "--all", "--check"]))?;
-    run(cargo().args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
+    run(cargo().args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]))?;
     setup::clippy_ebpf()?;
     let abm = build_release()?;
-    // Every shipped policy file must parse.
-    let mut check = Command::new(&abm);
-    check.args(["policy", "check"]);
-    for entry in std::fs::read_dir(root().join("policies"))? {
-        let p = entry?.path();
-        if p.extension().is_some_and(|e| e == "toml") {
-            check.arg(p);
-        }
-    }
-    run(&mut check)?;
+    // Every shipped policy file must parse: packs on their own, examples
+    // (overlays) on top of the default pack.
+    check_policies(&abm, &root().join("policies"), false)?;
+    check_policies(&abm, &root().join("policies/examples"), true)?;
     // Unit and integration tests (the integration tests load the kernel
     // programs and need root, which CI has).
     run(cargo().args(["test", "--release", "--workspace", "--", "--test-threads=2"]))?;
@@ -117,7 +148,12 @@ fn main() -> Result<()> {
         Cmd::Run { abm_args, command } => {
             setup::setup()?;
             let abm = build_release()?;
-            let status = Command::new(abm).arg("run").args(abm_args).arg("--").args(command).status()?;
+            let status = Command::new(abm)
+                .arg("run")
+                .args(abm_args)
+                .arg("--")
+                .args(command)
+                .status()?;
             std::process::exit(status.code().unwrap_or(1));
         }
         Cmd::Test { no_vm } => test(no_vm),

@@ -12,13 +12,25 @@ use crate::run;
 
 /// Debian packages the build needs, with what each is for.
 const PACKAGES: &[(&str, &str)] = &[
-    ("rustc-web", "Debian's rustc, whose LLVM matches bpf-linker's"),
+    (
+        "rustc-web",
+        "Debian's rustc, whose LLVM matches bpf-linker's",
+    ),
     ("cargo-web", "cargo for the debian-bpf toolchain"),
-    ("libstd-rust-web-dev-bpf", "precompiled core for bpfel-unknown-none"),
+    (
+        "libstd-rust-web-dev-bpf",
+        "precompiled core for bpfel-unknown-none",
+    ),
     ("llvm-22-dev", "LLVM 22 for bpf-linker"),
-    ("libpolly-22-dev", "needed to link bpf-linker against LLVM 22"),
+    (
+        "libpolly-22-dev",
+        "needed to link bpf-linker against LLVM 22",
+    ),
     ("clang-22", "compiles the CO-RE shim"),
-    ("libbpf-dev", "bpf_helpers.h / bpf_core_read.h for the CO-RE shim"),
+    (
+        "libbpf-dev",
+        "bpf_helpers.h / bpf_core_read.h for the CO-RE shim",
+    ),
     ("libzstd-dev", "bpf-linker dependency"),
     ("zlib1g-dev", "bpf-linker dependency"),
 ];
@@ -41,7 +53,9 @@ fn apt_install(pkgs: &[&str]) -> Result<()> {
         "apt-get update failed: setup needs root and access to the Debian package mirror",
     )?;
     let mut c = Command::new("apt-get");
-    c.env("DEBIAN_FRONTEND", "noninteractive").args(["install", "-y", "-qq"]).args(pkgs);
+    c.env("DEBIAN_FRONTEND", "noninteractive")
+        .args(["install", "-y", "-qq"])
+        .args(pkgs);
     run(&mut c).with_context(|| format!("apt-get install failed for: {}", pkgs.join(" ")))
 }
 
@@ -51,7 +65,10 @@ pub fn ensure_packages(pkgs: &[&str]) -> Result<()> {
     apt_install(&missing)?;
     let still: Vec<&str> = missing.into_iter().filter(|p| !installed(p)).collect();
     if !still.is_empty() {
-        bail!("missing Debian packages after install: {} (install them with apt-get)", still.join(" "));
+        bail!(
+            "missing Debian packages after install: {} (install them with apt-get)",
+            still.join(" ")
+        );
     }
     Ok(())
 }
@@ -73,8 +90,14 @@ fn bpf_linker_ok() -> bool {
 pub fn setup() -> Result<()> {
     let names: Vec<&str> = PACKAGES.iter().map(|(p, _)| *p).collect();
     ensure_packages(&names).map_err(|e| {
-        let why: Vec<String> = PACKAGES.iter().map(|(p, w)| format!("  {p}: {w}")).collect();
-        e.context(format!("the eBPF toolchain needs these Debian packages:\n{}", why.join("\n")))
+        let why: Vec<String> = PACKAGES
+            .iter()
+            .map(|(p, w)| format!("  {p}: {w}"))
+            .collect();
+        e.context(format!(
+            "the eBPF toolchain needs these Debian packages:\n{}",
+            why.join("\n")
+        ))
     })?;
     if !Path::new("/usr/lib/rustlib/bpfel-unknown-none").exists() {
         bail!("/usr/lib/rustlib/bpfel-unknown-none is missing: reinstall libstd-rust-web-dev-bpf");
@@ -85,14 +108,19 @@ pub fn setup() -> Result<()> {
     if !bpf_linker_ok() {
         // Without LLVM 22 first in PATH the build finds llvm-config 14 and
         // fails with `unable to find library -lLLVM`.
-        let path = format!("/usr/lib/llvm-22/bin:{}", std::env::var("PATH").unwrap_or_default());
+        let path = format!(
+            "/usr/lib/llvm-22/bin:{}",
+            std::env::var("PATH").unwrap_or_default()
+        );
         run(Command::new("cargo")
             .env("PATH", path)
             .args(["install", "bpf-linker", "--version", BPF_LINKER_VERSION])
             .args(["--no-default-features", "--features", "llvm-22"]))
         .context("building bpf-linker failed (needs llvm-22-dev, libpolly-22-dev)")?;
     }
-    eprintln!("xtask: eBPF toolchain ready (debian-bpf rustc, bpf-linker {BPF_LINKER_VERSION}, clang-22)");
+    eprintln!(
+        "xtask: eBPF toolchain ready (debian-bpf rustc, bpf-linker {BPF_LINKER_VERSION}, clang-22)"
+    );
     Ok(())
 }
 
@@ -106,15 +134,36 @@ pub fn clippy_ebpf() -> Result<()> {
         .is_ok_and(|o| o.status.success());
     let mut c = Command::new("rustup");
     c.current_dir(&dir)
-        .env("RUSTC_BOOTSTRAP", "aya_ebpf,aya_log_ebpf,monitor_ebpf,aya_ebpf_bindings,aya_ebpf_cty,aya_ebpf_macros")
+        .env(
+            "RUSTC_BOOTSTRAP",
+            "aya_ebpf,aya_log_ebpf,monitor_ebpf,aya_ebpf_bindings,aya_ebpf_cty,aya_ebpf_macros",
+        )
         .env("CARGO_TARGET_DIR", crate::root().join("target/ebpf-lint"));
     if has_clippy {
-        c.args(["run", "debian-bpf", "cargo", "clippy", "--release", "--target", "bpfel-unknown-none", "--", "-D", "warnings"]);
+        c.args([
+            "run",
+            "debian-bpf",
+            "cargo",
+            "clippy",
+            "--release",
+            "--target",
+            "bpfel-unknown-none",
+            "--",
+            "-D",
+            "warnings",
+        ]);
     } else {
         // Debian's toolchain ships no clippy: at least check that the kernel
         // crate compiles warning-free.
-        c.env("RUSTFLAGS", "-D warnings")
-            .args(["run", "debian-bpf", "cargo", "check", "--release", "--target", "bpfel-unknown-none"]);
+        c.env("RUSTFLAGS", "-D warnings").args([
+            "run",
+            "debian-bpf",
+            "cargo",
+            "check",
+            "--release",
+            "--target",
+            "bpfel-unknown-none",
+        ]);
     }
     run(&mut c)
 }

@@ -1,1 +1,326 @@
-use anyhow::Result; pub fn vm_test() -> Result<()> { eprintln!("xtask: no VM tests yet"); Ok(()) }
+//! `cargo xtask vm-test`: the BPF LSM enforcement tests, in QEMU VMs booting
+//! Debian's cloud kernels (6.1 and 6.12; both have `CONFIG_BPF_LSM=y`).
+//!
+//! 1. Debian packages: qemu-system-x86, busybox-static, cpio (idempotent).
+//! 2. Kernels: the image package each meta package names is fetched with
+//!    `apt-get download` into `target/vm/debs/`, and its `vmlinuz` is
+//!    extracted into `target/vm/kernels/<package>/` (cached: reruns fetch
+//!    nothing while the mirror's version is unchanged).
+//! 3. An initramfs: busybox-static, the release `abm` (debug info stripped)
+//!    with the glibc libraries `ldd` names, the static io_uring helper
+//!    (tests/coverage/helper.c built with `cc -static`) and `tests/vm/`.
+//! 4. QEMU with software emulation (TCG; KVM guests hang on these hosts),
+//!    both kernels in parallel, `lsm=...,bpf` on the command line.
+//!    `tests/vm/run.sh` prints `ABM-VM-TEST <name> PASS|FAIL <detail>` per
+//!    test and `/init` prints `ABM-VM-DONE` at the end. A VM that fails a
+//!    test, prints no DONE line or exceeds its time limit fails the run.
+use std::{
+    fs,
+    io::{BufRead, BufReader},
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+    thread,
+    time::{Duration, Instant},
+};
+
+use anyhow::{bail, Context as _, Result};
+
+use crate::{root, run, setup::ensure_packages};
+
+/// The kernels under test: (label, meta package naming the current image).
+const KERNELS: &[(&str, &str)] = &[("6.1", "linux-image-cloud-amd64"), ("6.12", "linux-image-6.12-cloud-amd64")];
+
+/// Time limit of one VM (TCG is slow: loading the BPF programs takes most
+/// of it). `ABM_VM_TIMEOUT` (seconds) overrides it.
+const TIMEOUT: Duration = Duration::from_secs(180);
+
+const APPEND: &str = "console=ttyS0 quiet lsm=lockdown,capability,landlock,bpf panic=-1";
+
+fn vm_dir() -> PathBuf {
+    root().join("target/vm")
+}
+
+/// Output of a command, failing with its stderr.
+fn output(cmd: &mut Command) -> Result<String> {
+    let shown = format!("{cmd:?}");
+    let o = cmd.output().with_context(|| format!("cannot start {shown}"))?;
+    if !o.status.success() {
+        bail!("{shown} failed: {}", String::from_utf8_lossy(&o.stderr).trim());
+    }
+    Ok(String::from_utf8_lossy(&o.stdout).into_owned())
+}
+
+/// The image package a meta package depends on (`linux-image-6.1.0-NN-
+/// cloud-amd64`), as its `-unsigned` variant when the mirror has one.
+fn image_package(meta: &str) -> Result<String> {
+    let depends = || output(Command::new("apt-cache").args(["depends", meta]));
+    let text = match depends() {
+        Ok(t) if t.contains("Depends:") => t,
+        _ => {
+            run(Command::new("apt-get").args(["update", "-qq"]))?;
+            depends().with_context(|| format!("the Debian mirror has no {meta}"))?
+        }
+    };
+    let image = text
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("Depends:"))
+        .map(str::trim)
+        .find(|p| p.starts_with("linux-image-"))
+        .with_context(|| format!("{meta} names no linux-image package:\n{text}"))?
+        .to_owned();
+    let unsigned = format!("{image}-unsigned");
+    let has_unsigned = Command::new("apt-cache")
+        .args(["show", &unsigned])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    Ok(if has_unsigned { unsigned } else { image })
+}
+
+/// The kernel image of one package, downloaded and extracted once.
+fn kernel(label: &str, meta: &str) -> Result<PathBuf> {
+    let pkg = image_package(meta).with_context(|| {
+        format!("cannot find Debian's {label} cloud kernel ({meta}); the VM tests need the Debian package mirror")
+    })?;
+    let kdir = vm_dir().join("kernels").join(&pkg);
+    if let Some(k) = find_vmlinuz(&kdir) {
+        return Ok(k);
+    }
+    let debs = vm_dir().join("debs");
+    fs::create_dir_all(&debs)?;
+    let have = |d: &Path| -> Option<PathBuf> {
+        fs::read_dir(d)
+            .ok()?
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(&format!("{pkg}_"))))
+    };
+    let deb = match have(&debs) {
+        Some(d) => d,
+        None => {
+            run(Command::new("apt-get").current_dir(&debs).args(["download", &pkg]))
+                .with_context(|| format!("apt-get download {pkg} failed: the VM tests need the Debian package mirror"))?;
+            have(&debs).with_context(|| format!("apt-get download {pkg} left no .deb in {}", debs.display()))?
+        }
+    };
+    let tmp = kdir.with_extension("tmp");
+    let _ = fs::remove_dir_all(&tmp);
+    fs::create_dir_all(&tmp)?;
+    run(Command::new("sh").arg("-c").arg(format!(
+        "dpkg-deb --fsys-tarfile '{}' | tar -x -C '{}' ./boot",
+        deb.display(),
+        tmp.display()
+    )))?;
+    let _ = fs::remove_dir_all(&kdir);
+    fs::rename(&tmp, &kdir)?;
+    find_vmlinuz(&kdir).with_context(|| format!("{} holds no boot/vmlinuz-*", deb.display()))
+}
+
+fn find_vmlinuz(kdir: &Path) -> Option<PathBuf> {
+    fs::read_dir(kdir.join("boot"))
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("vmlinuz-")))
+}
+
+/// Copies `src` to `tree/<dest>` (creating directories), following links.
+fn install(tree: &Path, src: &Path, dest: &str, mode: u32) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let to = tree.join(dest.trim_start_matches('/'));
+    fs::create_dir_all(to.parent().expect("a path in the tree"))?;
+    fs::copy(src, &to).with_context(|| format!("copying {} to {}", src.display(), to.display()))?;
+    fs::set_permissions(&to, fs::Permissions::from_mode(mode))?;
+    Ok(())
+}
+
+/// The shared libraries `ldd` lists for a binary (absolute paths).
+fn libraries(bin: &Path) -> Result<Vec<PathBuf>> {
+    let text = output(Command::new("ldd").arg(bin))?;
+    Ok(text
+        .lines()
+        .filter_map(|l| {
+            let l = l.trim();
+            let path = match l.split_once("=>") {
+                Some((_, rest)) => rest.trim().split_whitespace().next()?,
+                None => l.split_whitespace().next()?,
+            };
+            path.starts_with('/').then(|| PathBuf::from(path))
+        })
+        .collect())
+}
+
+/// Builds `target/vm/initrd.gz` from the release binary and tests/vm/.
+fn initramfs(abm: &Path) -> Result<PathBuf> {
+    let dir = vm_dir();
+    let tree = dir.join("initramfs");
+    let _ = fs::remove_dir_all(&tree);
+    for d in ["bin", "sbin", "usr/bin", "usr/sbin", "proc", "sys", "dev", "tmp", "run", "root", "etc", "tests/bin"] {
+        fs::create_dir_all(tree.join(d))?;
+    }
+    install(&tree, Path::new("/bin/busybox"), "/bin/busybox", 0o755)?;
+    // The release binary carries debug info (profile.release debug = 1):
+    // strip it so the initramfs stays small.
+    let stripped = dir.join("abm.stripped");
+    run(Command::new("strip").arg("--strip-debug").arg("-o").arg(&stripped).arg(abm))?;
+    install(&tree, &stripped, "/bin/abm", 0o755)?;
+    for lib in libraries(abm)? {
+        install(&tree, &lib, &lib.to_string_lossy(), 0o755)?;
+    }
+    let helper = dir.join("covhelper");
+    run(Command::new("cc")
+        .args(["-static", "-O2", "-o"])
+        .arg(&helper)
+        .arg(root().join("tests/coverage/helper.c")))
+    .context("building the static io_uring helper (needs gcc and libc6-dev)")?;
+    install(&tree, &helper, "/tests/bin/covhelper", 0o755)?;
+    let src = root().join("tests/vm");
+    for e in fs::read_dir(&src)? {
+        let p = e?.path();
+        let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
+        if name == "init" {
+            install(&tree, &p, "/init", 0o755)?;
+        } else {
+            install(&tree, &p, &format!("/tests/{name}"), 0o644)?;
+        }
+    }
+    fs::write(tree.join("etc/passwd"), "root:x:0:0:root:/root:/bin/sh\n")?;
+    fs::write(tree.join("etc/group"), "root:x:0:\n")?;
+    let out = dir.join("initrd.gz");
+    run(Command::new("sh").current_dir(&tree).arg("-c").arg(format!(
+        "find . | cpio -o -H newc --quiet | gzip -1 > '{}'",
+        out.display()
+    )))?;
+    Ok(out)
+}
+
+/// What one VM reported.
+struct VmResult {
+    label: String,
+    lines: Vec<String>,
+    done: bool,
+    timed_out: bool,
+    secs: f64,
+    log: PathBuf,
+}
+
+fn boot(label: &str, kernel: &Path, initrd: &Path, timeout: Duration) -> Result<VmResult> {
+    let log = vm_dir().join(format!("console-{label}.log"));
+    let mut child = Command::new("qemu-system-x86_64")
+        .args(["-accel", "tcg", "-cpu", "max", "-m", "1024", "-smp", "1", "-nographic", "-no-reboot"])
+        .arg("-kernel")
+        .arg(kernel)
+        .arg("-initrd")
+        .arg(initrd)
+        .args(["-append", APPEND])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("cannot start qemu-system-x86_64")?;
+    let started = Instant::now();
+    let stdout = child.stdout.take().expect("piped");
+    let label_owned = label.to_owned();
+    let log_path = log.clone();
+    // The console is read on a thread so the time limit holds even while
+    // the guest prints nothing.
+    let reader = thread::spawn(move || -> (Vec<String>, bool) {
+        let mut all = String::new();
+        let mut lines = Vec::new();
+        let mut done = false;
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            let line = line.trim_end_matches('\r').to_owned();
+            all.push_str(&line);
+            all.push('\n');
+            if line.starts_with("ABM-VM-") {
+                eprintln!("vm {label_owned}: {line}");
+                if line.starts_with("ABM-VM-DONE") {
+                    done = true;
+                }
+                lines.push(line);
+            }
+        }
+        let _ = fs::write(&log_path, all);
+        (lines, done)
+    });
+    let mut timed_out = false;
+    loop {
+        if child.try_wait()?.is_some() {
+            break;
+        }
+        if started.elapsed() > timeout {
+            timed_out = true;
+            let _ = child.kill();
+            let _ = child.wait();
+            break;
+        }
+        thread::sleep(Duration::from_millis(200));
+    }
+    let (lines, done) = reader.join().map_err(|_| anyhow::anyhow!("console reader panicked"))?;
+    Ok(VmResult { label: label.to_owned(), lines, done, timed_out, secs: started.elapsed().as_secs_f64(), log })
+}
+
+pub fn vm_test() -> Result<()> {
+    let started = Instant::now();
+    ensure_packages(&["qemu-system-x86", "busybox-static", "cpio"])?;
+    let abm = crate::build_release()?;
+    let mut kernels = Vec::new();
+    for (label, meta) in KERNELS {
+        kernels.push((*label, kernel(label, meta)?));
+    }
+    let initrd = initramfs(&abm)?;
+    let timeout = std::env::var("ABM_VM_TIMEOUT")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .map(Duration::from_secs)
+        .unwrap_or(TIMEOUT);
+    eprintln!("xtask: booting {} VMs (TCG, limit {}s each)", kernels.len(), timeout.as_secs());
+    let handles: Vec<_> = kernels
+        .into_iter()
+        .map(|(label, k)| {
+            let initrd = initrd.clone();
+            thread::spawn(move || boot(label, &k, &initrd, timeout))
+        })
+        .collect();
+    let mut failures = Vec::new();
+    let mut summary = Vec::new();
+    for h in handles {
+        let r = h.join().map_err(|_| anyhow::anyhow!("VM thread panicked"))??;
+        let tests: Vec<&String> = r.lines.iter().filter(|l| l.starts_with("ABM-VM-TEST ")).collect();
+        let failed: Vec<&&String> = tests.iter().filter(|l| l.split_whitespace().nth(2) != Some("PASS")).collect();
+        summary.push(format!(
+            "kernel {}: {} passed, {} failed, {:.0}s{}",
+            r.label,
+            tests.len() - failed.len(),
+            failed.len(),
+            r.secs,
+            if r.done { "" } else { " (no final line)" }
+        ));
+        for f in &failed {
+            failures.push(format!("kernel {}: {f}", r.label));
+        }
+        if tests.is_empty() {
+            failures.push(format!("kernel {}: no test reported (console: {})", r.label, r.log.display()));
+        }
+        if r.timed_out {
+            failures.push(format!(
+                "kernel {}: VM exceeded {}s (console: {})",
+                r.label,
+                timeout.as_secs(),
+                r.log.display()
+            ));
+        } else if !r.done {
+            failures.push(format!("kernel {}: the VM did not print ABM-VM-DONE (console: {})", r.label, r.log.display()));
+        }
+    }
+    for s in &summary {
+        eprintln!("xtask: vm {s}");
+    }
+    eprintln!("xtask: VM tests took {:.0}s", started.elapsed().as_secs_f64());
+    if !failures.is_empty() {
+        bail!("BPF LSM VM tests failed:\n  {}", failures.join("\n  "));
+    }
+    Ok(())
+}

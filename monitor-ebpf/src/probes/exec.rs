@@ -27,7 +27,7 @@ pub fn enter(id: u32, a: &Args) -> Option<Record> {
         (AT_FDCWD, a.ptr(0), a.ptr(1) as *const u64)
     };
     rec.hdr().fd = dirfd;
-    let first = rec.user_str::<MAX_RAW_PATH>(RAW_PATH, file);
+    let (first, _) = rec.user_str::<MAX_RAW_PATH>(RAW_PATH, file);
     rec.walk_base(BASE, first, dirfd);
     let mut i = 0u32;
     while i < MAX_ARGS {

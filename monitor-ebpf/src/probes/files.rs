@@ -5,7 +5,7 @@ use monitor_common::{
     field_tag::*,
     limits::MAX_RAW_PATH,
     open_flags::{O_CREAT, O_RDWR, O_TRUNC, O_WRONLY},
-    EventKind,
+    EventKind, Inflight,
 };
 
 use super::syscalls::{nr, Args};
@@ -194,9 +194,13 @@ fn plan(id: u32, a: &Args) -> Option<Plan> {
     Some(p)
 }
 
+/// Builds the record of a file-system call and the in-flight entry that
+/// pairs its result (with the arguments to read again at exit if they could
+/// not be read now).
 #[inline(always)]
-pub fn enter(id: u32, a: &Args) -> Option<Record> {
+pub fn enter(id: u32, a: &Args) -> Option<(Record, Inflight)> {
     let p = plan(id, a)?;
+    let mut inflight = Inflight { nr: id, retry: 0, path1: p.path1 as u64, path2: p.path2 as u64 };
     let mut rec = Record::start(p.kind as u32, id)?;
     {
         let h = rec.hdr();
@@ -210,13 +214,19 @@ pub fn enter(id: u32, a: &Args) -> Option<Record> {
         rec.walk_fd(FD_PATH, p.target_fd);
     }
     if !p.path1.is_null() {
-        let first = rec.user_str::<MAX_RAW_PATH>(RAW_PATH, p.path1);
+        let (first, ok) = rec.user_str::<MAX_RAW_PATH>(RAW_PATH, p.path1);
+        if !ok {
+            inflight.retry |= 1;
+        }
         rec.walk_base(BASE, first, p.dirfd1);
     }
     if !p.path2.is_null() {
-        let first = rec.user_str::<MAX_RAW_PATH>(RAW_PATH2, p.path2);
+        let (first, ok) = rec.user_str::<MAX_RAW_PATH>(RAW_PATH2, p.path2);
+        if !ok {
+            inflight.retry |= 2;
+        }
         rec.walk_base(BASE2, first, p.dirfd2);
     }
     rec.walk_root(ROOT);
-    Some(rec)
+    Some((rec, inflight))
 }

@@ -2,4 +2,5 @@
 pub mod exec;
 pub mod files;
 pub mod lifecycle;
+pub mod lsm;
 pub mod syscalls;

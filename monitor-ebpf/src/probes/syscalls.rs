@@ -10,7 +10,11 @@ use aya_ebpf::{
     macros::raw_tracepoint,
     programs::RawTracePointContext,
 };
-use monitor_common::{EventKind, LossCause};
+use monitor_common::{
+    field_tag::{RAW_PATH, RAW_PATH2},
+    limits::MAX_RAW_PATH,
+    EventKind, Inflight, LossCause,
+};
 
 use crate::{
     maps::{count_loss, current_scope, INFLIGHT},
@@ -102,14 +106,15 @@ pub fn sys_enter(ctx: RawTracePointContext) -> i32 {
     if !files::wants(id, &args) {
         return 0;
     }
-    let tid = pid_tgid as u32;
-    if id != nr::IO_URING_SETUP && id != nr::EXECVE && id != nr::EXECVEAT && INFLIGHT.insert(&tid, &id, 0).is_err() {
-        count_loss(LossCause::InflightFull);
-    }
     if id == nr::EXECVE || id == nr::EXECVEAT {
         return 0; // recorded by sys_enter_exec
     }
-    if let Some(rec) = files::enter(id, &args) {
+    let tid = pid_tgid as u32;
+    if let Some((rec, inflight)) = files::enter(id, &args) {
+        // Register before sending: the result can only come after this.
+        if id != nr::IO_URING_SETUP && INFLIGHT.insert(&tid, &inflight, 0).is_err() {
+            count_loss(LossCause::InflightFull);
+        }
         rec.send();
     }
     0
@@ -131,7 +136,8 @@ pub fn sys_enter_exec(ctx: RawTracePointContext) -> i32 {
     let regs: *const u8 = ctx.arg(0);
     let args = Args::read(regs);
     let tid = pid_tgid as u32;
-    if INFLIGHT.insert(&tid, &id, 0).is_err() {
+    let inflight = Inflight { nr: id, retry: 0, path1: 0, path2: 0 };
+    if INFLIGHT.insert(&tid, &inflight, 0).is_err() {
         count_loss(LossCause::InflightFull);
     }
     if let Some(rec) = exec::enter(id, &args) {
@@ -148,13 +154,20 @@ pub fn sys_exit(ctx: RawTracePointContext) -> i32 {
         return 0;
     }
     let tid = bpf_get_current_pid_tgid() as u32;
-    if unsafe { INFLIGHT.get(&tid) }.is_none() {
+    let Some(inflight) = (unsafe { INFLIGHT.get(&tid) }).copied() else {
         return 0;
-    }
+    };
     let _ = INFLIGHT.remove(&tid);
     let ret: i64 = ctx.arg(1);
     if let Some(mut rec) = Record::start(EventKind::SyscallExit as u32, id as u32) {
         rec.hdr().result = ret;
+        // Arguments unreadable at entry: the syscall has faulted them in.
+        if inflight.retry & 1 != 0 {
+            rec.user_str::<MAX_RAW_PATH>(RAW_PATH, inflight.path1 as *const u8);
+        }
+        if inflight.retry & 2 != 0 {
+            rec.user_str::<MAX_RAW_PATH>(RAW_PATH2, inflight.path2 as *const u8);
+        }
         rec.send();
     }
     0

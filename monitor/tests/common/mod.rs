@@ -41,7 +41,10 @@ impl TempDir {
         let base = std::env::temp_dir().join(format!(
             "abm-test-{tag}-{}-{}",
             std::process::id(),
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos()
         ));
         std::fs::create_dir_all(&base).unwrap();
         TempDir(std::fs::canonicalize(&base).unwrap())
@@ -59,7 +62,11 @@ impl TempDir {
 
 impl Drop for TempDir {
     fn drop(&mut self) {
-        let _ = Command::new("chattr").arg("-a").arg("-R").arg(&self.0).output();
+        let _ = Command::new("chattr")
+            .arg("-a")
+            .arg("-R")
+            .arg(&self.0)
+            .output();
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
@@ -80,7 +87,9 @@ impl Run {
     }
     /// Events of `op` whose path equals `path`.
     pub fn find(&self, op: &str, path: &str) -> Vec<&Value> {
-        self.events().filter(|e| e["op"] == op && e["path"] == path).collect()
+        self.events()
+            .filter(|e| e["op"] == op && e["path"] == path)
+            .collect()
     }
     /// The single event of `op` on `path`; panics with the trace otherwise.
     pub fn one(&self, op: &str, path: &str) -> &Value {
@@ -88,7 +97,10 @@ impl Run {
         assert!(
             !found.is_empty(),
             "no {op} event on {path}; events:\n{}",
-            self.events().map(|e| format!("{} {} {}", e["op"], e["path"], e["result"])).collect::<Vec<_>>().join("\n")
+            self.events()
+                .map(|e| format!("{} {} {}", e["op"], e["path"], e["result"]))
+                .collect::<Vec<_>>()
+                .join("\n")
         );
         found[0]
     }
@@ -96,7 +108,14 @@ impl Run {
         self.events()
             .filter(|e| e["op"] == "exec")
             .map(|e| {
-                e["argv"].as_array().map(|a| a.iter().map(|s| s.as_str().unwrap_or("").to_owned()).collect()).unwrap_or_default()
+                e["argv"]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .map(|s| s.as_str().unwrap_or("").to_owned())
+                            .collect()
+                    })
+                    .unwrap_or_default()
             })
             .collect()
     }
@@ -105,7 +124,13 @@ impl Run {
 /// Runs `abm run [extra] -- cmd...` with the trace in `dir` (outside the
 /// workspace) and parses the trace.
 pub fn abm_run(dir: &TempDir, workspace: &Path, extra: &[&str], cmd: &[&str]) -> Run {
-    let trace = dir.join(&format!("trace-{}.jsonl", std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()));
+    let trace = dir.join(&format!(
+        "trace-{}.jsonl",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    ));
     let output = Command::new(ABM)
         .arg("run")
         .arg("--quiet")
@@ -120,7 +145,11 @@ pub fn abm_run(dir: &TempDir, workspace: &Path, extra: &[&str], cmd: &[&str]) ->
         .output()
         .expect("run abm");
     let records = read_records(&trace);
-    Run { output, trace, records }
+    Run {
+        output,
+        trace,
+        records,
+    }
 }
 
 pub fn read_records(trace: &Path) -> Vec<Value> {
@@ -133,10 +162,19 @@ pub fn read_records(trace: &Path) -> Vec<Value> {
 }
 
 pub fn sh(script: &str, cwd: &Path) {
-    let st = Command::new("sh").arg("-c").arg(script).current_dir(cwd).status().unwrap();
+    let st = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .current_dir(cwd)
+        .status()
+        .unwrap();
     assert!(st.success(), "setup script failed: {script}");
 }
 
 pub fn have(prog: &str) -> bool {
-    Command::new("sh").arg("-c").arg(format!("command -v {prog}")).output().is_ok_and(|o| o.status.success())
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {prog}"))
+        .output()
+        .is_ok_and(|o| o.status.success())
 }

@@ -1,0 +1,703 @@
+//! BPF LSM enforcement backend: synchronous, in-kernel decisions.
+//!
+//! These programs are only loaded and attached by `monitor::lsm` when
+//! `abm run --enforce` selects the LSM backend (a kernel with
+//! `CONFIG_BPF_LSM=y` and `bpf` in the active LSM list). The tracepoint
+//! programs never depend on them, so on a kernel without BPF LSM nothing
+//! here runs.
+//!
+//! File hooks (`path_unlink`, `path_rmdir`, `path_rename`, `path_chmod`,
+//! `path_chown`, `path_truncate`, `file_truncate`, `file_open`) see resolved
+//! kernel objects: the decision walks from the target dentry up through
+//! `d_parent` (crossing mounts) and looks every inode up in `LSM_PROTECT`,
+//! which the daemon filled from the policy's path rules. There is no path
+//! string to race with (no TOCTOU), and io_uring's unlinkat/renameat reach
+//! the same hooks from its worker threads.
+//!
+//! Exec rules (`kubectl delete`, `git push --force`) are matched at execve
+//! entry by `sys_enter_exec_rules`, which hashes the program's base name and
+//! every argument while the old image (and its argv) still exists, and
+//! stores the matching rule per thread in `LSM_EXEC_VERDICT`.
+//! `bprm_check_security` then denies before the point of no return.
+//!
+//! Rules are bits of a u64 numbered in policy precedence order, so "the
+//! first matching rule decides" is "the lowest set bit decides". Every
+//! refusal (and every one-shot allowance used) is a record in
+//! `LSM_EVENTS` with the rule index and the target's path.
+//!
+//! Kernel sources relied on: include/linux/lsm_hook_defs.h (hook
+//! signatures, identical in 6.1 and 6.12 for the hooks used here),
+//! kernel/bpf/bpf_lsm.c, fs/namei.c (where each hook is called).
+use core::ffi::c_void;
+
+use aya_ebpf::{
+    helpers::{
+        bpf_get_current_cgroup_id, bpf_get_current_comm, bpf_get_current_pid_tgid, bpf_get_current_task,
+        bpf_get_current_uid_gid, bpf_ktime_get_ns, bpf_probe_read_kernel, bpf_probe_read_user,
+        generated::bpf_probe_read_user_str,
+    },
+    macros::{lsm, map, raw_tracepoint},
+    maps::{Array, HashMap, LruHashMap, PerCpuArray, RingBuf},
+    programs::{LsmContext, RawTracePointContext},
+    EbpfContext,
+};
+use monitor_common::{
+    field_tag::{FD_PATH, ROOT},
+    lsm::{decision, field, hook, treatment, ALLOW_GRACE_NS, EXEC_CLAUSES, FNV_OFFSET, FNV_PRIME, MAX_ALLOW, MAX_EXEC_RULES, MAX_PROTECT, MAX_TOKEN, MAX_TOKENS, MAX_WALK},
+    open_flags::O_TRUNC,
+    AllowKey, Allowance, EventHeader, EventKind, ExecRule, ExecVerdict, FieldHeader, InodeKey, LossCause, LsmConfig,
+    LsmDecision, PathRuleBits, TokenScratch,
+};
+
+use crate::{
+    maps::{count_loss, current_scope, SCRATCH},
+    record::walk_path,
+    shim::{
+        shim_file_dentry, shim_file_mnt, shim_mnt_mountpoint, shim_mnt_parent, shim_mnt_root, shim_dentry_parent,
+        shim_task_ppid, shim_task_root_dentry, shim_task_root_mnt,
+    },
+};
+
+// CO-RE accessors of this backend (appended to shim/shim.c).
+unsafe extern "C" {
+    fn shim_dentry_inode(d: *const c_void) -> *const c_void;
+    fn shim_inode_ino(i: *const c_void) -> u64;
+    fn shim_inode_dev(i: *const c_void) -> u32;
+    fn shim_path_dentry(p: *const c_void) -> *const c_void;
+    fn shim_path_mnt(p: *const c_void) -> *const c_void;
+    fn shim_file_flags(f: *const c_void) -> u32;
+    fn shim_file_fmode(f: *const c_void) -> u32;
+    fn shim_bprm_file(b: *const c_void) -> *const c_void;
+}
+
+// ---------------------------------------------------------------------------
+// Maps (filled by `monitor::lsm`; names are part of its contract)
+
+/// The compiled policy's rule tables.
+#[map]
+static LSM_CONFIG: Array<LsmConfig> = Array::with_max_entries(1, 0);
+
+/// Inodes named by path rules -> the rules they satisfy or exclude.
+#[map]
+static LSM_PROTECT: HashMap<InodeKey, PathRuleBits> = HashMap::with_max_entries(MAX_PROTECT, 0);
+
+/// Exec rules, in precedence order.
+#[map]
+static LSM_EXEC_RULES: Array<ExecRule> = Array::with_max_entries(MAX_EXEC_RULES, 0);
+
+/// Hash of a program base name -> bits of the exec rules naming it.
+#[map]
+static LSM_EXEC_PROGRAMS: HashMap<u64, u32> = HashMap::with_max_entries(64, 0);
+
+/// Hash of an argument -> bits `rule * EXEC_CLAUSES + clause` it satisfies.
+#[map]
+static LSM_EXEC_TOKENS: HashMap<u64, u64> = HashMap::with_max_entries(MAX_TOKENS, 0);
+
+/// Thread id -> exec rule matched by its pending execve (LRU: threads that
+/// exit mid-exec leave no garbage behind).
+#[map]
+static LSM_EXEC_VERDICT: LruHashMap<u32, ExecVerdict> = LruHashMap::with_max_entries(8192, 0);
+
+/// One-shot allowances granted by an approval (confirm) or a finished copy
+/// (preserve).
+#[map]
+static LSM_ALLOW: HashMap<AllowKey, Allowance> = HashMap::with_max_entries(MAX_ALLOW, 0);
+
+/// Decision records for the daemon.
+#[map]
+static LSM_EVENTS: RingBuf = RingBuf::with_byte_size(256 * 1024, 0);
+
+#[map]
+static LSM_TOKEN_SCRATCH: PerCpuArray<TokenScratch> = PerCpuArray::with_max_entries(1, 0);
+
+const EPERM: i32 = 1;
+/// include/linux/fs.h
+const FMODE_WRITE: u32 = 0x2;
+const EXECVE: u32 = 59;
+const EXECVEAT: u32 = 322;
+
+/// Mode of [`lsm_path_rules`].
+const RULES_FINAL: u64 = 0;
+const RULES_MATCHED: u64 = 1;
+const RULES_EXCLUDED: u64 = 2;
+
+// ---------------------------------------------------------------------------
+// Helpers
+
+/// Hook argument `n` as a scalar. LSM programs get BTF-typed arguments; a
+/// direct load would give the verifier a `PTR_TO_BTF_ID`, which cannot be
+/// passed to the global functions below (they take scalars and only ever
+/// dereference through probe reads, like the tracepoint programs).
+#[inline(always)]
+fn arg(ctx: &LsmContext, n: usize) -> u64 {
+    unsafe { bpf_probe_read_kernel((ctx.as_ptr() as *const u64).add(n)) }.unwrap_or(0)
+}
+
+/// Index of the single set bit of `b` (branchy binary search: BPF has no
+/// count-trailing-zeros instruction).
+#[inline(always)]
+fn bit_index(mut b: u64) -> u32 {
+    let mut i = 0;
+    if b & 0xffff_ffff == 0 {
+        i += 32;
+        b >>= 32;
+    }
+    if b & 0xffff == 0 {
+        i += 16;
+        b >>= 16;
+    }
+    if b & 0xff == 0 {
+        i += 8;
+        b >>= 8;
+    }
+    if b & 0xf == 0 {
+        i += 4;
+        b >>= 4;
+    }
+    if b & 0x3 == 0 {
+        i += 2;
+        b >>= 2;
+    }
+    if b & 0x1 == 0 {
+        i += 1;
+    }
+    i
+}
+
+#[inline(always)]
+fn inode_key(dentry: u64) -> InodeKey {
+    let inode = unsafe { shim_dentry_inode(dentry as *const c_void) };
+    if inode.is_null() {
+        return InodeKey::default();
+    }
+    unsafe { InodeKey { ino: shim_inode_ino(inode), dev: shim_inode_dev(inode), _pad: 0 } }
+}
+
+/// Walks from `dentry` (in mount `mnt`) to the root of the mount namespace
+/// and collects the rule bits of every inode on the way: `self_` at the
+/// target, `child` at its parent, `desc` at every ancestor. Mount roots are
+/// looked up once (as the mounted directory, which is what stat() reports);
+/// the covered directory below them is skipped.
+///
+/// `mode`: [`RULES_FINAL`] returns `(init | matched) & !excluded`;
+/// [`RULES_MATCHED`] and [`RULES_EXCLUDED`] return one half (rename combines
+/// both paths before excluding).
+///
+/// A global function: verified once, with scalar arguments.
+#[unsafe(no_mangle)]
+#[inline(never)]
+pub extern "C" fn lsm_path_rules(dentry: u64, mnt: u64, mode: u64, init: u64) -> u64 {
+    // Which table of an entry applies at the current level, as masks rather
+    // than a level counter: a counter compared in branches would be tracked
+    // precisely by the verifier and keep it from pruning equivalent states
+    // (6.1 then gives up with E2BIG).
+    let mut at_self = u64::MAX;
+    let mut at_child = 0u64;
+    let mut at_desc = 0u64;
+    // 0 right after crossing into a parent mount: the covered directory is
+    // not the object the path names.
+    let mut look = u64::MAX;
+    let mut matched = init;
+    let mut excluded = 0u64;
+    let mut d = dentry as *const c_void;
+    let mut m = mnt as *const c_void;
+    for _ in 0..MAX_WALK {
+        if d.is_null() {
+            break;
+        }
+        let key = inode_key(d as u64);
+        if let Some(e) = unsafe { LSM_PROTECT.get(&key) } {
+            matched |= ((e.self_ & at_self) | (e.child & at_child) | (e.desc & at_desc)) & look;
+            excluded |= ((e.excl_self & at_self) | (e.excl_child & at_child) | (e.excl_desc & at_desc)) & look;
+        }
+        if !m.is_null() && d == unsafe { shim_mnt_root(m) } {
+            let parent = unsafe { shim_mnt_parent(m) };
+            if parent.is_null() || parent == m {
+                break;
+            }
+            d = unsafe { shim_mnt_mountpoint(m) };
+            m = parent;
+            look = 0;
+            continue;
+        }
+        let p = unsafe { shim_dentry_parent(d) };
+        if p.is_null() || p == d {
+            break;
+        }
+        d = p;
+        at_child = at_self;
+        at_self = 0;
+        at_desc = u64::MAX;
+        look = u64::MAX;
+    }
+    match mode {
+        RULES_MATCHED => matched,
+        RULES_EXCLUDED => excluded,
+        _ => matched & !excluded,
+    }
+}
+
+/// Sends one decision record to `LSM_EVENTS`: the header, a
+/// [`LsmDecision`] field, the target's components (`FD_PATH`), the rename
+/// destination's (`TARGET2`) and the task root (`ROOT`).
+///
+/// `packed`: op (bits 0-7), hook (8-15), decision (16-23), rule (32-47).
+/// Uses the shared per-CPU record buffer like the tracepoint programs.
+#[unsafe(no_mangle)]
+#[inline(never)]
+pub extern "C" fn lsm_emit(packed: u64, d1: u64, m1: u64, d2: u64, m2: u64) -> u64 {
+    let Some(buf) = SCRATCH.get_ptr_mut(0) else { return 0 };
+    let op = (packed & 0xff) as u32;
+    let dec = ((packed >> 16) & 0xff) as u32;
+    let key = inode_key(d1);
+    let pid_tgid = bpf_get_current_pid_tgid();
+    let uid_gid = bpf_get_current_uid_gid();
+    let task = unsafe { bpf_get_current_task() } as *const c_void;
+    let hdr: &mut EventHeader = unsafe { &mut (*buf).hdr };
+    hdr.kind = op;
+    hdr.syscall = 0;
+    hdr.ktime_ns = unsafe { bpf_ktime_get_ns() };
+    hdr.tid = pid_tgid as u32;
+    hdr.pid = (pid_tgid >> 32) as u32;
+    hdr.ppid = unsafe { shim_task_ppid(task) };
+    hdr.uid = uid_gid as u32;
+    hdr.gid = (uid_gid >> 32) as u32;
+    hdr.cgroup_id = unsafe { bpf_get_current_cgroup_id() };
+    hdr.comm = bpf_get_current_comm().unwrap_or([0; 16]);
+    hdr.result = if dec == decision::ALLOWED_ONCE { 0 } else { -(EPERM as i64) };
+    hdr.flags = 0;
+    hdr.mode = u32::MAX;
+    hdr.owner_uid = u32::MAX;
+    hdr.owner_gid = u32::MAX;
+    hdr.fd = 0;
+    hdr.hflags = 0;
+    hdr._pad = 0;
+    const FH: usize = core::mem::size_of::<FieldHeader>();
+    const DL: usize = core::mem::size_of::<LsmDecision>();
+    let payload = unsafe { (*buf).payload.as_mut_ptr() };
+    let fh = FieldHeader { tag: field::DECISION, flags: 0, len: DL as u16 };
+    let dv = LsmDecision {
+        rule: ((packed >> 32) & 0xffff) as u32,
+        decision: dec,
+        hook: ((packed >> 8) & 0xff) as u32,
+        dev: key.dev,
+        ino: key.ino,
+    };
+    unsafe {
+        core::ptr::write_unaligned(payload as *mut FieldHeader, fh);
+        core::ptr::write_unaligned(payload.add(FH) as *mut LsmDecision, dv);
+    }
+    hdr.payload_len = (FH + DL) as u32;
+    walk_path(FD_PATH as u64, d1, m1);
+    if d2 != 0 {
+        walk_path(field::TARGET2 as u64, d2, m2);
+    }
+    let (rd, rm) = unsafe { (shim_task_root_dentry(task), shim_task_root_mnt(task)) };
+    walk_path(ROOT as u64, rd as u64, rm as u64);
+    let mut len = unsafe { (*buf).hdr.payload_len } as usize;
+    // Same bound as `Record::send` (the verifier needs a constant maximum).
+    if len > monitor_common::limits::PAYLOAD_CAP + 4096 {
+        len = monitor_common::limits::PAYLOAD_CAP + 4096;
+    }
+    let total = core::mem::size_of::<EventHeader>() + len;
+    let data = unsafe { core::slice::from_raw_parts(buf as *const u8, total) };
+    if LSM_EVENTS.output::<[u8]>(data, 0).is_err() {
+        count_loss(LossCause::RingbufFull);
+    }
+    0
+}
+
+#[inline(always)]
+fn pack(op: u32, hook: u32, dec: u32, rule: u32) -> u64 {
+    op as u64 | (hook as u64) << 8 | (dec as u64) << 16 | (rule as u64 & 0xffff) << 32
+}
+
+/// Carries out a matched rule: deny, or refuse pending approval/copy unless
+/// a one-shot allowance for this object and rule exists (then consume it).
+/// Returns the hook's verdict (0 or -EPERM).
+#[inline(always)]
+fn apply(op: u32, hook: u32, rule: u32, treat: u32, d1: u64, m1: u64, d2: u64, m2: u64) -> i32 {
+    let dec = match treat {
+        treatment::DENY => decision::DENIED,
+        treatment::CONFIRM => decision::CONFIRM_PENDING,
+        treatment::PRESERVE => decision::PRESERVE_PENDING,
+        _ => return 0,
+    };
+    if dec != decision::DENIED {
+        let k = inode_key(d1);
+        let key = AllowKey { ino: k.ino, dev: k.dev, op: op as u16, rule: rule as u16 };
+        if let Some(a) = unsafe { LSM_ALLOW.get(&key) }.copied() {
+            let now = unsafe { bpf_ktime_get_ns() };
+            let tid = bpf_get_current_pid_tgid() as u32;
+            if a.tid == 0 {
+                // Only the caller whose delete succeeds uses it: one-shot
+                // even when two CPUs race for it. It then stays for the
+                // other hooks of the same call, for this thread only.
+                if now < a.expires_ns && LSM_ALLOW.remove(&key).is_ok() {
+                    let used = Allowance { expires_ns: now + ALLOW_GRACE_NS, tid, _pad: 0 };
+                    let _ = LSM_ALLOW.insert(&key, &used, 0);
+                    lsm_emit(pack(op, hook, decision::ALLOWED_ONCE, rule), d1, m1, d2, m2);
+                    return 0;
+                }
+            } else if a.tid == tid && now < a.expires_ns {
+                return 0;
+            }
+        }
+    }
+    lsm_emit(pack(op, hook, dec, rule), d1, m1, d2, m2);
+    -EPERM
+}
+
+/// The file-rule decision for operation `op` on `d1` (and `d2` for rename).
+#[inline(always)]
+fn check_file(op: EventKind, hook: u32, d1: u64, m1: u64, d2: u64, m2: u64) -> i32 {
+    let Some(cfg) = LSM_CONFIG.get(0) else { return 0 };
+    // The mask must survive optimisation (the compiler knows the enum's
+    // range, the verifier does not): read the index through a volatile load.
+    let idx = unsafe { core::ptr::read_volatile(&(op as u32)) } & 15;
+    let cand = cfg.op_rules[idx as usize];
+    if cand == 0 {
+        return 0;
+    }
+    let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
+    if current_scope(tgid).is_none() {
+        return 0;
+    }
+    let init = cand & cfg.any_path;
+    let bits = if d2 == 0 {
+        lsm_path_rules(d1, m1, RULES_FINAL, init)
+    } else {
+        let matched = init | lsm_path_rules(d1, m1, RULES_MATCHED, 0) | lsm_path_rules(d2, m2, RULES_MATCHED, 0);
+        let excluded = lsm_path_rules(d1, m1, RULES_EXCLUDED, 0) | lsm_path_rules(d2, m2, RULES_EXCLUDED, 0);
+        matched & !excluded
+    } & cand;
+    if bits == 0 {
+        return 0;
+    }
+    // The first rule in precedence order decides, whatever its treatment.
+    let low = bits & bits.wrapping_neg();
+    let treat = if low & cfg.deny != 0 {
+        treatment::DENY
+    } else if low & cfg.confirm != 0 {
+        treatment::CONFIRM
+    } else if low & cfg.preserve != 0 {
+        treatment::PRESERVE
+    } else {
+        return 0;
+    };
+    apply(op as u32, hook, bit_index(low), treat, d1, m1, d2, m2)
+}
+
+/// An earlier BPF LSM program's refusal (`retval` is the phony last
+/// argument of BPF LSM programs). Our programs then refuse too, with a
+/// constant: the verifier (6.12) checks that an LSM program returns 0 or
+/// -errno and cannot follow a range check on the 32-bit value through to
+/// the 64-bit register.
+#[inline(always)]
+fn refused_before(ctx: &LsmContext, nargs: usize) -> bool {
+    arg(ctx, nargs) as i32 != 0
+}
+
+// Each hook is written out (no shared closures): an outlined closure would
+// receive the operation as a runtime value and be verified once per call
+// path, which on 6.1 costs seconds per program under emulation.
+
+/// LSM_HOOK(int, 0, path_unlink, const struct path *dir, struct dentry *dentry)
+#[lsm(hook = "path_unlink")]
+pub fn lsm_path_unlink(ctx: LsmContext) -> i32 {
+    if refused_before(&ctx, 2) {
+        return -EPERM;
+    }
+    let m = unsafe { shim_path_mnt(arg(&ctx, 0) as *const c_void) } as u64;
+    check_file(EventKind::Unlink, hook::PATH_UNLINK, arg(&ctx, 1), m, 0, 0)
+}
+
+/// LSM_HOOK(int, 0, path_rmdir, const struct path *dir, struct dentry *dentry)
+#[lsm(hook = "path_rmdir")]
+pub fn lsm_path_rmdir(ctx: LsmContext) -> i32 {
+    if refused_before(&ctx, 2) {
+        return -EPERM;
+    }
+    let m = unsafe { shim_path_mnt(arg(&ctx, 0) as *const c_void) } as u64;
+    check_file(EventKind::Rmdir, hook::PATH_RMDIR, arg(&ctx, 1), m, 0, 0)
+}
+
+/// LSM_HOOK(int, 0, path_rename, const struct path *old_dir, struct dentry
+/// *old_dentry, const struct path *new_dir, struct dentry *new_dentry,
+/// unsigned int flags). The destination may be a negative dentry.
+#[lsm(hook = "path_rename")]
+pub fn lsm_path_rename(ctx: LsmContext) -> i32 {
+    if refused_before(&ctx, 5) {
+        return -EPERM;
+    }
+    let m1 = unsafe { shim_path_mnt(arg(&ctx, 0) as *const c_void) } as u64;
+    let m2 = unsafe { shim_path_mnt(arg(&ctx, 2) as *const c_void) } as u64;
+    check_file(EventKind::Rename, hook::PATH_RENAME, arg(&ctx, 1), m1, arg(&ctx, 3), m2)
+}
+
+/// (dentry, mount) of a `const struct path *`.
+#[inline(always)]
+fn path_of(p: u64) -> (u64, u64) {
+    let p = p as *const c_void;
+    unsafe { (shim_path_dentry(p) as u64, shim_path_mnt(p) as u64) }
+}
+
+/// (dentry, mount) of a `struct file *`.
+#[inline(always)]
+fn file_path(f: u64) -> (u64, u64) {
+    let f = f as *const c_void;
+    unsafe { (shim_file_dentry(f) as u64, shim_file_mnt(f) as u64) }
+}
+
+/// LSM_HOOK(int, 0, path_chmod, const struct path *path, umode_t mode)
+#[lsm(hook = "path_chmod")]
+pub fn lsm_path_chmod(ctx: LsmContext) -> i32 {
+    if refused_before(&ctx, 2) {
+        return -EPERM;
+    }
+    let (d, m) = path_of(arg(&ctx, 0));
+    check_file(EventKind::Chmod, hook::PATH_CHMOD, d, m, 0, 0)
+}
+
+/// LSM_HOOK(int, 0, path_chown, const struct path *path, kuid_t uid, kgid_t gid)
+#[lsm(hook = "path_chown")]
+pub fn lsm_path_chown(ctx: LsmContext) -> i32 {
+    if refused_before(&ctx, 3) {
+        return -EPERM;
+    }
+    let (d, m) = path_of(arg(&ctx, 0));
+    check_file(EventKind::Chown, hook::PATH_CHOWN, d, m, 0, 0)
+}
+
+/// LSM_HOOK(int, 0, path_truncate, const struct path *path): truncate(2);
+/// on 6.1 also ftruncate(2) and open(O_TRUNC).
+#[lsm(hook = "path_truncate")]
+pub fn lsm_path_truncate(ctx: LsmContext) -> i32 {
+    if refused_before(&ctx, 1) {
+        return -EPERM;
+    }
+    let (d, m) = path_of(arg(&ctx, 0));
+    check_file(EventKind::Truncate, hook::PATH_TRUNCATE, d, m, 0, 0)
+}
+
+/// LSM_HOOK(int, 0, file_truncate, struct file *file): ftruncate(2) and
+/// open(O_TRUNC) since 6.2 (optional: absent from older kernels).
+#[lsm(hook = "file_truncate")]
+pub fn lsm_file_truncate(ctx: LsmContext) -> i32 {
+    if refused_before(&ctx, 1) {
+        return -EPERM;
+    }
+    let (d, m) = file_path(arg(&ctx, 0));
+    check_file(EventKind::Truncate, hook::FILE_TRUNCATE, d, m, 0, 0)
+}
+
+/// LSM_HOOK(int, 0, file_open, struct file *file): opens that truncate or
+/// write, decided before the open returns a descriptor.
+#[lsm(hook = "file_open")]
+pub fn lsm_file_open(ctx: LsmContext) -> i32 {
+    if refused_before(&ctx, 1) {
+        return -EPERM;
+    }
+    let f = arg(&ctx, 0);
+    let flags = unsafe { shim_file_flags(f as *const c_void) };
+    let (d, m) = file_path(f);
+    if flags as u64 & O_TRUNC != 0 {
+        check_file(EventKind::Truncate, hook::FILE_OPEN, d, m, 0, 0)
+    } else if unsafe { shim_file_fmode(f as *const c_void) } & FMODE_WRITE != 0 {
+        check_file(EventKind::Write, hook::FILE_OPEN, d, m, 0, 0)
+    } else {
+        0
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Exec
+
+/// LSM_HOOK(int, 0, bprm_check_security, struct linux_binprm *bprm): runs
+/// for the program and again for each interpreter (`#!`), all before the
+/// point of no return (begin_new_exec).
+#[lsm(hook = "bprm_check_security")]
+pub fn lsm_bprm_check_security(ctx: LsmContext) -> i32 {
+    if refused_before(&ctx, 1) {
+        return -EPERM;
+    }
+    let tid = bpf_get_current_pid_tgid() as u32;
+    let Some(v) = (unsafe { LSM_EXEC_VERDICT.get(&tid) }).copied() else { return 0 };
+    if v.treatment == treatment::ALLOW {
+        return 0;
+    }
+    let f = unsafe { shim_bprm_file(arg(&ctx, 0) as *const c_void) };
+    let (d, m) = file_path(f as u64);
+    let r = apply(EventKind::Exec as u32, hook::BPRM_CHECK_SECURITY, v.rule, v.treatment, d, m, 0, 0);
+    if r == 0 {
+        // An allowance was used: let the interpreter levels through too.
+        let _ = LSM_EXEC_VERDICT.remove(&tid);
+    }
+    r
+}
+
+/// Hashes a user string (FNV-1a, at most [`MAX_TOKEN`] bytes; longer or
+/// unreadable strings give 0, which no token has). With `basename`, only
+/// the part after the last `/` counts. Also records, in the per-CPU
+/// scratch, the letters of a short-option cluster (`-rf`).
+#[unsafe(no_mangle)]
+#[inline(never)]
+pub extern "C" fn lsm_hash_token(ptr: u64, basename: u64) -> u64 {
+    let Some(s) = LSM_TOKEN_SCRATCH.get_ptr_mut(0) else { return 0 };
+    let s = unsafe { &mut *s };
+    s.letters = [0, 0];
+    let n = unsafe {
+        bpf_probe_read_user_str(s.buf.as_mut_ptr() as *mut c_void, (MAX_TOKEN + 1) as u32, ptr as *const c_void)
+    };
+    if n <= 0 || n as usize > MAX_TOKEN {
+        return 0;
+    }
+    let len = (n - 1) as usize;
+    let mut h = FNV_OFFSET;
+    let mut l0 = 0u64;
+    let mut l1 = 0u64;
+    let mut cluster = len >= 2 && s.buf[0] == b'-' && s.buf[1] != b'-';
+    let mut i = 0usize;
+    while i < MAX_TOKEN {
+        if i >= len {
+            break;
+        }
+        let c = s.buf[i & 511];
+        i += 1;
+        if basename != 0 && c == b'/' {
+            h = FNV_OFFSET;
+            continue;
+        }
+        h ^= c as u64;
+        h = h.wrapping_mul(FNV_PRIME);
+        if cluster && i >= 2 {
+            if c.is_ascii_alphanumeric() {
+                if c < 64 {
+                    l0 |= 1 << c;
+                } else {
+                    l1 |= 1 << (c - 64);
+                }
+            } else {
+                cluster = false;
+            }
+        }
+    }
+    if cluster {
+        s.letters = [l0, l1];
+    }
+    h
+}
+
+/// x86_64 `struct pt_regs` offsets of rdi, rsi, rdx (see syscalls.rs).
+const REG_OFFSETS: [usize; 3] = [112, 104, 96];
+
+#[inline(always)]
+fn reg(regs: *const u8, i: usize) -> u64 {
+    unsafe { bpf_probe_read_kernel(regs.add(REG_OFFSETS[i]) as *const u64) }.unwrap_or(0)
+}
+
+/// Matches execve's command line against the exec rules while the caller's
+/// argv still exists; the verdict waits in `LSM_EXEC_VERDICT` for
+/// `bprm_check_security`. Attached only with the LSM backend, so the
+/// tracepoint backend's cost is unchanged without `--enforce`.
+#[raw_tracepoint(tracepoint = "sys_enter")]
+pub fn sys_enter_exec_rules(ctx: RawTracePointContext) -> i32 {
+    let id: u64 = ctx.arg(1);
+    let id = id as u32;
+    if id != EXECVE && id != EXECVEAT {
+        return 0;
+    }
+    let pid_tgid = bpf_get_current_pid_tgid();
+    if current_scope((pid_tgid >> 32) as u32).is_none() {
+        return 0;
+    }
+    let Some(cfg) = LSM_CONFIG.get(0) else { return 0 };
+    let nrules = cfg.exec_rules;
+    if nrules == 0 {
+        return 0;
+    }
+    let tid = pid_tgid as u32;
+    let regs: *const u8 = ctx.arg(0);
+    let (file, argv) = if id == EXECVEAT { (reg(regs, 1), reg(regs, 2)) } else { (reg(regs, 0), reg(regs, 1)) };
+    let argv = argv as *const u64;
+
+    // Which rules name this program (executable path or argv[0] base name).
+    let mut progs = cfg.exec_any_program;
+    let h = lsm_hash_token(file, 1);
+    if let Some(b) = unsafe { LSM_EXEC_PROGRAMS.get(&h) } {
+        progs |= *b;
+    }
+    let a0 = unsafe { bpf_probe_read_user(argv) }.unwrap_or(0);
+    if a0 != 0 {
+        let h = lsm_hash_token(a0, 1);
+        if let Some(b) = unsafe { LSM_EXEC_PROGRAMS.get(&h) } {
+            progs |= *b;
+        }
+    }
+    if progs == 0 {
+        let _ = LSM_EXEC_VERDICT.remove(&tid);
+        return 0;
+    }
+
+    // Which clauses the arguments satisfy.
+    let mut seen = 0u64;
+    let mut letters = [0u64; 2];
+    let mut i = 1u32;
+    while i < monitor_common::limits::MAX_ARGS {
+        let p = unsafe { bpf_probe_read_user(argv.add(i as usize)) }.unwrap_or(0);
+        if p == 0 {
+            break;
+        }
+        let h = lsm_hash_token(p, 0);
+        if let Some(b) = unsafe { LSM_EXEC_TOKENS.get(&h) } {
+            seen |= *b;
+        }
+        if let Some(s) = LSM_TOKEN_SCRATCH.get_ptr(0) {
+            let l = unsafe { (*s).letters };
+            letters[0] |= l[0];
+            letters[1] |= l[1];
+        }
+        i += 1;
+    }
+
+    // The first rule whose clauses all hold decides.
+    let mut verdict = ExecVerdict { rule: 0, treatment: treatment::ALLOW };
+    let mut found = false;
+    let mut r = 0u32;
+    while r < MAX_EXEC_RULES {
+        if r >= nrules {
+            break;
+        }
+        if progs & (1 << r) != 0 {
+            if let Some(rule) = LSM_EXEC_RULES.get(r) {
+                let mut ok = true;
+                let mut c = 0u32;
+                while c < EXEC_CLAUSES {
+                    if rule.used & (1 << c) != 0 {
+                        let lt = rule.letters[(c & 3) as usize];
+                        let by_letters =
+                            (lt[0] | lt[1]) != 0 && letters[0] & lt[0] == lt[0] && letters[1] & lt[1] == lt[1];
+                        let sat = seen & (1u64 << (r * EXEC_CLAUSES + c)) != 0 || by_letters;
+                        let negated = rule.negated & (1 << c) != 0;
+                        if sat == negated {
+                            ok = false;
+                        }
+                    }
+                    c += 1;
+                }
+                if ok {
+                    verdict = ExecVerdict { rule: rule.index, treatment: rule.treatment };
+                    found = true;
+                    break;
+                }
+            }
+        }
+        r += 1;
+    }
+    if found && verdict.treatment != treatment::ALLOW {
+        let _ = LSM_EXEC_VERDICT.insert(&tid, &verdict, 0);
+    } else {
+        let _ = LSM_EXEC_VERDICT.remove(&tid);
+    }
+    0
+}

@@ -1,0 +1,229 @@
+//! `abm status`, `abm watch add|remove`, `abm tail`: clients of the
+//! daemon's control socket.
+use std::{
+    io::{BufRead as _, BufReader, Write as _},
+    os::unix::net::UnixStream,
+    path::PathBuf,
+};
+
+use anyhow::{bail, Context as _};
+use serde_json::{json, Value};
+
+use super::config::{TargetSpec, DEFAULT_SOCKET};
+
+#[derive(Debug, clap::Args)]
+pub struct SocketArg {
+    /// The daemon's control socket.
+    #[arg(long, value_name = "PATH", default_value = DEFAULT_SOCKET)]
+    pub socket: PathBuf,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub socket: SocketArg,
+    /// Print the daemon's JSON answer.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct WatchArgs {
+    #[command(subcommand)]
+    pub command: WatchCommand,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum WatchCommand {
+    /// Start watching a cgroup, a container or a process tree (new trace).
+    Add(WatchAddArgs),
+    /// Stop watching a target and seal its trace.
+    Remove(WatchRemoveArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct WatchAddArgs {
+    /// Target name (in the trace header, each event and the file name).
+    pub name: String,
+    /// cgroup v2 directory (absolute, or relative to the cgroup root).
+    #[arg(long, value_name = "PATH", group = "what")]
+    pub cgroup: Option<PathBuf>,
+    /// Container id, or a unique prefix of at least 12 hex digits.
+    #[arg(long, value_name = "ID", group = "what")]
+    pub container: Option<String>,
+    /// A process and what it forks from now on.
+    #[arg(long, value_name = "PID", group = "what")]
+    pub pid: Option<u32>,
+    /// `${workspace}` for policies.
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// `${home}` for policies (default /root).
+    #[arg(long, value_name = "DIR")]
+    pub home: Option<PathBuf>,
+    #[command(flatten)]
+    pub socket: SocketArg,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct WatchRemoveArgs {
+    pub name: String,
+    #[command(flatten)]
+    pub socket: SocketArg,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct TailArgs {
+    /// Only events of this target (repeatable). Default: all.
+    #[arg(long = "target", value_name = "NAME")]
+    pub targets: Vec<String>,
+    #[command(flatten)]
+    pub socket: SocketArg,
+}
+
+/// One request, one answer; an error answer becomes an error.
+pub fn request(sock: &std::path::Path, req: &Value) -> anyhow::Result<Value> {
+    let v = crate::enforce::control::request(sock, req)
+        .with_context(|| "is `abm daemon` running? (see docs/daemon.md)".to_string())?;
+    if v["ok"] != true {
+        bail!(
+            "{}",
+            v["error"]
+                .as_str()
+                .unwrap_or("the daemon refused the request")
+        );
+    }
+    Ok(v)
+}
+
+/// `abm status`.
+pub fn status(a: StatusArgs) -> anyhow::Result<i32> {
+    let v = request(&a.socket.socket, &json!({ "op": "status" }))?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(0);
+    }
+    print!("{}", render_status(&v));
+    Ok(0)
+}
+
+pub fn render_status(v: &Value) -> String {
+    let d = &v["daemon"];
+    let p = &d["policy"];
+    let mut out =
+        format!(
+        "abm daemon {} (pid {}), up {:.0}s, backends {}\npolicy {}{}\nlosses {}  unattributed {}\n",
+        d["version"].as_str().unwrap_or("?"),
+        d["pid"],
+        d["uptime_secs"].as_f64().unwrap_or(0.0),
+        d["backends"]
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(","))
+            .unwrap_or_default(),
+        p["digest"].as_str().map(|s| &s[..s.len().min(16)]).unwrap_or("?"),
+        p["last_reload_error"]
+            .as_str()
+            .map(|e| format!(" (last reload failed: {e})"))
+            .unwrap_or_default(),
+        if d["losses"].as_object().is_some_and(|o| !o.is_empty()) {
+            d["losses"].to_string()
+        } else {
+            "none".into()
+        },
+        d["unattributed"],
+    );
+    out.push_str(&format!(
+        "{:<20} {:<9} {:<8} {:>8} {:>8}  {}\n",
+        "TARGET", "KIND", "STATE", "EVENTS", "EV/S", "TRACE"
+    ));
+    for t in v["targets"].as_array().into_iter().flatten() {
+        out.push_str(&format!(
+            "{:<20} {:<9} {:<8} {:>8} {:>8.2}  {}\n",
+            t["name"].as_str().unwrap_or("?"),
+            t["kind"].as_str().unwrap_or("?"),
+            t["state"].as_str().unwrap_or("?"),
+            t["events"],
+            t["events_per_sec_10s"].as_f64().unwrap_or(0.0),
+            t["trace"].as_str().unwrap_or("-"),
+        ));
+    }
+    out
+}
+
+/// `abm watch add|remove`.
+pub fn watch(a: WatchArgs) -> anyhow::Result<i32> {
+    match a.command {
+        WatchCommand::Add(a) => {
+            let spec = TargetSpec {
+                name: a.name,
+                cgroup: a.cgroup,
+                container: a.container,
+                pid: a.pid,
+                pod_uid: None,
+                workspace: a.workspace,
+                home: a.home,
+            };
+            spec.validate()?;
+            let v = request(
+                &a.socket.socket,
+                &json!({ "op": "watch_add", "target": spec }),
+            )?;
+            let t = &v["target"];
+            println!(
+                "{} {}{}",
+                t["name"].as_str().unwrap_or("?"),
+                t["state"].as_str().unwrap_or("?"),
+                t["trace"]
+                    .as_str()
+                    .map(|p| format!(", trace {p}"))
+                    .unwrap_or_else(|| ", waiting for its cgroup".into())
+            );
+        }
+        WatchCommand::Remove(a) => {
+            let v = request(
+                &a.socket.socket,
+                &json!({ "op": "watch_remove", "name": a.name }),
+            )?;
+            let t = &v["target"];
+            println!(
+                "{} removed, trace {} sealed ({} events)",
+                t["name"].as_str().unwrap_or("?"),
+                t["trace"].as_str().unwrap_or("-"),
+                t["events"]
+            );
+        }
+    }
+    Ok(0)
+}
+
+/// `abm tail`: prints the daemon's live stream (JSON lines) until it ends.
+pub fn tail(a: TailArgs) -> anyhow::Result<i32> {
+    let sock = &a.socket.socket;
+    let mut s = UnixStream::connect(sock).with_context(|| {
+        format!(
+            "cannot connect to {} (is `abm daemon` running?)",
+            sock.display()
+        )
+    })?;
+    let mut req = json!({ "op": "tail" });
+    if !a.targets.is_empty() {
+        req["targets"] = json!(a.targets);
+    }
+    writeln!(s, "{req}")?;
+    let mut r = BufReader::new(s);
+    let mut first = String::new();
+    r.read_line(&mut first)?;
+    let v: Value = serde_json::from_str(&first)
+        .with_context(|| format!("bad answer from {}: {first:?}", sock.display()))?;
+    if v["ok"] != true {
+        bail!("{}", v["error"].as_str().unwrap_or("refused"));
+    }
+    let stdout = std::io::stdout();
+    for line in r.lines() {
+        let line = line?;
+        let mut out = stdout.lock();
+        if writeln!(out, "{line}").and_then(|_| out.flush()).is_err() {
+            break;
+        }
+    }
+    Ok(0)
+}

@@ -1,0 +1,347 @@
+//! The daemon's configuration file (TOML). Reference: docs/daemon.md.
+use std::{
+    path::{Path, PathBuf},
+    time::Duration,
+};
+
+use anyhow::{bail, Context as _};
+use serde::{Deserialize, Serialize};
+
+/// Default control socket.
+pub const DEFAULT_SOCKET: &str = "/run/abm/daemon.sock";
+/// Default trace directory; the daemon owns it (retention prunes it).
+pub const DEFAULT_TRACE_DIR: &str = "/var/lib/abm/daemon";
+
+/// `abm daemon --config FILE`.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Directory of the traces, one per target and daemon run. Created with
+    /// mode 0700. The daemon owns it: retention deletes old `*.jsonl` here.
+    #[serde(default = "default_trace_dir")]
+    pub trace_dir: PathBuf,
+    /// Control socket (mode 0600; its directory is created with mode 0700).
+    #[serde(default = "default_socket")]
+    pub socket: PathBuf,
+    /// Policy files merged in order; empty: the built-in default pack.
+    /// Reloaded on SIGHUP.
+    #[serde(default)]
+    pub policy: Vec<PathBuf>,
+    /// Key file: chain every trace with HMAC-SHA256 under this key.
+    #[serde(default)]
+    pub sign_key: Option<PathBuf>,
+    /// Kernel ring buffer size in KiB (power of two, 4..=1048576).
+    #[serde(default = "default_ringbuf_kib")]
+    pub ringbuf_kib: u32,
+    /// Also write every event as one JSON line to stdout (for a cluster's
+    /// log pipeline). Diagnostics always go to stderr.
+    #[serde(default)]
+    pub stdout: bool,
+    /// The cgroup v2 hierarchy as mounted for the daemon. Default: found
+    /// in /proc/self/mountinfo.
+    #[serde(default)]
+    pub cgroup_root: Option<PathBuf>,
+    /// How often cgroups are checked: targets waiting for their container,
+    /// removed cgroups, the Kubernetes pod list. Default "1s".
+    #[serde(default = "default_poll", with = "duration")]
+    pub poll_interval: Duration,
+    #[serde(default)]
+    pub retention: Retention,
+    /// Targets to watch from the start.
+    #[serde(default, rename = "target")]
+    pub targets: Vec<TargetSpec>,
+    #[serde(default)]
+    pub kubernetes: Option<Kubernetes>,
+}
+
+/// Which old traces are deleted (sealed or left by a crash; never the
+/// traces being written). Checked at start, after every seal and hourly.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Retention {
+    /// Delete traces last modified longer ago than this ("7d", "12h").
+    #[serde(default, with = "opt_duration")]
+    pub max_age: Option<Duration>,
+    /// Keep at most this many traces (oldest deleted first).
+    #[serde(default)]
+    pub max_files: Option<usize>,
+}
+
+/// One thing to watch. Exactly one of `cgroup`, `container`, `pid`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TargetSpec {
+    /// Unique name: in the trace header, each event's `target` and the
+    /// trace's file name.
+    pub name: String,
+    /// A cgroup v2 directory: absolute, or relative to the cgroup root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<PathBuf>,
+    /// A container id (or a unique prefix of at least 12 hex digits),
+    /// found through the runtimes' cgroup layouts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container: Option<String>,
+    /// A process and every process it forks from now on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// Kubernetes pod uid (set by the pod list, not in config files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_uid: Option<String>,
+    /// `${workspace}` for policies (host path). Default: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<PathBuf>,
+    /// `${home}` for policies. Default: /root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub home: Option<PathBuf>,
+}
+
+/// Kubernetes: watch the pods of this node that match a label selector.
+///
+/// The daemon does not talk to the API server. It writes `pod_selector`
+/// to `selector_file`; a sidecar with read access to pods lists the
+/// matching pods of the node and writes them to `pods_file`, one
+/// `<pod uid> <namespace>/<name>` per line; the daemon finds each pod's
+/// cgroup in the kubelet's layout (`kubepods*/…pod<uid>…`) and watches it
+/// (all containers of the pod, through ancestor matching).
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Kubernetes {
+    /// Label selector, as `kubectl get pods -l` takes it.
+    pub pod_selector: String,
+    /// The pod list the sidecar writes.
+    #[serde(default = "default_pods_file")]
+    pub pods_file: PathBuf,
+    /// Where the daemon publishes the selector for the sidecar.
+    #[serde(default = "default_selector_file")]
+    pub selector_file: PathBuf,
+    /// `${workspace}` for pod targets (container view globs work too).
+    #[serde(default)]
+    pub workspace: Option<PathBuf>,
+}
+
+fn default_trace_dir() -> PathBuf {
+    PathBuf::from(DEFAULT_TRACE_DIR)
+}
+fn default_socket() -> PathBuf {
+    PathBuf::from(DEFAULT_SOCKET)
+}
+fn default_ringbuf_kib() -> u32 {
+    16384
+}
+fn default_poll() -> Duration {
+    Duration::from_secs(1)
+}
+fn default_pods_file() -> PathBuf {
+    PathBuf::from("/run/abm/k8s/pods")
+}
+fn default_selector_file() -> PathBuf {
+    PathBuf::from("/run/abm/k8s/selector")
+}
+
+mod duration {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&humantime::format_duration(*d).to_string())
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let s = String::deserialize(d)?;
+        humantime::parse_duration(&s).map_err(|e| {
+            serde::de::Error::custom(format!("{s:?}: {e} (e.g. \"500ms\", \"2s\", \"7d\")"))
+        })
+    }
+}
+
+mod opt_duration {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_str(&humantime::format_duration(*d).to_string()),
+            None => s.serialize_none(),
+        }
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        let s = String::deserialize(d)?;
+        humantime::parse_duration(&s)
+            .map(Some)
+            .map_err(|e| serde::de::Error::custom(format!("{s:?}: {e} (e.g. \"12h\", \"7d\")")))
+    }
+}
+
+impl Config {
+    /// Reads and validates a config file.
+    pub fn load(path: &Path) -> anyhow::Result<Config> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read config file {}", path.display()))?;
+        Config::parse(&text, &path.display().to_string())
+    }
+
+    /// Parses and validates config text; `origin` names it in errors.
+    pub fn parse(text: &str, origin: &str) -> anyhow::Result<Config> {
+        let cfg: Config = toml::from_str(text).map_err(|e| {
+            let (line, col) = e.span().map(|s| line_col(text, s.start)).unwrap_or((1, 1));
+            anyhow::anyhow!("{origin}:{line}:{col}: {}", e.message())
+        })?;
+        cfg.validate()
+            .map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
+        Ok(cfg)
+    }
+
+    pub fn validate(&self) -> anyhow::Result<()> {
+        if !(4..=1 << 20).contains(&self.ringbuf_kib) || !self.ringbuf_kib.is_power_of_two() {
+            bail!(
+                "ringbuf_kib = {}: must be a power of two between 4 and 1048576",
+                self.ringbuf_kib
+            );
+        }
+        if self.poll_interval < Duration::from_millis(100) {
+            bail!("poll_interval must be at least 100ms");
+        }
+        let mut seen = std::collections::HashSet::new();
+        for t in &self.targets {
+            t.validate()?;
+            if t.pod_uid.is_some() {
+                bail!(
+                    "target {:?}: pod_uid is set by the Kubernetes pod list, not in the config",
+                    t.name
+                );
+            }
+            if !seen.insert(t.name.as_str()) {
+                bail!("target name {:?} is used twice", t.name);
+            }
+        }
+        if let Some(k) = &self.kubernetes {
+            if k.pod_selector.trim().is_empty() {
+                bail!("kubernetes.pod_selector is empty");
+            }
+        }
+        Ok(())
+    }
+}
+
+impl TargetSpec {
+    pub fn validate(&self) -> anyhow::Result<()> {
+        let n = &self.name;
+        if n.is_empty() || n.len() > 128 {
+            bail!("target name {n:?}: must have 1 to 128 characters");
+        }
+        if !n
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '/' | ':' | '@'))
+            || n.starts_with('.')
+        {
+            bail!(
+                "target name {n:?}: use letters, digits and . _ - / : @ (not starting with a dot)"
+            );
+        }
+        let kinds = [
+            self.cgroup.is_some(),
+            self.container.is_some(),
+            self.pid.is_some(),
+            self.pod_uid.is_some(),
+        ]
+        .iter()
+        .filter(|b| **b)
+        .count();
+        if kinds != 1 {
+            bail!("target {n:?}: give exactly one of cgroup, container, pid");
+        }
+        if let Some(c) = &self.container {
+            if c.len() < 12 || !c.chars().all(|c| c.is_ascii_hexdigit()) {
+                bail!("target {n:?}: container {c:?} must be a container id or a prefix of at least 12 hex digits");
+            }
+        }
+        if self.pid == Some(0) {
+            bail!("target {n:?}: pid 0");
+        }
+        for (what, p) in [("workspace", &self.workspace), ("home", &self.home)] {
+            if p.as_ref().is_some_and(|p| !p.is_absolute()) {
+                bail!("target {n:?}: {what} must be an absolute path");
+            }
+        }
+        Ok(())
+    }
+
+    /// What the target selects, for status and headers.
+    pub fn kind(&self) -> &'static str {
+        if self.cgroup.is_some() {
+            "cgroup"
+        } else if self.container.is_some() {
+            "container"
+        } else if self.pid.is_some() {
+            "pid"
+        } else {
+            "pod"
+        }
+    }
+}
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn example_config_parses() {
+        let text = include_str!("../../../deploy/abm.toml");
+        let c = Config::parse(text, "deploy/abm.toml").unwrap();
+        assert!(!c.targets.is_empty());
+        assert_eq!(c.socket, PathBuf::from(DEFAULT_SOCKET));
+        assert!(c.retention.max_age.is_some());
+    }
+
+    #[test]
+    fn defaults_and_durations() {
+        let c = Config::parse(
+            "poll_interval = \"250ms\"\n[retention]\nmax_age = \"7d\"\nmax_files = 3\n",
+            "x",
+        )
+        .unwrap();
+        assert_eq!(c.poll_interval, Duration::from_millis(250));
+        assert_eq!(c.retention.max_age, Some(Duration::from_secs(7 * 86400)));
+        assert_eq!(c.retention.max_files, Some(3));
+        assert_eq!(c.ringbuf_kib, 16384);
+        assert!(c.targets.is_empty());
+        assert!(!c.stdout);
+    }
+
+    #[test]
+    fn errors_name_file_line_and_column() {
+        let e = Config::parse("stdout = true\nbogus = 1\n", "cfg.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("cfg.toml:2:1:"), "{e}");
+        let e = Config::parse("[[target]]\nname = \"a\"\n", "cfg.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("exactly one of cgroup, container, pid"), "{e}");
+        let e = Config::parse(
+            "[[target]]\nname = \"a\"\npid = 3\n[[target]]\nname = \"a\"\npid = 4\n",
+            "cfg.toml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("used twice"), "{e}");
+        let e = Config::parse("[[target]]\nname = \"a\"\ncontainer = \"abc\"\n", "c")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("12 hex digits"), "{e}");
+        let e = Config::parse("ringbuf_kib = 1000\n", "c")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("power of two"), "{e}");
+        let e = Config::parse("poll_interval = \"soon\"\n", "c")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("c:1:"), "{e}");
+    }
+}

@@ -1,0 +1,1082 @@
+//! `abm daemon`: a long-running service that watches containers (by cgroup
+//! v2 path or container id), Kubernetes pods and process trees, and writes
+//! one trusted trace per target.
+//!
+//! - [`config`]: the TOML config file.
+//! - [`cgroup`]: the cgroup v2 hierarchy, container and pod cgroups, and
+//!   the fresh cgroup of `abm run --cgroup`.
+//! - [`attribute`]: which target a kernel record belongs to.
+//! - [`mounts`]: host and container views of paths in mount namespaces.
+//! - [`target`]: one target's trace and pipeline.
+//! - [`control`]: the control socket; [`cmd`]: `abm status`, `abm watch`,
+//!   `abm tail`.
+//!
+//! One kernel object is loaded with cgroup scoping on. Scope is decided in
+//! the kernel (pid table, cgroup id, nearest watched ancestor cgroup);
+//! userspace sorts records to targets, pairs, orders and judges them per
+//! target, and writes each target's trace. Kernel loss counters are per
+//! machine: a loss is written to the trace of every target live at the time.
+//! Reference: docs/daemon.md.
+use std::{
+    collections::{BTreeMap, HashMap},
+    io::Write as _,
+    os::unix::fs::DirBuilderExt as _,
+    path::{Path, PathBuf},
+    sync::Arc,
+    time::{Duration, Instant, SystemTime},
+};
+
+use anyhow::Context as _;
+use aya::maps::{MapData, RingBuf};
+use monitor_common::EventKind;
+use serde_json::{json, Value};
+use tokio::{
+    io::unix::AsyncFd,
+    signal::unix::SignalKind,
+    sync::{broadcast, mpsc},
+};
+
+use crate::{
+    events::KernelEvent,
+    policy::Policy,
+    probes::{ProbeOptions, Probes},
+    record::Action,
+    resolve,
+    session::{rfc3339, LossTracker},
+    trace::{Header, Loss},
+};
+
+pub mod attribute;
+pub mod cgroup;
+pub mod cmd;
+pub mod config;
+pub mod control;
+pub mod mounts;
+pub mod target;
+
+use attribute::Attribution;
+use cgroup::Hierarchy;
+use config::{Config, TargetSpec};
+use control::{Call, TailLine};
+use target::{State, Target};
+
+/// `abm daemon`.
+#[derive(Debug, clap::Args)]
+pub struct DaemonArgs {
+    /// Config file (TOML; see docs/daemon.md).
+    #[arg(long, short, value_name = "FILE", default_value = "/etc/abm/abm.toml")]
+    pub config: PathBuf,
+    /// Check the config and the policy files, print the config with its
+    /// defaults filled in, and exit.
+    #[arg(long)]
+    pub check: bool,
+}
+
+/// Ended targets kept for `abm status`.
+const KEEP_ENDED: usize = 64;
+/// How often the trace directory is pruned besides after each seal.
+const RETENTION_EVERY: Duration = Duration::from_secs(3600);
+
+/// Runs `abm daemon`.
+pub fn main(args: DaemonArgs) -> anyhow::Result<i32> {
+    let cfg = Config::load(&args.config)?;
+    let policy = load_policy(&cfg.policy)?;
+    if args.check {
+        println!("{}", toml::to_string_pretty(&cfg)?);
+        println!("# policy digest {}", policy.digest());
+        return Ok(0);
+    }
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?
+        .block_on(run(cfg, args.config, policy))
+}
+
+fn load_policy(files: &[PathBuf]) -> anyhow::Result<Policy> {
+    if files.is_empty() {
+        Ok(Policy::default_pack())
+    } else {
+        Policy::load(files).map_err(|e| anyhow::anyhow!("{e}"))
+    }
+}
+
+struct K8s {
+    pods_mtime: Option<SystemTime>,
+    /// pod uid -> target name.
+    pods: HashMap<String, String>,
+}
+
+struct Daemon {
+    cfg: Config,
+    config_path: PathBuf,
+    hier: Option<Hierarchy>,
+    probes: Probes,
+    policy: Policy,
+    policy_loaded: String,
+    reload_error: Option<String>,
+    /// A reloaded policy and when it was loaded: it takes over once the
+    /// actions made before the reload have left the ordering window, so
+    /// they are judged by the policy in force when they happened.
+    next_policy: Option<(Policy, Instant)>,
+    key: Option<Vec<u8>>,
+    targets: BTreeMap<u32, Target>,
+    next_id: u32,
+    attr: Attribution,
+    views: mounts::Views,
+    losses: LossTracker,
+    decode_errors: u64,
+    reported_decode: u64,
+    reported_unattributed: u64,
+    /// cgroup level -> number of watched cgroups there.
+    levels: BTreeMap<u32, u32>,
+    tail: broadcast::Sender<Arc<TailLine>>,
+    stdout: bool,
+    started: Instant,
+    started_wall: String,
+    host: String,
+    kernel: String,
+    k8s: Option<K8s>,
+    last_retention: Instant,
+}
+
+async fn run(cfg: Config, config_path: PathBuf, policy: Policy) -> anyhow::Result<i32> {
+    let key = match &cfg.sign_key {
+        Some(k) => {
+            Some(crate::trace::read_key(k).with_context(|| format!("sign_key {}", k.display()))?)
+        }
+        None => None,
+    };
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&cfg.trace_dir)
+        .with_context(|| format!("cannot create trace directory {}", cfg.trace_dir.display()))?;
+    let hier = match &cfg.cgroup_root {
+        Some(p) => Some(Hierarchy::at(p).with_context(|| format!("cgroup_root {}", p.display()))?),
+        None => match Hierarchy::detect() {
+            Ok(h) => Some(h),
+            Err(e) => {
+                let needs = cfg.kubernetes.is_some() || cfg.targets.iter().any(|t| t.pid.is_none());
+                if needs {
+                    return Err(e).context("cannot watch containers");
+                }
+                tracing::warn!("{e}; only pid targets can be watched");
+                None
+            }
+        },
+    };
+    let mut probes = Probes::load(&ProbeOptions {
+        ringbuf_bytes: cfg.ringbuf_kib * 1024,
+        watch_cgroups: true,
+    })?;
+    let listener = control::bind(&cfg.socket)?;
+    let ring = probes.events.take().context("ring buffer already taken")?;
+    // SAFETY: the ring buffer owns its fd for as long as it is registered.
+    let mut ring = unsafe { AsyncFd::register(ring) }
+        .map_err(|e| anyhow::anyhow!("registering the ring buffer: {e}"))?;
+    let (host, kernel) = uname();
+    let (tail, _) = broadcast::channel(4096);
+    let losses = LossTracker::new(&probes);
+    let mut d = Daemon {
+        stdout: cfg.stdout,
+        k8s: cfg.kubernetes.as_ref().map(|_| K8s {
+            pods_mtime: None,
+            pods: HashMap::new(),
+        }),
+        cfg,
+        config_path,
+        hier,
+        probes,
+        policy_loaded: rfc3339(SystemTime::now()),
+        policy,
+        reload_error: None,
+        next_policy: None,
+        key,
+        targets: BTreeMap::new(),
+        next_id: 1,
+        attr: Attribution::default(),
+        views: mounts::Views::new(),
+        losses,
+        decode_errors: 0,
+        reported_decode: 0,
+        reported_unattributed: 0,
+        levels: BTreeMap::new(),
+        tail,
+        started: Instant::now(),
+        started_wall: rfc3339(SystemTime::now()),
+        host,
+        kernel,
+        last_retention: Instant::now(),
+    };
+    if let Some(k) = &d.cfg.kubernetes {
+        publish_selector(&k.selector_file, &k.pod_selector);
+    }
+    for spec in d.cfg.targets.clone() {
+        if let Err(e) = d.add_target(spec.clone()) {
+            tracing::error!("target {}: {e:#}", spec.name);
+        }
+    }
+    d.prune();
+    tracing::info!(
+        "abm daemon {} started: {} target(s), policy {}, traces in {}, control socket {}",
+        env!("CARGO_PKG_VERSION"),
+        d.targets.len(),
+        short(&d.policy.digest()),
+        d.cfg.trace_dir.display(),
+        d.cfg.socket.display()
+    );
+
+    let (calls_tx, mut calls_rx) = mpsc::channel::<Call>(64);
+    let mut sigterm = tokio::signal::unix::signal(SignalKind::terminate())?;
+    let mut sigint = tokio::signal::unix::signal(SignalKind::interrupt())?;
+    let mut sighup = tokio::signal::unix::signal(SignalKind::hangup())?;
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut last_flush = Instant::now();
+    let mut last_poll = Instant::now();
+    loop {
+        tokio::select! {
+            guard = ring.readable_mut() => {
+                let mut guard = guard?;
+                let rb = guard.get_inner_mut();
+                while let Some(item) = rb.next() {
+                    d.push(&item);
+                }
+                guard.clear_ready();
+            }
+            _ = tick.tick() => {}
+            conn = listener.accept() => {
+                match conn {
+                    Ok((s, _)) => {
+                        let (c, t) = (calls_tx.clone(), d.tail.clone());
+                        tokio::spawn(async move {
+                            if let Err(e) = control::serve(s, c, t).await {
+                                tracing::debug!("control socket: {e}");
+                            }
+                        });
+                    }
+                    Err(e) => tracing::warn!("control socket: accept: {e}"),
+                }
+            }
+            Some(call) = calls_rx.recv() => {
+                let resp = d.call(&call.req, &mut ring);
+                let _ = call.reply.send(resp);
+            }
+            _ = sighup.recv() => { d.reload(); }
+            _ = sigterm.recv() => { tracing::info!("SIGTERM: sealing every trace"); break; }
+            _ = sigint.recv() => { tracing::info!("SIGINT: sealing every trace"); break; }
+        }
+        d.release(false)?;
+        d.switch_policy();
+        if last_flush.elapsed() >= Duration::from_millis(500) {
+            d.account_losses()?;
+            d.flush();
+            last_flush = Instant::now();
+        }
+        if last_poll.elapsed() >= d.cfg.poll_interval {
+            drain(&mut ring, &mut d);
+            d.poll();
+            last_poll = Instant::now();
+        }
+    }
+
+    // Shutdown: everything the kernel produced so far, then seal all.
+    drain(&mut ring, &mut d);
+    d.release(true)?;
+    d.account_losses()?;
+    let ids: Vec<u32> = d.targets.keys().copied().collect();
+    let mut failed = false;
+    for id in ids {
+        if let Err(e) = d.end_target(id, State::Removed, "daemon_stopped", &mut None) {
+            tracing::error!("sealing a trace: {e:#}");
+            failed = true;
+        }
+    }
+    let _ = std::fs::remove_file(&d.cfg.socket);
+    tracing::info!("abm daemon stopped");
+    Ok(if failed { 1 } else { 0 })
+}
+
+fn drain(ring: &mut AsyncFd<RingBuf<MapData>>, d: &mut Daemon) {
+    let rb = ring.get_mut();
+    while let Some(item) = rb.next() {
+        d.push(&item);
+    }
+}
+
+impl Daemon {
+    /// One kernel record: find its target, then pair/order it there.
+    fn push(&mut self, bytes: &[u8]) {
+        let ev = match KernelEvent::decode(bytes) {
+            Ok(ev) => ev,
+            Err(e) => {
+                tracing::warn!("undecodable kernel record: {e}");
+                self.decode_errors += 1;
+                return;
+            }
+        };
+        let target = self.attr.attribute(&ev.hdr, ev.kind, &self.probes);
+        if ev.kind == EventKind::Exit {
+            self.views.forget(ev.hdr.pid);
+        }
+        let Some(id) = target else { return };
+        let Some(t) = self.targets.get_mut(&id) else {
+            return;
+        };
+        if !t.is_live() {
+            return;
+        }
+        match ev.kind {
+            EventKind::SyscallExit => {
+                if !t
+                    .pipeline
+                    .orderer
+                    .exit(ev.hdr.tid, ev.hdr.result, &ev.fields)
+                {
+                    t.pipeline.unpaired_exits += 1;
+                }
+            }
+            EventKind::Fork | EventKind::Exit | EventKind::IoUringSetup => {
+                t.pipeline.orderer.ready(resolve::action_from_event(&ev))
+            }
+            _ => {
+                let mut a = resolve::action_from_event(&ev);
+                self.views.fix(&mut a, &ev, id);
+                // Keep the entry record when an argument must be re-read at exit.
+                let reread = a.path_issues.iter().any(|i| i == "read_failed");
+                t.pipeline.orderer.enter(a, reread.then(|| ev.clone()));
+            }
+        }
+    }
+
+    /// Releases ordered records of every target to its trace and to the
+    /// live stream.
+    fn release(&mut self, force: bool) -> anyhow::Result<()> {
+        let ids: Vec<u32> = self.targets.keys().copied().collect();
+        for id in ids {
+            self.release_one(id, force)?;
+        }
+        Ok(())
+    }
+
+    fn release_one(&mut self, id: u32, force: bool) -> anyhow::Result<()> {
+        let Some(t) = self.targets.get_mut(&id) else {
+            return Ok(());
+        };
+        if t.writer.is_none() || t.pipeline.orderer.is_empty() {
+            return Ok(());
+        }
+        let acts = t.pipeline.release(force);
+        if acts.is_empty() {
+            return Ok(());
+        }
+        let written = t.write(acts)?;
+        let want_lines = self.stdout || self.tail.receiver_count() > 0;
+        if want_lines {
+            let name = t.name().to_owned();
+            for (seq, a) in &written {
+                self.emit(Some(&name), event_line(*seq, a));
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends one JSON line to the live stream and, with `stdout = true`,
+    /// to stdout.
+    fn emit(&mut self, target: Option<&str>, v: Value) {
+        let line = v.to_string();
+        if self.stdout {
+            let mut out = std::io::stdout().lock();
+            if writeln!(out, "{line}").and_then(|_| out.flush()).is_err() {
+                tracing::error!("stdout is closed: no longer writing events to it");
+                self.stdout = false;
+            }
+        }
+        if self.tail.receiver_count() > 0 {
+            let _ = self.tail.send(Arc::new(TailLine {
+                target: target.map(str::to_owned),
+                line,
+            }));
+        }
+    }
+
+    fn live_ids(&self) -> Vec<u32> {
+        self.targets
+            .iter()
+            .filter(|(_, t)| t.is_live())
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
+    /// Kernel loss counters, undecodable and unattributed records: written
+    /// to every live trace (the kernel does not know whose they were).
+    fn account_losses(&mut self) -> anyhow::Result<()> {
+        let mut all = self.losses.poll(&self.probes);
+        if self.decode_errors > self.reported_decode {
+            all.push(
+                self.losses
+                    .userspace("decode_error", self.decode_errors - self.reported_decode),
+            );
+            self.reported_decode = self.decode_errors;
+        }
+        if self.attr.unattributed > self.reported_unattributed {
+            all.push(self.losses.userspace(
+                "unattributed",
+                self.attr.unattributed - self.reported_unattributed,
+            ));
+            self.reported_unattributed = self.attr.unattributed;
+        }
+        if all.is_empty() {
+            return Ok(());
+        }
+        for loss in &all {
+            tracing::warn!("lost {} event(s): {}", loss.count, loss.cause);
+        }
+        for id in self.live_ids() {
+            let t = self.targets.get_mut(&id).expect("live id");
+            for loss in &all {
+                t.append_loss(loss)?;
+            }
+        }
+        for loss in all {
+            self.emit(None, loss_line(&loss));
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) {
+        for t in self.targets.values_mut() {
+            if let Err(e) = t.flush() {
+                tracing::error!("target {}: {e:#}", t.name());
+            }
+        }
+    }
+
+    fn header(&self) -> Header {
+        Header {
+            schema: 0,
+            monitor_version: env!("CARGO_PKG_VERSION").to_owned(),
+            host: self.host.clone(),
+            kernel: self.kernel.clone(),
+            backends: vec!["tracepoint".to_owned()],
+            policy_digest: self.policy.digest(),
+            command: Vec::new(),
+            workspace: String::new(),
+            start_time: rfc3339(SystemTime::now()),
+            extra: Default::default(),
+        }
+    }
+
+    /// Adds a target; it starts at once, or waits for its cgroup.
+    fn add_target(&mut self, spec: TargetSpec) -> anyhow::Result<u32> {
+        spec.validate()?;
+        if self
+            .targets
+            .values()
+            .any(|t| t.spec.name == spec.name && matches!(t.state, State::Active | State::Waiting))
+        {
+            anyhow::bail!("a target named {:?} is already watched", spec.name);
+        }
+        if spec.pid.is_none() && self.hier.is_none() {
+            anyhow::bail!("no cgroup v2 hierarchy: only pid targets can be watched");
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        // A name reused after its target ended replaces the old entry.
+        self.targets.retain(|_, t| {
+            t.spec.name != spec.name || matches!(t.state, State::Active | State::Waiting)
+        });
+        self.targets
+            .insert(id, Target::new(id, spec, self.policy.clone()));
+        if let Err(e) = self.try_activate(id) {
+            if self.targets[&id].state == State::Waiting {
+                self.targets.remove(&id);
+            }
+            return Err(e);
+        }
+        self.trim_ended();
+        Ok(id)
+    }
+
+    /// Where a waiting target's cgroup is, if it exists now.
+    fn locate(&self, spec: &TargetSpec) -> anyhow::Result<Option<PathBuf>> {
+        let Some(h) = &self.hier else { return Ok(None) };
+        if let Some(c) = &spec.cgroup {
+            let p = h.resolve(c);
+            return Ok(p.is_dir().then_some(p));
+        }
+        if let Some(c) = &spec.container {
+            return Ok(h.find_container(c)?);
+        }
+        if let Some(u) = &spec.pod_uid {
+            return Ok(h.find_pod(u)?);
+        }
+        Ok(None)
+    }
+
+    /// Starts watching a waiting target if its cgroup or process exists.
+    fn try_activate(&mut self, id: u32) -> anyhow::Result<()> {
+        let spec = self.targets[&id].spec.clone();
+        let header = self.header();
+        if let Some(pid) = spec.pid {
+            if !Path::new(&format!("/proc/{pid}")).exists() {
+                anyhow::bail!("no process {pid}");
+            }
+            let t = self.targets.get_mut(&id).expect("target");
+            t.open_trace(&self.cfg.trace_dir, self.key.clone(), header)?;
+            let mut pids = vec![pid];
+            pids.extend(descendants_of(pid));
+            for p in pids {
+                if let Err(e) = self.probes.add_pid(p, id) {
+                    tracing::warn!("target {}: pid {p}: {e}", spec.name);
+                    continue;
+                }
+                self.attr.watch_pid(p, id);
+            }
+            self.announce(id);
+            return Ok(());
+        }
+        let Some(path) = self.locate(&spec)? else {
+            if self.targets[&id].state == State::Waiting {
+                tracing::debug!("target {}: waiting for its cgroup", spec.name);
+            }
+            return Ok(());
+        };
+        let cgid = cgroup::cgroup_id(&path)?;
+        let level = self.hier.as_ref().map_or(0, |h| h.level(&path));
+        let t = self.targets.get_mut(&id).expect("target");
+        t.cgroup = Some((path.clone(), cgid));
+        t.open_trace(&self.cfg.trace_dir, self.key.clone(), header)?;
+        if let Err(e) = self.probes.add_cgroup(cgid, id) {
+            let _ = self.end_target(
+                id,
+                State::Gone(format!("cannot watch: {e}")),
+                "watch_failed",
+                &mut None,
+            );
+            return Err(e.into());
+        }
+        *self.levels.entry(level).or_default() += 1;
+        self.write_levels();
+        self.attr.watch_cgroup(id, cgid, path);
+        self.announce(id);
+        Ok(())
+    }
+
+    fn announce(&mut self, id: u32) {
+        let t = &self.targets[&id];
+        tracing::info!(
+            "watching {} ({}{}) -> {}",
+            t.name(),
+            t.spec.kind(),
+            t.cgroup
+                .as_ref()
+                .map(|(p, i)| format!(" {} id {i}", p.display()))
+                .unwrap_or_else(|| t.spec.pid.map(|p| format!(" {p}")).unwrap_or_default()),
+            t.trace
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default()
+        );
+        let line =
+            json!({ "type": "target", "target": t.name(), "state": "active", "trace": t.trace });
+        let name = t.name().to_owned();
+        self.emit(Some(&name), line);
+    }
+
+    /// Keeps the kernel's ancestor-level mask in step with the watched cgroups.
+    fn write_levels(&mut self) {
+        let levels: Vec<u32> = self
+            .levels
+            .iter()
+            .filter(|(_, n)| **n > 0)
+            .map(|(l, _)| *l)
+            .collect();
+        cgroup::set_watched_levels(&mut self.probes, levels);
+    }
+
+    /// Stops watching a target: drains its records, writes a note, seals
+    /// its trace.
+    fn end_target(
+        &mut self,
+        id: u32,
+        state: State,
+        note: &str,
+        ring: &mut Option<&mut AsyncFd<RingBuf<MapData>>>,
+    ) -> anyhow::Result<()> {
+        if let Some(r) = ring.as_mut() {
+            drain(r, self);
+        }
+        let Some(t) = self.targets.get(&id) else {
+            return Ok(());
+        };
+        if !matches!(t.state, State::Active | State::Waiting) {
+            return Ok(());
+        }
+        // Out of the kernel's tables first, so nothing new arrives.
+        if let Some((_, cgid)) = t.cgroup.clone() {
+            self.probes.remove_cgroup(cgid);
+            let level = self
+                .hier
+                .as_ref()
+                .zip(t.cgroup.as_ref())
+                .map_or(0, |(h, (p, _))| h.level(p));
+            if let Some(n) = self.levels.get_mut(&level) {
+                *n = n.saturating_sub(1);
+            }
+            self.write_levels();
+        }
+        self.purge_scope(id);
+        self.release_one(id, true)?;
+        let t = self.targets.get_mut(&id).expect("target");
+        let reason = match &state {
+            State::Gone(r) => r.clone(),
+            _ => note.to_owned(),
+        };
+        t.note(note, json!({ "target": t.spec.name, "reason": reason }))?;
+        let was_live = t.is_live();
+        t.seal(state)?;
+        let name = t.name().to_owned();
+        let st = t.state.name();
+        if was_live {
+            tracing::info!(
+                "{name}: {reason}; trace {} sealed ({} events)",
+                t.trace
+                    .as_ref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default(),
+                t.events
+            );
+        }
+        let line = json!({ "type": "target", "target": name, "state": st, "reason": reason });
+        self.emit(Some(&name), line);
+        self.attr.remove_target(id);
+        self.views.forget_target(id);
+        Ok(())
+    }
+
+    /// Removes a target's processes from the kernel's pid table.
+    fn purge_scope(&mut self, id: u32) {
+        let pids: Vec<u32> = self
+            .probes
+            .scope
+            .iter()
+            .filter_map(Result::ok)
+            .filter(|(_, e)| e.target == id)
+            .map(|(p, _)| p)
+            .collect();
+        for p in pids {
+            let _ = self.probes.scope.remove(&p);
+        }
+    }
+
+    fn trim_ended(&mut self) {
+        let ended: Vec<u32> = self
+            .targets
+            .iter()
+            .filter(|(_, t)| matches!(t.state, State::Gone(_) | State::Removed))
+            .map(|(id, _)| *id)
+            .collect();
+        if ended.len() > KEEP_ENDED {
+            for id in &ended[..ended.len() - KEEP_ENDED] {
+                self.targets.remove(id);
+            }
+        }
+    }
+
+    /// Periodic checks: rates, waiting targets, removed cgroups, exited
+    /// process trees, the pod list, retention.
+    fn poll(&mut self) {
+        let ids: Vec<u32> = self.targets.keys().copied().collect();
+        let mut ended = false;
+        for id in ids {
+            let t = self.targets.get_mut(&id).expect("target");
+            t.rate.sample(t.events);
+            match t.state.clone() {
+                State::Waiting => {
+                    if let Err(e) = self.try_activate(id) {
+                        tracing::warn!("target {}: {e:#}", self.targets[&id].name());
+                    }
+                }
+                State::Active => {
+                    let gone = match (&t.cgroup, t.spec.pid) {
+                        (Some((p, _)), _) if !p.is_dir() => Some("cgroup removed".to_owned()),
+                        (None, Some(_)) => {
+                            let pids = self.attr.pids_of(id);
+                            let alive = pids
+                                .iter()
+                                .any(|p| Path::new(&format!("/proc/{p}")).exists());
+                            (!alive).then(|| "all processes exited".to_owned())
+                        }
+                        _ => None,
+                    };
+                    if let Some(why) = gone {
+                        if let Err(e) =
+                            self.end_target(id, State::Gone(why), "target_gone", &mut None)
+                        {
+                            tracing::error!("sealing a trace: {e:#}");
+                        }
+                        ended = true;
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.poll_pods();
+        if ended || self.last_retention.elapsed() >= RETENTION_EVERY {
+            self.prune();
+        }
+    }
+
+    /// Kubernetes: follows the pod list the selector sidecar writes.
+    fn poll_pods(&mut self) {
+        let Some(k) = self.cfg.kubernetes.clone() else {
+            return;
+        };
+        let mtime = std::fs::metadata(&k.pods_file)
+            .and_then(|m| m.modified())
+            .ok();
+        let state = self.k8s.as_mut().expect("k8s state");
+        if mtime == state.pods_mtime {
+            return;
+        }
+        state.pods_mtime = mtime;
+        let text = std::fs::read_to_string(&k.pods_file).unwrap_or_default();
+        let listed: HashMap<String, String> = parse_pods(&text);
+        let old = std::mem::take(&mut state.pods);
+        for (uid, name) in &old {
+            if !listed.contains_key(uid) {
+                if let Some(id) = self.id_of(name) {
+                    let _ = self.end_target(id, State::Removed, "pod_deselected", &mut None);
+                }
+            }
+        }
+        let mut now = HashMap::new();
+        for (uid, name) in listed {
+            if !old.contains_key(&uid) {
+                let spec = TargetSpec {
+                    name: name.clone(),
+                    pod_uid: Some(uid.clone()),
+                    workspace: k.workspace.clone(),
+                    ..Default::default()
+                };
+                if let Err(e) = self.add_target(spec) {
+                    tracing::warn!("pod {name} ({uid}): {e:#}");
+                }
+            }
+            now.insert(uid, name);
+        }
+        self.k8s.as_mut().expect("k8s state").pods = now;
+    }
+
+    fn id_of(&self, name: &str) -> Option<u32> {
+        self.targets
+            .iter()
+            .find(|(_, t)| t.spec.name == name && matches!(t.state, State::Active | State::Waiting))
+            .map(|(id, _)| *id)
+    }
+
+    /// SIGHUP: loads the policy files again; all targets switch at once, or
+    /// none does.
+    fn reload(&mut self) -> Value {
+        match load_policy(&self.cfg.policy) {
+            Ok(p) => {
+                let digest = p.digest();
+                self.reload_error = None;
+                self.next_policy = Some((p, Instant::now()));
+                json!({ "ok": true, "policy_digest": digest })
+            }
+            Err(e) => {
+                let msg = format!("{e:#}");
+                tracing::error!(
+                    "policy reload failed, keeping policy {}: {msg}",
+                    short(&self.policy.digest())
+                );
+                self.reload_error = Some(msg.clone());
+                json!({ "ok": false, "error": msg, "policy_digest": self.policy.digest() })
+            }
+        }
+    }
+
+    /// Puts a reloaded policy in force for every target at once, after the
+    /// ordering window has released what was done before the reload.
+    fn switch_policy(&mut self) {
+        let window =
+            Duration::from_nanos(crate::order::REORDER_WINDOW_NS) + Duration::from_millis(10);
+        let due = matches!(&self.next_policy, Some((_, at)) if at.elapsed() >= window);
+        let Some((p, _)) = self.next_policy.take_if(|_| due) else {
+            return;
+        };
+        let digest = p.digest();
+        let changed = digest != self.policy.digest();
+        self.policy = p;
+        self.policy_loaded = rfc3339(SystemTime::now());
+        for t in self.targets.values_mut() {
+            t.pipeline.policy = self.policy.clone();
+            if t.is_live() {
+                if let Err(e) = t.note(
+                    "policy_reloaded",
+                    json!({ "policy_digest": digest, "changed": changed }),
+                ) {
+                    tracing::error!("target {}: {e:#}", t.name());
+                }
+            }
+        }
+        tracing::info!(
+            "policy reloaded: {}{}",
+            short(&digest),
+            if changed { "" } else { " (unchanged)" }
+        );
+    }
+
+    /// Deletes old traces in the trace directory (never live ones).
+    fn prune(&mut self) {
+        self.last_retention = Instant::now();
+        let r = &self.cfg.retention;
+        if r.max_age.is_none() && r.max_files.is_none() {
+            return;
+        }
+        let live: Vec<PathBuf> = self
+            .targets
+            .values()
+            .filter(|t| t.writer.is_some())
+            .filter_map(|t| t.trace.clone())
+            .collect();
+        let Ok(rd) = std::fs::read_dir(&self.cfg.trace_dir) else {
+            return;
+        };
+        let mut files: Vec<(SystemTime, PathBuf)> = rd
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "jsonl") && !live.contains(p))
+            .filter_map(|p| {
+                let m = std::fs::metadata(&p).ok()?;
+                Some((m.modified().ok()?, p))
+            })
+            .collect();
+        files.sort();
+        let now = SystemTime::now();
+        let mut keep = files.len();
+        for (mtime, p) in &files {
+            let too_old = r
+                .max_age
+                .is_some_and(|a| now.duration_since(*mtime).unwrap_or_default() > a);
+            let too_many = r.max_files.is_some_and(|n| keep + live.len() > n);
+            if too_old || too_many {
+                crate::protect::release_trace(p);
+                match std::fs::remove_file(p) {
+                    Ok(()) => {
+                        tracing::info!("retention: removed {}", p.display());
+                        keep -= 1;
+                    }
+                    Err(e) => tracing::warn!("retention: {}: {e}", p.display()),
+                }
+            }
+        }
+    }
+
+    /// A control socket request.
+    fn call(&mut self, req: &Value, ring: &mut AsyncFd<RingBuf<MapData>>) -> Value {
+        match req["op"].as_str().unwrap_or("") {
+            "status" => self.status(),
+            "reload" => self.reload(),
+            "watch_add" => {
+                let spec: TargetSpec = match serde_json::from_value(req["target"].clone()) {
+                    Ok(s) => s,
+                    Err(e) => return json!({ "ok": false, "error": format!("bad target: {e}") }),
+                };
+                if spec.pod_uid.is_some() {
+                    return json!({ "ok": false, "error": "pod targets come from the Kubernetes pod list" });
+                }
+                match self.add_target(spec) {
+                    Ok(id) => json!({ "ok": true, "target": self.targets[&id].status() }),
+                    Err(e) => json!({ "ok": false, "error": format!("{e:#}") }),
+                }
+            }
+            "watch_remove" => {
+                let name = req["name"].as_str().unwrap_or("");
+                let Some(id) = self.id_of(name) else {
+                    return json!({ "ok": false, "error": format!("no watched target named {name:?}") });
+                };
+                match self.end_target(id, State::Removed, "target_removed", &mut Some(ring)) {
+                    Ok(()) => {
+                        self.prune();
+                        json!({ "ok": true, "target": self.targets[&id].status() })
+                    }
+                    Err(e) => json!({ "ok": false, "error": format!("{e:#}") }),
+                }
+            }
+            "pending" => json!({ "ok": true, "run": "daemon", "pending": [] }),
+            "approve" | "deny" => json!({
+                "ok": false,
+                "error": "the abm daemon observes only and holds no pending request (approve and deny apply to `abm run --enforce`)"
+            }),
+            op => {
+                json!({ "ok": false, "error": format!("unknown op {op:?} (status, watch_add, watch_remove, reload, tail, pending)") })
+            }
+        }
+    }
+
+    fn status(&self) -> Value {
+        let uptime = self.started.elapsed().as_secs_f64();
+        json!({
+            "ok": true,
+            "daemon": {
+                "pid": std::process::id(),
+                "version": env!("CARGO_PKG_VERSION"),
+                "started": self.started_wall,
+                "uptime_secs": (uptime * 10.0).round() / 10.0,
+                "config": self.config_path,
+                "socket": self.cfg.socket,
+                "trace_dir": self.cfg.trace_dir,
+                "backends": ["tracepoint"],
+                "ringbuf_kib": self.cfg.ringbuf_kib,
+                "cgroup_root": self.hier.as_ref().map(|h| h.mount.clone()),
+                "stdout": self.stdout,
+                "policy": {
+                    "digest": self.policy.digest(),
+                    "files": self.cfg.policy,
+                    "loaded": self.policy_loaded,
+                    "last_reload_error": self.reload_error,
+                },
+                "losses": self.losses.total,
+                "unattributed": self.attr.unattributed,
+                "decode_errors": self.decode_errors,
+                "subscribers": self.tail.receiver_count(),
+                "kubernetes": self.cfg.kubernetes.as_ref().map(|k| json!({
+                    "pod_selector": k.pod_selector,
+                    "pods_file": k.pods_file,
+                })),
+            },
+            "targets": self.targets.values().map(Target::status).collect::<Vec<_>>(),
+        })
+    }
+}
+
+/// `<uid> <namespace>/<name>` lines (blank lines and `#` comments skipped).
+pub fn parse_pods(text: &str) -> HashMap<String, String> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            let uid = it.next()?;
+            let name = it.next().unwrap_or(uid);
+            let ok = uid.len() >= 8 && uid.chars().all(|c| c.is_ascii_hexdigit() || c == '-');
+            ok.then(|| (uid.to_owned(), name.to_owned()))
+        })
+        .collect()
+}
+
+fn publish_selector(path: &Path, selector: &str) {
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    if let Err(e) = std::fs::write(path, format!("{selector}\n")) {
+        tracing::warn!("cannot write the pod selector to {}: {e}", path.display());
+    }
+}
+
+/// A JSON line of the live stream / stdout for one event.
+pub fn event_line(seq: u64, a: &Action) -> Value {
+    let mut v = serde_json::to_value(a).unwrap_or_else(|_| json!({}));
+    if let Some(o) = v.as_object_mut() {
+        o.insert("type".into(), json!("event"));
+        o.insert("seq".into(), json!(seq));
+    }
+    v
+}
+
+fn loss_line(l: &Loss) -> Value {
+    let mut v = serde_json::to_value(l).unwrap_or_else(|_| json!({}));
+    if let Some(o) = v.as_object_mut() {
+        o.insert("type".into(), json!("loss"));
+    }
+    v
+}
+
+/// Processes descending from `pid` now (from /proc).
+fn descendants_of(pid: u32) -> Vec<u32> {
+    let mut parent: Vec<(u32, u32)> = Vec::new();
+    if let Ok(rd) = std::fs::read_dir("/proc") {
+        for e in rd.flatten() {
+            let Some(p) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
+                continue;
+            };
+            // The comm field may hold spaces and parens: ppid follows the last ')'.
+            let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+                continue;
+            };
+            if let Some(pp) = rest.split_whitespace().nth(1).and_then(|s| s.parse().ok()) {
+                parent.push((p, pp));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    let mut frontier = vec![pid];
+    while let Some(p) = frontier.pop() {
+        for (c, pp) in &parent {
+            if *pp == p && !out.contains(c) {
+                out.push(*c);
+                frontier.push(*c);
+            }
+        }
+    }
+    out
+}
+
+fn short(digest: &str) -> &str {
+    &digest[..digest.len().min(16)]
+}
+
+fn uname() -> (String, String) {
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    unsafe { libc::uname(&mut u) };
+    let s = |f: &[libc::c_char]| {
+        unsafe { std::ffi::CStr::from_ptr(f.as_ptr()) }
+            .to_string_lossy()
+            .into_owned()
+    };
+    (s(&u.nodename), s(&u.release))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pod_list_lines() {
+        let p = parse_pods(
+            "# from the selector sidecar\n\
+             0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0 agents/agent-0\n\
+             \n\
+             bad line\n\
+             11111111-2222-3333-4444-555555555555\n",
+        );
+        assert_eq!(p.len(), 2);
+        assert_eq!(p["0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"], "agents/agent-0");
+        assert_eq!(
+            p["11111111-2222-3333-4444-555555555555"],
+            "11111111-2222-3333-4444-555555555555"
+        );
+    }
+
+    #[test]
+    fn event_lines_carry_type_seq_and_target() {
+        let a = Action {
+            op: Some(crate::record::Op::Unlink),
+            target: Some("a".into()),
+            path: Some("/x".into()),
+            ..Default::default()
+        };
+        let v = event_line(7, &a);
+        assert_eq!(v["type"], "event");
+        assert_eq!(v["seq"], 7);
+        assert_eq!(v["target"], "a");
+        assert_eq!(v["op"], "unlink");
+    }
+}

@@ -1,0 +1,419 @@
+//! Host and container views of paths for processes in their own mount
+//! namespace.
+//!
+//! The kernel walks a path up to the root of the mount namespace of the
+//! mount it lies in. For a process in the host's mount namespace (a chroot
+//! included) that is the host view, and the task root walk gives the
+//! container view (`resolve`). A container made with a new mount namespace
+//! and `pivot_root` (Docker, containerd, Podman, ...) has its own mount
+//! tree: the walk then gives the path as the container's namespace sees it.
+//! This module maps such a path to the host view through the mount tables:
+//! the namespace's mount that covers the path gives the device and the
+//! path inside that file system; a host mount of the same device whose
+//! root contains that path gives the host path. A path on a file system
+//! the host has not mounted anywhere (a tmpfs made inside the container)
+//! has no host view: it keeps the namespace's view and is flagged
+//! `host_path_unknown`.
+//!
+//! The namespace's table is read by a short-lived thread that joins the
+//! namespace (`setns`), so it is exact even when the container's processes
+//! are chrooted inside it.
+use std::{
+    collections::HashMap,
+    fs::File,
+    io::{self, Read as _},
+    os::{
+        fd::{AsRawFd, FromRawFd as _},
+        unix::fs::MetadataExt as _,
+    },
+    time::{Duration, Instant},
+};
+
+use monitor_common::{field_flags, field_tag};
+
+use super::cgroup::{parse_mountinfo, MountLine};
+use crate::{
+    events::KernelEvent,
+    record::{text_fields, Action},
+    resolve::{components_to_path, join, strip_root},
+};
+
+/// How long a mount table is trusted before it is read again (when a path
+/// is not covered, it is read again at once, at most this often).
+const TABLE_TTL: Duration = Duration::from_secs(2);
+
+/// The mount ns inode of a process.
+pub fn mnt_ns_of(pid: u32) -> Option<u64> {
+    std::fs::metadata(format!("/proc/{pid}/ns/mnt"))
+        .ok()
+        .map(|m| m.ino())
+}
+
+/// Whether `prefix` is `path` or a parent directory of it.
+fn is_under(path: &[u8], prefix: &[u8]) -> bool {
+    if prefix == b"/" {
+        return path.starts_with(b"/");
+    }
+    path.strip_prefix(prefix)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with(b"/"))
+}
+
+/// `base` + the part of `path` below `prefix`.
+fn rebase(path: &[u8], prefix: &[u8], base: &[u8]) -> Vec<u8> {
+    let rest = if prefix == b"/" {
+        path
+    } else {
+        &path[prefix.len()..]
+    };
+    let mut out = base.to_vec();
+    if out.ends_with(b"/") && rest.starts_with(b"/") {
+        out.pop();
+    }
+    out.extend_from_slice(rest);
+    if out.is_empty() {
+        out.push(b'/');
+    }
+    out
+}
+
+/// Maps `path` (in the coordinates of the namespace whose table is `ns`)
+/// to the host view through `host`.
+pub fn to_host(path: &[u8], ns: &[MountLine], host: &[MountLine]) -> Option<Vec<u8>> {
+    // The covering mount: the longest mount point above the path; among
+    // mounts on the same point the last one (on top).
+    let m = ns.iter().filter(|m| is_under(path, &m.mount_point)).fold(
+        None::<&MountLine>,
+        |best, m| match best {
+            Some(b) if b.mount_point.len() > m.mount_point.len() => Some(b),
+            _ => Some(m),
+        },
+    )?;
+    let in_fs = rebase(path, &m.mount_point, &m.root);
+    // A host mount of the same file system whose root holds the path; the
+    // deepest root, then the shortest mount point.
+    let h = host
+        .iter()
+        .filter(|h| h.dev == m.dev && is_under(&in_fs, &h.root))
+        .min_by_key(|h| (usize::MAX - h.root.len(), h.mount_point.len()))?;
+    Some(rebase(&in_fs, &h.root, &h.mount_point))
+}
+
+/// Reads the mount table of the mount namespace of `pid`, as seen from
+/// that namespace's root, by joining it in a helper thread.
+pub fn read_ns_table(pid: u32) -> io::Result<Vec<MountLine>> {
+    let ns = File::open(format!("/proc/{pid}/ns/mnt"))?;
+    let proc_dir = File::open("/proc")?;
+    let text = std::thread::Builder::new()
+        .name("abm-mountns".into())
+        .spawn(move || -> io::Result<String> {
+            // SAFETY: unshare/setns/openat on valid fds; this thread's fs
+            // context is its own after unshare(CLONE_FS) and dies with it.
+            unsafe {
+                if libc::unshare(libc::CLONE_FS) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                if libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNS) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                let fd = libc::openat(
+                    proc_dir.as_raw_fd(),
+                    c"thread-self/mountinfo".as_ptr(),
+                    libc::O_RDONLY | libc::O_CLOEXEC,
+                );
+                if fd < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                let mut f = File::from_raw_fd(fd);
+                let mut s = String::new();
+                f.read_to_string(&mut s)?;
+                Ok(s)
+            }
+        })?
+        .join()
+        .map_err(|_| io::Error::other("mount namespace reader panicked"))??;
+    Ok(parse_mountinfo(&text))
+}
+
+struct Table {
+    mounts: Vec<MountLine>,
+    read_at: Instant,
+}
+
+/// Per-namespace mount tables and the namespace of each process seen.
+pub struct Views {
+    host_ns: Option<u64>,
+    host: Option<Table>,
+    tables: HashMap<u64, Table>,
+    /// pid -> mount ns inode (cleared at exit).
+    pid_ns: HashMap<u32, u64>,
+    /// target id -> last foreign namespace seen (for processes already gone).
+    target_ns: HashMap<u32, (u64, u32)>,
+}
+
+impl Default for Views {
+    fn default() -> Self {
+        Views::new()
+    }
+}
+
+impl Views {
+    pub fn new() -> Views {
+        // The host is the mount namespace of pid 1 (a daemon in a pod runs
+        // with hostPID and its own mount namespace).
+        let host_ns = mnt_ns_of(1).or_else(|| mnt_ns_of(std::process::id()));
+        Views {
+            host_ns,
+            host: None,
+            tables: HashMap::new(),
+            pid_ns: HashMap::new(),
+            target_ns: HashMap::new(),
+        }
+    }
+
+    /// Forgets a process (at its exit).
+    pub fn forget(&mut self, pid: u32) {
+        self.pid_ns.remove(&pid);
+    }
+
+    /// Forgets a target's namespaces.
+    pub fn forget_target(&mut self, target: u32) {
+        if let Some((ns, _)) = self.target_ns.remove(&target) {
+            if !self.target_ns.values().any(|(n, _)| *n == ns) {
+                self.tables.remove(&ns);
+            }
+        }
+    }
+
+    /// The mount namespace (and a live pid in it) of the process that made
+    /// an event, when it differs from the host's.
+    fn foreign_ns(&mut self, pid: u32, ppid: u32, target: u32) -> Option<(u64, u32)> {
+        let found = match mnt_ns_of(pid) {
+            Some(ns) => {
+                self.pid_ns.insert(pid, ns);
+                Some((ns, pid))
+            }
+            None => self
+                .pid_ns
+                .get(&pid)
+                .map(|ns| (*ns, pid))
+                .or_else(|| mnt_ns_of(ppid).map(|ns| (ns, ppid)))
+                .or_else(|| self.target_ns.get(&target).copied()),
+        };
+        let (ns, live) = found?;
+        if Some(ns) == self.host_ns {
+            return None;
+        }
+        self.target_ns.insert(target, (ns, live));
+        Some((ns, live))
+    }
+
+    fn host_table(&mut self) -> &[MountLine] {
+        let stale = self
+            .host
+            .as_ref()
+            .is_none_or(|t| t.read_at.elapsed() > TABLE_TTL);
+        if stale {
+            let text = std::fs::read_to_string("/proc/1/mountinfo")
+                .or_else(|_| std::fs::read_to_string("/proc/self/mountinfo"))
+                .unwrap_or_default();
+            self.host = Some(Table {
+                mounts: parse_mountinfo(&text),
+                read_at: Instant::now(),
+            });
+        }
+        &self.host.as_ref().expect("set above").mounts
+    }
+
+    fn translate(&mut self, ns: u64, live: u32, path: &[u8]) -> Option<Vec<u8>> {
+        let fresh = self
+            .tables
+            .get(&ns)
+            .is_some_and(|t| t.read_at.elapsed() <= TABLE_TTL);
+        if !fresh {
+            self.reload(ns, live);
+        }
+        let host = self.host_table().to_vec();
+        let table = self.tables.get(&ns)?;
+        if let Some(p) = to_host(path, &table.mounts, &host) {
+            return Some(p);
+        }
+        if fresh {
+            // Mounted since the table was read?
+            self.reload(ns, live);
+            let table = self.tables.get(&ns)?;
+            return to_host(path, &table.mounts, &host);
+        }
+        None
+    }
+
+    fn reload(&mut self, ns: u64, live: u32) {
+        if mnt_ns_of(live) != Some(ns) {
+            return;
+        }
+        match read_ns_table(live) {
+            Ok(mounts) => {
+                self.tables.insert(
+                    ns,
+                    Table {
+                        mounts,
+                        read_at: Instant::now(),
+                    },
+                );
+            }
+            Err(e) => tracing::debug!("mount table of pid {live}: {e}"),
+        }
+    }
+
+    /// Rewrites the path fields of an action made in a foreign mount
+    /// namespace: `path`/`path2` become the host view, `container_path`/
+    /// `container_path2` the view from the process's root, `cwd` the host
+    /// view. Actions from the host's namespace are left as resolved.
+    pub fn fix(&mut self, a: &mut Action, ev: &KernelEvent, target: u32) {
+        if a.path.is_none() && a.path2.is_none() && a.cwd.is_none() {
+            return;
+        }
+        let Some((ns, live)) = self.foreign_ns(ev.hdr.pid, ev.hdr.ppid, target) else {
+            return;
+        };
+        let root = ev
+            .field(field_tag::ROOT)
+            .map(|f| components_to_path(&f.data))
+            .unwrap_or_else(|| b"/".to_vec());
+        let mut unknown = false;
+        let pairs = [
+            (field_tag::RAW_PATH, field_tag::BASE, true),
+            (field_tag::RAW_PATH2, field_tag::BASE2, false),
+        ];
+        for (raw_tag, base_tag, first) in pairs {
+            let Some(ns_path) = ns_path(ev, raw_tag, base_tag) else {
+                continue;
+            };
+            let container = if root == b"/" {
+                Some(ns_path.clone())
+            } else {
+                strip_root(&ns_path, &root)
+            };
+            let host = self.translate(ns, live, &ns_path);
+            unknown |= host.is_none();
+            let shown = host.unwrap_or(ns_path);
+            let (s, b64) = text_fields(&shown);
+            let c = container.map(|c| text_fields(&c).0);
+            if first {
+                a.path = Some(s);
+                a.path_b64 = b64;
+                a.container_path = c;
+            } else {
+                a.path2 = Some(s);
+                a.path2_b64 = b64;
+                a.container_path2 = c;
+            }
+        }
+        if a.cwd.is_some() {
+            if let Some(cwd) = ev.field(field_tag::CWD) {
+                let p = components_to_path(&cwd.data);
+                if let Some(h) = self.translate(ns, live, &p) {
+                    a.cwd = Some(text_fields(&h).0);
+                }
+            }
+        }
+        if unknown && !a.path_issues.iter().any(|i| i == "host_path_unknown") {
+            a.path_issues.push("host_path_unknown".into());
+        }
+    }
+}
+
+/// The path of an argument as the kernel walked it (the process's mount
+/// namespace view), joined lexically, without looking at the file system
+/// (the daemon's file system is not the process's).
+fn ns_path(ev: &KernelEvent, raw_tag: u8, base_tag: u8) -> Option<Vec<u8>> {
+    if raw_tag == field_tag::RAW_PATH {
+        if let Some(fd) = ev.field(field_tag::FD_PATH) {
+            return Some(components_to_path(&fd.data));
+        }
+    }
+    let raw = ev.field(raw_tag)?;
+    if raw.flags & field_flags::READ_FAILED != 0 {
+        return None;
+    }
+    let base = ev
+        .field(base_tag)
+        .map(|b| components_to_path(&b.data))
+        .unwrap_or_else(|| b"/".to_vec());
+    Some(join(&base, &raw.data))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ml(dev: &str, root: &str, mp: &str) -> MountLine {
+        MountLine {
+            dev: dev.into(),
+            root: root.as_bytes().to_vec(),
+            mount_point: mp.as_bytes().to_vec(),
+            fstype: "x".into(),
+        }
+    }
+
+    #[test]
+    fn pivot_root_container_paths_map_to_the_host() {
+        // Container: root is a bind of /srv/c1/rootfs, /bin a bind of
+        // /usr/bin, /data a volume from /var/vol, /tmp its own tmpfs.
+        let ns = vec![
+            ml("254:0", "/srv/c1/rootfs", "/"),
+            ml("254:0", "/usr/bin", "/bin"),
+            ml("254:1", "/vol", "/data"),
+            ml("0:99", "/", "/tmp"),
+        ];
+        let host = vec![
+            ml("254:0", "/", "/"),
+            ml("254:1", "/", "/var"),
+            ml("0:5", "/", "/dev"),
+        ];
+        let t = |p: &str| to_host(p.as_bytes(), &ns, &host).map(|v| String::from_utf8(v).unwrap());
+        assert_eq!(
+            t("/etc/passwd").as_deref(),
+            Some("/srv/c1/rootfs/etc/passwd")
+        );
+        assert_eq!(t("/").as_deref(), Some("/srv/c1/rootfs"));
+        assert_eq!(t("/bin/sh").as_deref(), Some("/usr/bin/sh"));
+        assert_eq!(t("/data/x/y").as_deref(), Some("/var/vol/x/y"));
+        assert_eq!(t("/database").as_deref(), Some("/srv/c1/rootfs/database"));
+        assert_eq!(t("/tmp/f"), None);
+    }
+
+    #[test]
+    fn overlay_root_maps_through_the_runtimes_host_mount() {
+        let ns = vec![ml("0:70", "/", "/")];
+        let host = vec![
+            ml("254:0", "/", "/"),
+            ml("0:70", "/", "/var/lib/docker/overlay2/abc/merged"),
+        ];
+        assert_eq!(
+            to_host(b"/work/f", &ns, &host).unwrap(),
+            b"/var/lib/docker/overlay2/abc/merged/work/f"
+        );
+    }
+
+    #[test]
+    fn stacked_mounts_take_the_top_one() {
+        let ns = vec![
+            ml("1:1", "/", "/"),
+            ml("1:2", "/a", "/m"),
+            ml("1:3", "/b", "/m"),
+        ];
+        let host = vec![
+            ml("1:1", "/", "/"),
+            ml("1:2", "/", "/two"),
+            ml("1:3", "/", "/three"),
+        ];
+        assert_eq!(to_host(b"/m/f", &ns, &host).unwrap(), b"/three/b/f");
+    }
+
+    #[test]
+    fn host_mount_with_the_deepest_root_wins() {
+        let ns = vec![ml("8:1", "/srv/x", "/")];
+        let host = vec![ml("8:1", "/", "/mnt/disk"), ml("8:1", "/srv", "/srv")];
+        assert_eq!(to_host(b"/f", &ns, &host).unwrap(), b"/srv/x/f");
+    }
+}

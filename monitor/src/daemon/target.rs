@@ -1,0 +1,303 @@
+//! One watched target: its selector, its trace and its pipeline.
+use std::{
+    collections::{BTreeMap, VecDeque},
+    path::{Path, PathBuf},
+    time::{Instant, SystemTime},
+};
+
+use serde_json::{json, Value};
+
+use super::config::TargetSpec;
+use crate::{
+    policy::{Context, Policy},
+    record::Action,
+    session::{rfc3339, Pipeline},
+    trace::{Header, Loss, SealInfo, SealSummary, TraceWriter},
+};
+
+/// Where a target is in its life.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum State {
+    /// Its container or pod cgroup does not exist yet.
+    Waiting,
+    /// Watched; its trace is open.
+    Active,
+    /// Its cgroup was removed or its processes exited: trace sealed.
+    Gone(String),
+    /// Removed by `abm watch remove` or deselected: trace sealed.
+    Removed,
+}
+
+impl State {
+    pub fn name(&self) -> &'static str {
+        match self {
+            State::Waiting => "waiting",
+            State::Active => "active",
+            State::Gone(_) => "gone",
+            State::Removed => "removed",
+        }
+    }
+}
+
+/// Event counts sampled once per poll, for rates.
+#[derive(Default)]
+pub struct Rate {
+    samples: VecDeque<(Instant, u64)>,
+}
+
+impl Rate {
+    pub fn sample(&mut self, total: u64) {
+        let now = Instant::now();
+        self.samples.push_back((now, total));
+        while self
+            .samples
+            .front()
+            .is_some_and(|(t, _)| now.duration_since(*t).as_secs_f64() > 61.0)
+        {
+            self.samples.pop_front();
+        }
+    }
+
+    /// Events per second over (about) the last `secs` seconds.
+    pub fn per_sec(&self, secs: f64, total: u64) -> f64 {
+        let now = Instant::now();
+        let first = self
+            .samples
+            .iter()
+            .find(|(t, _)| now.duration_since(*t).as_secs_f64() <= secs);
+        match first {
+            Some((t, n)) => {
+                let dt = now.duration_since(*t).as_secs_f64();
+                if dt < 0.5 {
+                    0.0
+                } else {
+                    (total - n) as f64 / dt
+                }
+            }
+            None => 0.0,
+        }
+    }
+}
+
+pub struct Target {
+    pub id: u32,
+    pub spec: TargetSpec,
+    pub state: State,
+    /// The watched cgroup (cgroup, container and pod targets).
+    pub cgroup: Option<(PathBuf, u64)>,
+    pub writer: Option<TraceWriter>,
+    pub trace: Option<PathBuf>,
+    pub pipeline: Pipeline,
+    pub events: u64,
+    pub lost: BTreeMap<String, u64>,
+    pub rate: Rate,
+    pub started: Option<String>,
+    pub ended: Option<String>,
+    pub seal: Option<SealSummary>,
+}
+
+impl Target {
+    pub fn new(id: u32, spec: TargetSpec, policy: Policy) -> Target {
+        let ctx = Context {
+            workspace: spec.workspace.clone().unwrap_or_default(),
+            home: spec.home.clone().unwrap_or_else(|| PathBuf::from("/root")),
+            trace_path: None,
+        };
+        Target {
+            id,
+            spec,
+            state: State::Waiting,
+            cgroup: None,
+            writer: None,
+            trace: None,
+            pipeline: Pipeline::new(policy, ctx),
+            events: 0,
+            lost: BTreeMap::new(),
+            rate: Rate::default(),
+            started: None,
+            ended: None,
+            seal: None,
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    pub fn is_live(&self) -> bool {
+        self.state == State::Active
+    }
+
+    /// Opens the target's trace: a new file in `dir`, never an old one.
+    pub fn open_trace(
+        &mut self,
+        dir: &Path,
+        key: Option<Vec<u8>>,
+        mut header: Header,
+    ) -> anyhow::Result<()> {
+        let stamp = humantime::format_rfc3339_seconds(SystemTime::now())
+            .to_string()
+            .replace(':', "");
+        let base: String = self
+            .spec
+            .name
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let mut extra = serde_json::Map::new();
+        extra.insert("mode".into(), json!("daemon"));
+        extra.insert("target".into(), json!(self.spec.name));
+        extra.insert("target_id".into(), json!(self.id));
+        extra.insert("selector".into(), json!(self.spec.kind()));
+        if let Some(c) = &self.spec.container {
+            extra.insert("container_id".into(), json!(c));
+        }
+        if let Some(u) = &self.spec.pod_uid {
+            extra.insert("pod_uid".into(), json!(u));
+        }
+        if let Some(p) = self.spec.pid {
+            extra.insert("pid".into(), json!(p));
+        }
+        if let Some((p, id)) = &self.cgroup {
+            extra.insert("cgroup".into(), json!(p.to_string_lossy()));
+            extra.insert("cgroup_id".into(), json!(id));
+        }
+        header.extra.extend(extra);
+        header.workspace = self
+            .spec
+            .workspace
+            .as_ref()
+            .map(|w| w.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        for n in 0..1000u32 {
+            let path = dir.join(format!("{base}-{stamp}-{}-{n}.jsonl", std::process::id()));
+            if path.exists() {
+                continue;
+            }
+            match TraceWriter::create(&path, key.clone(), header.clone()) {
+                Ok(w) => {
+                    if let Err(e) = crate::protect::protect_trace(&path) {
+                        tracing::debug!("trace {} left unprotected: {e}", path.display());
+                    }
+                    self.pipeline.ctx.trace_path = Some(path.clone());
+                    self.writer = Some(w);
+                    self.trace = Some(path);
+                    self.started = Some(rfc3339(SystemTime::now()));
+                    self.state = State::Active;
+                    return Ok(());
+                }
+                Err(crate::trace::TraceError::Exists { .. }) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        anyhow::bail!("no free trace file name in {}", dir.display())
+    }
+
+    /// Writes released actions; returns them with their seqs.
+    pub fn write(&mut self, actions: Vec<Action>) -> anyhow::Result<Vec<(u64, Action)>> {
+        let Some(w) = self.writer.as_mut() else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::with_capacity(actions.len());
+        for mut a in actions {
+            a.target = Some(self.spec.name.clone());
+            let seq = w.append_event(&a)?;
+            self.events += 1;
+            out.push((seq, a));
+        }
+        Ok(out)
+    }
+
+    pub fn append_loss(&mut self, loss: &Loss) -> anyhow::Result<()> {
+        if let Some(w) = self.writer.as_mut() {
+            w.append_loss(loss)?;
+            *self.lost.entry(loss.cause.clone()).or_default() += loss.count;
+        }
+        Ok(())
+    }
+
+    pub fn note(&mut self, kind: &str, body: Value) -> anyhow::Result<()> {
+        if let Some(w) = self.writer.as_mut() {
+            w.append_note(kind, body)?;
+        }
+        Ok(())
+    }
+
+    pub fn flush(&mut self) -> anyhow::Result<()> {
+        if let Some(w) = self.writer.as_mut() {
+            w.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Seals the trace (after the caller released the pipeline) and moves
+    /// to `state`.
+    pub fn seal(&mut self, state: State) -> anyhow::Result<()> {
+        if let Some(w) = self.writer.take() {
+            let summary = w.seal(SealInfo {
+                end_time: rfc3339(SystemTime::now()),
+                lost_by_cause: self.lost.clone(),
+                exit_code: None,
+            })?;
+            if let Some(p) = &self.trace {
+                crate::protect::release_trace(p);
+            }
+            self.seal = Some(summary);
+        }
+        self.ended = Some(rfc3339(SystemTime::now()));
+        self.state = state;
+        Ok(())
+    }
+
+    /// The target's line in `abm status`.
+    pub fn status(&self) -> Value {
+        let mut v = json!({
+            "id": self.id,
+            "name": self.spec.name,
+            "kind": self.spec.kind(),
+            "state": self.state.name(),
+            "events": self.events,
+            "events_per_sec_10s": round2(self.rate.per_sec(10.0, self.events)),
+            "events_per_sec_1m": round2(self.rate.per_sec(60.0, self.events)),
+            "lost": self.lost,
+            "trace": self.trace.as_ref().map(|p| p.to_string_lossy()),
+            "started": self.started,
+            "ended": self.ended,
+            "policy_digest": self.pipeline.policy.digest(),
+        });
+        let o = v.as_object_mut().expect("object");
+        if let Some(c) = &self.spec.cgroup {
+            o.insert("selector".into(), json!(c.to_string_lossy()));
+        }
+        if let Some(c) = &self.spec.container {
+            o.insert("selector".into(), json!(c));
+        }
+        if let Some(p) = self.spec.pid {
+            o.insert("selector".into(), json!(p));
+        }
+        if let Some(u) = &self.spec.pod_uid {
+            o.insert("selector".into(), json!(u));
+        }
+        if let Some((p, id)) = &self.cgroup {
+            o.insert("cgroup".into(), json!(p.to_string_lossy()));
+            o.insert("cgroup_id".into(), json!(id));
+        }
+        if let State::Gone(why) = &self.state {
+            o.insert("reason".into(), json!(why));
+        }
+        if let Some(s) = &self.seal {
+            o.insert("final_digest".into(), json!(s.final_digest));
+        }
+        v
+    }
+}
+
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}

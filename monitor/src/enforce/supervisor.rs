@@ -1,0 +1,382 @@
+//! The seccomp supervisor: a dedicated thread of the abm process that
+//! answers every notification of the launched tree.
+//!
+//! Per notification: read the arguments from the caller's memory, resolve
+//! the paths through /proc, build the [`Action`], check that the
+//! notification is still valid (`SECCOMP_IOCTL_NOTIF_ID_VALID`, after the
+//! reads and before acting), judge it with the run's policy and answer:
+//! accept/audit continue the call; deny fails it with EPERM; preserve keeps
+//! a copy and continues; confirm parks it until a human answers (other
+//! calls keep flowing meanwhile). Nothing is written to the trace here:
+//! records go to the session loop through a channel.
+use std::{
+    sync::{atomic::Ordering, Arc},
+    time::{Duration, Instant, SystemTime},
+};
+
+use serde_json::json;
+
+use super::{
+    preserve::Quarantine,
+    seccomp::{nr, Listener, Recv},
+    target::{Reader, Unreadable},
+    Msg, Pending, Shared,
+};
+use crate::{
+    policy::{Context, Policy},
+    record::{Action, Irreversibility, Op, Scope, Treatment, Verdict},
+    session::{monotonic_ns, rfc3339},
+};
+
+/// Rule id of the monitor's own enforcement rules.
+pub const RULE_INTEGRITY: &str = "builtin.enforce-integrity";
+pub const RULE_IO_URING: &str = "builtin.enforce-io-uring";
+
+pub(crate) struct Supervisor {
+    pub shared: Arc<Shared>,
+    pub policy: Policy,
+    pub ctx: Context,
+    pub quarantine: Quarantine,
+    /// Paths the watched tree may not touch under --enforce (the
+    /// quarantine, the control socket): prefixes.
+    pub guarded: Vec<String>,
+    pub reader: Reader,
+    pub stats: Stats,
+}
+
+/// Supervisor timing: how long the thread spends per notification, from
+/// NOTIF_RECV to the answer (not counting confirmation waits).
+#[derive(Default)]
+pub(crate) struct Stats {
+    pub notifications: u64,
+    pub busy_ns: u64,
+    pub max_ns: u64,
+}
+
+impl Supervisor {
+    /// Runs until `stop` or until no process uses the filter any more.
+    pub fn run(mut self, sock: std::os::fd::OwnedFd) {
+        let stop = || self.shared.stop.load(Ordering::Relaxed);
+        let fd = match super::seccomp::recv_fd(&sock, &stop, 100) {
+            Ok(Some(fd)) => fd,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::error!("seccomp supervisor: receiving the listener fd: {e}");
+                return;
+            }
+        };
+        drop(sock);
+        let _ = self.shared.listener.set(Listener::new(fd));
+        let shared = self.shared.clone();
+        let listener = shared.listener.get().expect("just set");
+        let mut last_sweep = Instant::now();
+        loop {
+            if self.shared.stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let mut pfd = libc::pollfd {
+                fd: listener.raw(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd.
+            let r = unsafe { libc::poll(&mut pfd, 1, 50) };
+            if r > 0 && pfd.revents & libc::POLLIN != 0 {
+                match listener.recv() {
+                    Ok(Recv::Got(n)) => {
+                        let t0 = monotonic_ns();
+                        self.handle(listener, &n);
+                        let dt = monotonic_ns().saturating_sub(t0);
+                        self.stats.notifications += 1;
+                        self.stats.busy_ns += dt;
+                        self.stats.max_ns = self.stats.max_ns.max(dt);
+                    }
+                    Ok(Recv::Nothing) => {}
+                    Err(e) => {
+                        tracing::error!("seccomp supervisor: NOTIF_RECV: {e}");
+                        break;
+                    }
+                }
+            } else if r > 0 && pfd.revents & (libc::POLLHUP | libc::POLLERR) != 0 {
+                // Every process that had the filter has exited.
+                break;
+            }
+            if last_sweep.elapsed() >= Duration::from_millis(50) {
+                self.sweep(listener);
+                last_sweep = Instant::now();
+            }
+        }
+        let st = &self.stats;
+        let _ = self.shared.tx.send(Msg::Note(
+            "enforcement_stats",
+            json!({
+                "backend": "seccomp",
+                "notifications": st.notifications,
+                "mean_handling_us": if st.notifications > 0 { st.busy_ns as f64 / st.notifications as f64 / 1000.0 } else { 0.0 },
+                "max_handling_us": st.max_ns as f64 / 1000.0,
+            }),
+        ));
+        // Whatever still waits is refused: nobody is left to answer it.
+        let ids: Vec<u64> = self
+            .shared
+            .pending
+            .lock()
+            .unwrap()
+            .keys()
+            .copied()
+            .collect();
+        for id in ids {
+            let _ = self.shared.decide(id, false, "shutdown", "denied");
+        }
+    }
+
+    /// Times out confirmations and forgets those whose caller went away.
+    fn sweep(&self, listener: &Listener) {
+        let now = Instant::now();
+        let mut expired = Vec::new();
+        let mut gone = Vec::new();
+        {
+            let pending = self.shared.pending.lock().unwrap();
+            for (id, p) in pending.iter() {
+                if now >= p.deadline {
+                    expired.push(*id);
+                } else if !listener.id_valid(p.notif_id) {
+                    gone.push(*id);
+                }
+            }
+        }
+        for id in expired {
+            let _ = self.shared.decide(id, false, "timeout", "timeout");
+        }
+        for id in gone {
+            if let Some(p) = self.shared.pending.lock().unwrap().remove(&id) {
+                let _ = self.shared.tx.send(Msg::Note(
+                    "enforcement",
+                    json!({
+                        "backend": "seccomp",
+                        "decision": "abandoned",
+                        "request": id,
+                        "rule": p.verdict.rule,
+                        "op": p.action.op,
+                        "path": p.action.path,
+                        "pid": p.action.pid,
+                        "tid": p.action.tid,
+                        "decided_at": rfc3339(SystemTime::now()),
+                        "reason": "the waiting call went away (the process exited or was interrupted)",
+                    }),
+                ));
+            }
+        }
+    }
+
+    fn handle(&mut self, l: &Listener, n: &libc::seccomp_notif) {
+        let ktime = monotonic_ns();
+        let tid = n.pid;
+        let nrr = n.data.nr as u32;
+        if nrr == nr::IO_URING_SETUP {
+            let mut a = Action {
+                op: Some(Op::IoUringSetup),
+                syscall: "io_uring_setup".into(),
+                tid,
+                ..Default::default()
+            };
+            let id = self.reader.identity(tid);
+            a.pid = id.tgid;
+            a.ppid = id.ppid;
+            a.uid = id.uid;
+            a.gid = id.gid;
+            a.comm = id.comm;
+            let v = Verdict {
+                rule: RULE_IO_URING.into(),
+                treatment: Treatment::Deny,
+                irreversibility: Irreversibility::Reversible,
+                scope: Scope::Protected,
+                reason: "io_uring operations would bypass the seccomp guardrail".into(),
+            };
+            if l.id_valid(n.id) {
+                self.deny(l, n.id, a, v, ktime, "policy", None);
+            }
+            return;
+        }
+        let mut action = match self.reader.action(tid, nrr, &n.data.args) {
+            Ok(Some(a)) => a,
+            Ok(None) => {
+                let _ = l.allow(n.id);
+                return;
+            }
+            Err(Unreadable(errno)) => {
+                // The kernel would fail the call the same way.
+                let _ = l.refuse(n.id, errno);
+                return;
+            }
+        };
+        // TOCTOU: everything above was read from a process that may have
+        // died (and its pid been reused) meanwhile. Only act on a live call.
+        if !l.id_valid(n.id) {
+            return;
+        }
+        action.ktime_ns = ktime;
+        let verdict = self.judge(&action);
+        match verdict.treatment {
+            Treatment::Accept | Treatment::Audit => {
+                let _ = l.allow(n.id);
+            }
+            Treatment::Deny => self.deny(l, n.id, action, verdict, ktime, "policy", None),
+            Treatment::Preserve => self.preserve(l, n.id, action, verdict, ktime),
+            Treatment::Confirm => self.park(l, n.id, action, verdict, ktime),
+        }
+    }
+
+    fn judge(&self, a: &Action) -> Verdict {
+        let guarded = |p: &Option<String>| {
+            p.as_deref().is_some_and(|p| {
+                self.guarded
+                    .iter()
+                    .any(|g| p == g.trim_end_matches('/') || p.starts_with(g.as_str()))
+            })
+        };
+        if a.op != Some(Op::Exec) && (guarded(&a.path) || guarded(&a.path2)) {
+            return Verdict {
+                rule: RULE_INTEGRITY.into(),
+                treatment: Treatment::Deny,
+                irreversibility: Irreversibility::Irreversible,
+                scope: Scope::Protected,
+                reason: "the quarantine and the control socket belong to the monitor".into(),
+            };
+        }
+        self.policy.evaluate(a, &self.ctx)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn deny(
+        &self,
+        l: &Listener,
+        id: u64,
+        mut a: Action,
+        v: Verdict,
+        ktime: u64,
+        by: &str,
+        extra: Option<(&str, String)>,
+    ) {
+        let mut enf = json!({
+            "backend": "seccomp",
+            "decision": "denied",
+            "rule": v.rule,
+            "treatment": v.treatment,
+            "decided_by": by,
+            "decided_at": rfc3339(SystemTime::now()),
+        });
+        if let Some((k, val)) = extra {
+            enf[k] = json!(val);
+        }
+        denied_record(&mut a, v, ktime, enf);
+        // Record first, then answer: the record is never missing for a
+        // call the caller saw fail.
+        let _ = self.shared.tx.send(Msg::Denied(Box::new(a)));
+        let _ = l.refuse(id, libc::EPERM);
+    }
+
+    fn preserve(&mut self, l: &Listener, id: u64, a: Action, v: Verdict, ktime: u64) {
+        match self.quarantine.preserve(&a, &v.rule) {
+            Ok(entries) if entries.is_empty() => {
+                let _ = l.allow(id);
+            }
+            Ok(entries) => {
+                let enf = json!({
+                    "backend": "seccomp",
+                    "decision": "preserved",
+                    "rule": v.rule,
+                    "treatment": v.treatment,
+                    "decided_by": "policy",
+                    "decided_at": rfc3339(SystemTime::now()),
+                    "quarantine": self.quarantine.dir().to_string_lossy(),
+                    "entries": entries.iter().map(|e| e["id"].clone()).collect::<Vec<_>>(),
+                });
+                let note = json!({
+                    "enforcement": enf,
+                    "op": a.op, "syscall": a.syscall, "path": a.path, "path2": a.path2,
+                    "pid": a.pid, "tid": a.tid, "comm": a.comm, "ktime_ns": ktime,
+                    "preserved": entries,
+                });
+                let _ = self.shared.tx.send(Msg::Decision {
+                    tid: a.tid,
+                    syscall: a.syscall.clone(),
+                    ktime_ns: monotonic_ns(),
+                    enforcement: enf,
+                    note,
+                });
+                let _ = l.allow(id);
+            }
+            Err(e) => {
+                // No copy, no destruction: fail closed.
+                self.deny(
+                    l,
+                    id,
+                    a,
+                    v,
+                    ktime,
+                    "policy",
+                    Some(("preserve_error", e.to_string())),
+                );
+            }
+        }
+    }
+
+    fn park(&mut self, _l: &Listener, notif_id: u64, a: Action, v: Verdict, ktime: u64) {
+        let id = self.shared.next_request.fetch_add(1, Ordering::Relaxed);
+        let requested_at = rfc3339(SystemTime::now());
+        let timeout = self.shared.timeout;
+        let what = super::describe(&a);
+        let note = json!({
+            "backend": "seccomp",
+            "decision": "pending",
+            "request": id,
+            "rule": v.rule,
+            "reason": v.reason,
+            "op": a.op, "syscall": a.syscall, "path": a.path, "path2": a.path2, "argv": a.argv,
+            "pid": a.pid, "tid": a.tid, "comm": a.comm,
+            "requested_at": requested_at,
+            "timeout_secs": timeout.as_secs_f64(),
+            "control_socket": self.shared.socket_path.to_string_lossy(),
+        });
+        let _ = self.shared.tx.send(Msg::Note("enforcement", note));
+        if !self.shared.quiet {
+            eprintln!(
+                "abm: request #{id} waits for confirmation: {what} (rule {}: {}); answer with `abm approve {id}` or `abm deny {id}` (denied after {}s)",
+                v.rule,
+                v.reason,
+                timeout.as_secs_f64()
+            );
+        }
+        self.shared.pending.lock().unwrap().insert(
+            id,
+            Pending {
+                notif_id,
+                action: a,
+                verdict: v,
+                ktime_ns: ktime,
+                requested_at,
+                requested: Instant::now(),
+                deadline: Instant::now() + timeout,
+            },
+        );
+        if let Some(tx) = &self.shared.prompt_tx {
+            let _ = tx.lock().unwrap().send(id);
+        }
+    }
+}
+
+/// Turns an action into the event record of a refused call.
+pub(crate) fn denied_record(
+    a: &mut Action,
+    v: Verdict,
+    ktime: u64,
+    enforcement: serde_json::Value,
+) {
+    a.ktime_ns = ktime;
+    a.result = Some(-i64::from(libc::EPERM));
+    a.errno = Some("EPERM".into());
+    a.result_note = Some("denied_by_seccomp".into());
+    a.verdict = Some(v);
+    a.enforcement = Some(enforcement);
+}
