@@ -195,7 +195,7 @@ pub mod field_flags {
 /// Limits compiled into the kernel programs.
 pub mod limits {
     /// Components walked from a dentry to the root.
-    pub const MAX_PATH_DEPTH: u32 = 48;
+    pub const MAX_PATH_DEPTH: u32 = 128;
     /// Bytes of one user path argument (PATH_MAX).
     pub const MAX_RAW_PATH: usize = 4096;
     /// Bytes of one dentry name (NAME_MAX + NUL).

@@ -25,7 +25,10 @@ use aya::{
     Btf, Ebpf, EbpfLoader,
 };
 use monitor_common::{
-    lsm::{decision, field, fnv1a, hook, treatment, EXEC_CLAUSES, MAX_EXEC_RULES, MAX_FILE_RULES, MAX_PROTECT, MAX_TOKEN, MAX_TOKENS},
+    lsm::{
+        decision, field, fnv1a, hook, treatment, EXEC_CLAUSES, MAX_EXEC_RULES, MAX_FILE_RULES,
+        MAX_PROTECT, MAX_TOKEN, MAX_TOKENS,
+    },
     AllowKey, Allowance, EventKind, ExecRule, InodeKey, LsmConfig, LsmDecision, PathRuleBits,
 };
 use serde_json::{json, Value};
@@ -71,7 +74,11 @@ pub enum LsmError {
     #[error("map {name}: {detail}")]
     Map { name: &'static str, detail: String },
     #[error("LSM program {name} on hook {hook}: {detail}")]
-    Program { name: &'static str, hook: &'static str, detail: String },
+    Program {
+        name: &'static str,
+        hook: &'static str,
+        detail: String,
+    },
 }
 
 // ---------------------------------------------------------------------------
@@ -93,7 +100,11 @@ pub fn capability() -> Capability {
             available: true,
             detail: format!("LSM programs load and attach ({} hooks)", PROGRAMS.len()),
         },
-        Err(e) => Capability { name: "bpf_lsm", available: false, detail: e },
+        Err(e) => Capability {
+            name: "bpf_lsm",
+            available: false,
+            detail: e,
+        },
     }
 }
 
@@ -132,10 +143,19 @@ fn load_object() -> Result<Ebpf, aya::EbpfError> {
 fn explain_load(e: &aya::programs::ProgramError) -> String {
     use aya::programs::ProgramError;
     let (errno, what, log) = match e {
-        ProgramError::LoadError { io_error, verifier_log } => {
-            (io_error.raw_os_error(), format!("BPF_PROG_LOAD: {io_error}"), Some(verifier_log.to_string()))
-        }
-        ProgramError::SyscallError(s) => (s.io_error.raw_os_error(), format!("{}: {}", s.call, s.io_error), None),
+        ProgramError::LoadError {
+            io_error,
+            verifier_log,
+        } => (
+            io_error.raw_os_error(),
+            format!("BPF_PROG_LOAD: {io_error}"),
+            Some(verifier_log.to_string()),
+        ),
+        ProgramError::SyscallError(s) => (
+            s.io_error.raw_os_error(),
+            format!("{}: {}", s.call, s.io_error),
+            None,
+        ),
         other => (None, other.to_string(), None),
     };
     match errno {
@@ -214,7 +234,15 @@ pub struct Compiled {
     pub report: Vec<RuleReport>,
 }
 
-const FILE_OPS: [Op; 7] = [Op::Unlink, Op::Rmdir, Op::Rename, Op::Chmod, Op::Chown, Op::Truncate, Op::Write];
+const FILE_OPS: [Op; 7] = [
+    Op::Unlink,
+    Op::Rmdir,
+    Op::Rename,
+    Op::Chmod,
+    Op::Chown,
+    Op::Truncate,
+    Op::Write,
+];
 
 fn kind_of(op: Op) -> EventKind {
     match op {
@@ -253,9 +281,21 @@ pub fn kernel_dev(st_dev: u64) -> u32 {
 }
 
 fn inode_of(p: &Path, follow: bool) -> Option<InodeKey> {
-    let m = if follow { std::fs::metadata(p) } else { std::fs::symlink_metadata(p) }.ok()?;
-    Some(InodeKey { ino: m.ino(), dev: kernel_dev(m.dev()), _pad: 0 })
+    let m = if follow {
+        std::fs::metadata(p)
+    } else {
+        std::fs::symlink_metadata(p)
+    }
+    .ok()?;
+    Some(InodeKey {
+        ino: m.ino(),
+        dev: kernel_dev(m.dev()),
+        _pad: 0,
+    })
 }
+
+/// Kernel entries of one pattern, and a note when they are partial.
+type Entries = (Vec<(InodeKey, Reach)>, Option<String>);
 
 /// Where a compiled path pattern points in the kernel walk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -276,13 +316,21 @@ fn has_meta(s: &str) -> bool {
 /// pattern can never match), `Err` when unknown.
 fn substitute(pattern: &str, ctx: &Context) -> Result<Option<String>, String> {
     let roots: [(&str, Option<&Path>); 3] = [
-        ("${workspace}", Some(ctx.workspace.as_path()).filter(|p| !p.as_os_str().is_empty())),
-        ("${home}", Some(ctx.home.as_path()).filter(|p| !p.as_os_str().is_empty())),
+        (
+            "${workspace}",
+            Some(ctx.workspace.as_path()).filter(|p| !p.as_os_str().is_empty()),
+        ),
+        (
+            "${home}",
+            Some(ctx.home.as_path()).filter(|p| !p.as_os_str().is_empty()),
+        ),
         ("${trace}", ctx.trace_path.as_deref()),
     ];
     for (var, val) in roots {
         if let Some(rest) = pattern.strip_prefix(var) {
-            let Some(v) = val.and_then(Path::to_str) else { return Ok(None) };
+            let Some(v) = val.and_then(Path::to_str) else {
+                return Ok(None);
+            };
             return Ok(Some(format!("{}{rest}", v.trim_end_matches('/'))));
         }
     }
@@ -298,13 +346,25 @@ fn substitute(pattern: &str, ctx: &Context) -> Result<Option<String>, String> {
 /// be expressed with inodes. `snapshot` allows expanding a wildcard in the
 /// last component against the directory's current entries (an
 /// under-approximation: only for rules that block).
-fn path_entries(pattern: &str, ctx: &Context, snapshot: bool) -> Result<(Vec<(InodeKey, Reach)>, Option<String>), String> {
-    let Some(p) = substitute(pattern, ctx)? else { return Ok((vec![], None)) };
+fn path_entries(pattern: &str, ctx: &Context, snapshot: bool) -> Result<Entries, String> {
+    let Some(p) = substitute(pattern, ctx)? else {
+        return Ok((vec![], None));
+    };
     let comps: Vec<&str> = p.split('/').filter(|c| !c.is_empty()).collect();
-    let first_meta = comps.iter().position(|c| has_meta(c)).unwrap_or(comps.len());
-    let prefix: PathBuf = std::iter::once("/").chain(comps[..first_meta].iter().copied()).collect();
+    let first_meta = comps
+        .iter()
+        .position(|c| has_meta(c))
+        .unwrap_or(comps.len());
+    let prefix: PathBuf = std::iter::once("/")
+        .chain(comps[..first_meta].iter().copied())
+        .collect();
     let rest = &comps[first_meta..];
-    let missing = |what: &str| Some(format!("{} does not exist at start ({what})", prefix.display()));
+    let missing = |what: &str| {
+        Some(format!(
+            "{} does not exist at start ({what})",
+            prefix.display()
+        ))
+    };
     let one = |reach: Reach, follow: bool| match inode_of(&prefix, follow) {
         Some(k) => Ok((vec![(k, reach)], None)),
         None => Ok((vec![], missing(pattern))),
@@ -343,7 +403,12 @@ pub fn compile(policy: &Policy, ctx: &Context) -> Result<Compiled, LsmError> {
     c.config.allow_ttl_ns = ALLOW_TTL_NS;
     let mut file_n = 0u32;
     for rule in policy.rules() {
-        let file_ops: Vec<Op> = rule.ops.iter().copied().filter(|o| FILE_OPS.contains(o)).collect();
+        let file_ops: Vec<Op> = rule
+            .ops
+            .iter()
+            .copied()
+            .filter(|o| FILE_OPS.contains(o))
+            .collect();
         if !file_ops.is_empty() {
             let r = compile_file_rule(&mut c, rule, &file_ops, file_n, ctx)?;
             if r.index.is_some() {
@@ -391,7 +456,13 @@ fn path_cond(cond: &Condition) -> Option<bool> {
     }
 }
 
-fn compile_file_rule(c: &mut Compiled, rule: &Rule, ops: &[Op], n: u32, ctx: &Context) -> Result<RuleReport, LsmError> {
+fn compile_file_rule(
+    c: &mut Compiled,
+    rule: &Rule,
+    ops: &[Op],
+    n: u32,
+    ctx: &Context,
+) -> Result<RuleReport, LsmError> {
     let blocking = blocks(rule.treatment);
     let report = |fidelity: Fidelity, index: Option<u32>| RuleReport {
         rule: rule.id.clone(),
@@ -412,7 +483,10 @@ fn compile_file_rule(c: &mut Compiled, rule: &Rule, ops: &[Op], n: u32, ctx: &Co
     }
     if blocking && !dropped.is_empty() {
         return Ok(report(
-            Fidelity::AuditOnly(format!("conditions the kernel cannot test: {}", dropped.join("; "))),
+            Fidelity::AuditOnly(format!(
+                "conditions the kernel cannot test: {}",
+                dropped.join("; ")
+            )),
             None,
         ));
     }
@@ -454,7 +528,10 @@ fn compile_file_rule(c: &mut Compiled, rule: &Rule, ops: &[Op], n: u32, ctx: &Co
                     }
                 }
                 Err(why) if blocking => {
-                    return Ok(report(Fidelity::AuditOnly(format!("exclusion {why}")), None));
+                    return Ok(report(
+                        Fidelity::AuditOnly(format!("exclusion {why}")),
+                        None,
+                    ));
                 }
                 Err(why) => notes.push(format!("exclusion ignored: {why}")),
             }
@@ -462,7 +539,10 @@ fn compile_file_rule(c: &mut Compiled, rule: &Rule, ops: &[Op], n: u32, ctx: &Co
     }
     if blocking && !any_path && entries.iter().all(|e| e.2) {
         return Ok(report(
-            Fidelity::AuditOnly(format!("no pattern names an existing object: {}", partial.join("; "))),
+            Fidelity::AuditOnly(format!(
+                "no pattern names an existing object: {}",
+                partial.join("; ")
+            )),
             None,
         ));
     }
@@ -474,7 +554,10 @@ fn compile_file_rule(c: &mut Compiled, rule: &Rule, ops: &[Op], n: u32, ctx: &Co
                 n + 1
             )));
         }
-        return Ok(report(Fidelity::AuditOnly("kernel rule table full".into()), None));
+        return Ok(report(
+            Fidelity::AuditOnly("kernel rule table full".into()),
+            None,
+        ));
     }
     let bit = 1u64 << n;
     for (k, reach, excl) in entries {
@@ -512,6 +595,9 @@ fn compile_file_rule(c: &mut Compiled, rule: &Rule, ops: &[Op], n: u32, ctx: &Co
     Ok(report(fidelity, Some(n)))
 }
 
+/// The clauses of one condition, whether they are negated, and a note.
+type Clauses = (Vec<Vec<Alt>>, bool, Option<String>);
+
 /// One alternative of an exec clause.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Alt {
@@ -531,7 +617,10 @@ fn flag_alts(spec: &str) -> Result<Vec<Vec<Alt>>, String> {
         return Ok(out);
     }
     let body = &spec[1..];
-    if !spec.starts_with("--") && (1..=3).contains(&body.len()) && body.bytes().all(|b| b.is_ascii_alphanumeric()) {
+    if !spec.starts_with("--")
+        && (1..=3).contains(&body.len())
+        && body.bytes().all(|b| b.is_ascii_alphanumeric())
+    {
         let mut mask = 0u128;
         for b in body.bytes() {
             mask |= 1u128 << b;
@@ -542,7 +631,7 @@ fn flag_alts(spec: &str) -> Result<Vec<Vec<Alt>>, String> {
 }
 
 /// Clauses of one exec condition (each clause: alternatives, any may hold).
-fn exec_clauses(cond: &Condition) -> Result<(Vec<Vec<Alt>>, bool, Option<String>), String> {
+fn exec_clauses(cond: &Condition) -> Result<Clauses, String> {
     let literal = |v: &str| -> Result<(), String> {
         if has_meta(v) {
             Err(format!("`{v}` is a pattern"))
@@ -555,23 +644,44 @@ fn exec_clauses(cond: &Condition) -> Result<(Vec<Vec<Alt>>, bool, Option<String>
     let anywhere = Some("words are matched anywhere on the command line".to_owned());
     match (cond.field, cond.operator) {
         (Field::Subcommand, Operator::Equal) => {
-            let alts: Vec<Vec<&str>> = cond.values.iter().map(|v| v.split_whitespace().collect()).collect();
+            let alts: Vec<Vec<&str>> = cond
+                .values
+                .iter()
+                .map(|v| v.split_whitespace().collect())
+                .collect();
             for w in alts.iter().flatten() {
                 literal(w)?;
             }
             if alts.len() == 1 {
-                Ok((alts[0].iter().map(|w| vec![Alt::Token((*w).to_owned())]).collect(), false, anywhere))
+                Ok((
+                    alts[0]
+                        .iter()
+                        .map(|w| vec![Alt::Token((*w).to_owned())])
+                        .collect(),
+                    false,
+                    anywhere,
+                ))
             } else if alts.iter().all(|a| a.len() == 1) {
-                Ok((vec![alts.iter().map(|a| Alt::Token(a[0].to_owned())).collect()], false, anywhere))
+                Ok((
+                    vec![alts.iter().map(|a| Alt::Token(a[0].to_owned())).collect()],
+                    false,
+                    anywhere,
+                ))
             } else {
                 Err("several multi-word subcommands".into())
             }
         }
-        (Field::Arg, Operator::Glob) | (Field::Argv, Operator::Equal) | (Field::Argv, Operator::Glob) => {
+        (Field::Arg, Operator::Glob)
+        | (Field::Argv, Operator::Equal)
+        | (Field::Argv, Operator::Glob) => {
             for v in &cond.values {
                 literal(v)?;
             }
-            Ok((vec![cond.values.iter().map(|v| Alt::Token(v.clone())).collect()], false, anywhere))
+            Ok((
+                vec![cond.values.iter().map(|v| Alt::Token(v.clone())).collect()],
+                false,
+                anywhere,
+            ))
         }
         (Field::Flag, op @ (Operator::Present | Operator::Absent)) => {
             let negated = op == Operator::Absent;
@@ -589,7 +699,14 @@ fn exec_clauses(cond: &Condition) -> Result<(Vec<Vec<Alt>>, bool, Option<String>
             if per_value.len() == 1 && !negated {
                 Ok((per_value.remove(0), false, note))
             } else if per_value.iter().all(|cl| cl.len() == 1) {
-                Ok((vec![per_value.into_iter().map(|mut cl| cl.remove(0)).flatten().collect()], negated, note))
+                Ok((
+                    vec![per_value
+                        .into_iter()
+                        .flat_map(|mut cl| cl.remove(0))
+                        .collect()],
+                    negated,
+                    note,
+                ))
             } else {
                 Err("several multi-flag alternatives".into())
             }
@@ -633,16 +750,34 @@ fn compile_exec_rule(c: &mut Compiled, rule: &Rule) -> Result<RuleReport, LsmErr
         }
     }
     if blocking && !dropped.is_empty() {
-        return Ok(report(Fidelity::AuditOnly(format!("conditions the kernel cannot test: {}", dropped.join("; "))), None));
+        return Ok(report(
+            Fidelity::AuditOnly(format!(
+                "conditions the kernel cannot test: {}",
+                dropped.join("; ")
+            )),
+            None,
+        ));
     }
     // Letter alternatives: one per clause.
     let mut rule_letters = [[0u64; 2]; 4];
     let mut kept: Vec<(Vec<Alt>, bool)> = Vec::new();
     for (alts, neg) in clauses {
-        let letters: Vec<u128> = alts.iter().filter_map(|a| if let Alt::Letters(m) = a { Some(*m) } else { None }).collect();
+        let letters: Vec<u128> = alts
+            .iter()
+            .filter_map(|a| {
+                if let Alt::Letters(m) = a {
+                    Some(*m)
+                } else {
+                    None
+                }
+            })
+            .collect();
         if letters.len() > 1 {
             if blocking {
-                return Ok(report(Fidelity::AuditOnly("a condition with several short-flag clusters".into()), None));
+                return Ok(report(
+                    Fidelity::AuditOnly("a condition with several short-flag clusters".into()),
+                    None,
+                ));
             }
             continue;
         }
@@ -650,7 +785,10 @@ fn compile_exec_rule(c: &mut Compiled, rule: &Rule) -> Result<RuleReport, LsmErr
     }
     if kept.len() > EXEC_CLAUSES as usize {
         if blocking {
-            return Ok(report(Fidelity::AuditOnly(format!("more than {EXEC_CLAUSES} command-line conditions")), None));
+            return Ok(report(
+                Fidelity::AuditOnly(format!("more than {EXEC_CLAUSES} command-line conditions")),
+                None,
+            ));
         }
         kept.retain(|(_, neg)| !neg);
         kept.truncate(EXEC_CLAUSES as usize);
@@ -665,11 +803,18 @@ fn compile_exec_rule(c: &mut Compiled, rule: &Rule) -> Result<RuleReport, LsmErr
                 j + 1
             )));
         }
-        return Ok(report(Fidelity::AuditOnly("kernel exec rule table full".into()), None));
+        return Ok(report(
+            Fidelity::AuditOnly("kernel exec rule table full".into()),
+            None,
+        ));
     }
     let index = EXEC_INDEX_BASE + j;
     let mut er = ExecRule {
-        treatment: if blocking { kernel_treatment(rule.treatment) } else { treatment::ALLOW },
+        treatment: if blocking {
+            kernel_treatment(rule.treatment)
+        } else {
+            treatment::ALLOW
+        },
         index,
         ..Default::default()
     };
@@ -681,7 +826,8 @@ fn compile_exec_rule(c: &mut Compiled, rule: &Rule) -> Result<RuleReport, LsmErr
         for a in alts {
             match a {
                 Alt::Token(t) => {
-                    *c.exec_tokens.entry(fnv1a(t.as_bytes())).or_default() |= 1u64 << (j * EXEC_CLAUSES + ci as u32);
+                    *c.exec_tokens.entry(fnv1a(t.as_bytes())).or_default() |=
+                        1u64 << (j * EXEC_CLAUSES + ci as u32);
                 }
                 Alt::Letters(m) => {
                     rule_letters[ci] = [*m as u64, (*m >> 64) as u64];
@@ -757,8 +903,14 @@ struct ApprovalState {
 
 impl ApprovalState {
     fn grant(&mut self, key: AllowKey) -> Result<(), String> {
-        let a = Allowance { expires_ns: monotonic_ns() + ALLOW_TTL_NS, tid: 0, _pad: 0 };
-        self.allow.insert(key, a, 0).map_err(|e| format!("LSM_ALLOW: {e}"))
+        let a = Allowance {
+            expires_ns: monotonic_ns() + ALLOW_TTL_NS,
+            tid: 0,
+            _pad: 0,
+        };
+        self.allow
+            .insert(key, a, 0)
+            .map_err(|e| format!("LSM_ALLOW: {e}"))
     }
 }
 
@@ -778,7 +930,10 @@ impl Approvals {
     /// (the call already failed with EPERM).
     pub fn decide(&self, id: u64, approve: bool, by: &str) -> Result<(), String> {
         let mut st = self.lock();
-        let p = st.pending.remove(&id).ok_or_else(|| format!("no pending BPF LSM request {id}"))?;
+        let p = st
+            .pending
+            .remove(&id)
+            .ok_or_else(|| format!("no pending BPF LSM request {id}"))?;
         let decision = if approve {
             st.grant(p.key)?;
             st.granted.insert(p.key, (id, "approval", Value::Null));
@@ -825,9 +980,19 @@ pub struct LsmBackend {
     quiet: bool,
 }
 
-fn take<T>(ebpf: &mut Ebpf, name: &'static str, conv: impl FnOnce(aya::maps::Map) -> Result<T, aya::maps::MapError>) -> Result<T, LsmError> {
-    let m = ebpf.take_map(name).ok_or(LsmError::Map { name, detail: "missing from the kernel object".into() })?;
-    conv(m).map_err(|e| LsmError::Map { name, detail: e.to_string() })
+fn take<T>(
+    ebpf: &mut Ebpf,
+    name: &'static str,
+    conv: impl FnOnce(aya::maps::Map) -> Result<T, aya::maps::MapError>,
+) -> Result<T, LsmError> {
+    let m = ebpf.take_map(name).ok_or(LsmError::Map {
+        name,
+        detail: "missing from the kernel object".into(),
+    })?;
+    conv(m).map_err(|e| LsmError::Map {
+        name,
+        detail: e.to_string(),
+    })
 }
 
 fn borrow<'a, T>(
@@ -835,12 +1000,21 @@ fn borrow<'a, T>(
     name: &'static str,
     conv: impl FnOnce(&'a mut aya::maps::Map) -> Result<T, aya::maps::MapError>,
 ) -> Result<T, LsmError> {
-    let m = ebpf.map_mut(name).ok_or(LsmError::Map { name, detail: "missing from the kernel object".into() })?;
-    conv(m).map_err(|e| LsmError::Map { name, detail: e.to_string() })
+    let m = ebpf.map_mut(name).ok_or(LsmError::Map {
+        name,
+        detail: "missing from the kernel object".into(),
+    })?;
+    conv(m).map_err(|e| LsmError::Map {
+        name,
+        detail: e.to_string(),
+    })
 }
 
 fn map_err(name: &'static str) -> impl Fn(aya::maps::MapError) -> LsmError {
-    move |e| LsmError::Map { name, detail: e.to_string() }
+    move |e| LsmError::Map {
+        name,
+        detail: e.to_string(),
+    }
 }
 
 impl LsmBackend {
@@ -861,8 +1035,10 @@ impl LsmBackend {
         // instructions refer to their fds (a taken and dropped map would
         // close the fd before the LSM programs load).
         {
-            let mut cfg: Array<&mut MapData, LsmConfig> = borrow(ebpf, "LSM_CONFIG", Array::try_from)?;
-            cfg.set(0, compiled.config, 0).map_err(map_err("LSM_CONFIG"))?;
+            let mut cfg: Array<&mut MapData, LsmConfig> =
+                borrow(ebpf, "LSM_CONFIG", Array::try_from)?;
+            cfg.set(0, compiled.config, 0)
+                .map_err(map_err("LSM_CONFIG"))?;
         }
         {
             let mut protect: BpfHashMap<&mut MapData, InodeKey, PathRuleBits> =
@@ -872,19 +1048,26 @@ impl LsmBackend {
             }
         }
         {
-            let mut rules: Array<&mut MapData, ExecRule> = borrow(ebpf, "LSM_EXEC_RULES", Array::try_from)?;
+            let mut rules: Array<&mut MapData, ExecRule> =
+                borrow(ebpf, "LSM_EXEC_RULES", Array::try_from)?;
             for (i, r) in compiled.exec_rules.iter().enumerate() {
-                rules.set(i as u32, r, 0).map_err(map_err("LSM_EXEC_RULES"))?;
+                rules
+                    .set(i as u32, r, 0)
+                    .map_err(map_err("LSM_EXEC_RULES"))?;
             }
         }
         {
-            let mut progs: BpfHashMap<&mut MapData, u64, u32> = borrow(ebpf, "LSM_EXEC_PROGRAMS", BpfHashMap::try_from)?;
+            let mut progs: BpfHashMap<&mut MapData, u64, u32> =
+                borrow(ebpf, "LSM_EXEC_PROGRAMS", BpfHashMap::try_from)?;
             for (k, v) in &compiled.exec_programs {
-                progs.insert(k, v, 0).map_err(map_err("LSM_EXEC_PROGRAMS"))?;
+                progs
+                    .insert(k, v, 0)
+                    .map_err(map_err("LSM_EXEC_PROGRAMS"))?;
             }
         }
         {
-            let mut tokens: BpfHashMap<&mut MapData, u64, u64> = borrow(ebpf, "LSM_EXEC_TOKENS", BpfHashMap::try_from)?;
+            let mut tokens: BpfHashMap<&mut MapData, u64, u64> =
+                borrow(ebpf, "LSM_EXEC_TOKENS", BpfHashMap::try_from)?;
             for (k, v) in &compiled.exec_tokens {
                 tokens.insert(k, v, 0).map_err(map_err("LSM_EXEC_TOKENS"))?;
             }
@@ -892,7 +1075,8 @@ impl LsmBackend {
         // Taken (and kept alive by the backend): read and written during the run.
         let allow = take(ebpf, "LSM_ALLOW", BpfHashMap::try_from)?;
         let events = take(ebpf, "LSM_EVENTS", RingBuf::try_from)?;
-        let btf = Btf::from_sys_fs().map_err(|e| LsmError::Unavailable(format!("cannot read the kernel BTF: {e}")))?;
+        let btf = Btf::from_sys_fs()
+            .map_err(|e| LsmError::Unavailable(format!("cannot read the kernel BTF: {e}")))?;
         let mut attached = Vec::new();
         for (name, hook, required) in PROGRAMS {
             let perr = |detail: String| LsmError::Program { name, hook, detail };
@@ -911,12 +1095,19 @@ impl LsmBackend {
                 Err(e) => return Err(perr(explain_load(&e))),
             }
             prog.attach().map_err(|e| perr(explain_load(&e)))?;
-            tracing::info!("LSM program {name} loaded and attached in {:.2?}", t.elapsed());
+            tracing::info!(
+                "LSM program {name} loaded and attached in {:.2?}",
+                t.elapsed()
+            );
             attached.push(hook);
         }
         let tp: &mut RawTracePoint = ebpf
             .program_mut(EXEC_RULES_PROGRAM)
-            .ok_or_else(|| LsmError::Program { name: EXEC_RULES_PROGRAM, hook: "sys_enter", detail: "missing".into() })?
+            .ok_or_else(|| LsmError::Program {
+                name: EXEC_RULES_PROGRAM,
+                hook: "sys_enter",
+                detail: "missing".into(),
+            })?
             .try_into()
             .map_err(|e: aya::programs::ProgramError| LsmError::Program {
                 name: EXEC_RULES_PROGRAM,
@@ -925,13 +1116,23 @@ impl LsmBackend {
             })?;
         tp.load()
             .and_then(|_| tp.attach("sys_enter").map(|_| ()))
-            .map_err(|e| LsmError::Program { name: EXEC_RULES_PROGRAM, hook: "sys_enter", detail: e.to_string() })?;
+            .map_err(|e| LsmError::Program {
+                name: EXEC_RULES_PROGRAM,
+                hook: "sys_enter",
+                detail: e.to_string(),
+            })?;
         for r in &compiled.report {
             match &r.fidelity {
                 Fidelity::AuditOnly(why) if blocks(r.treatment) => {
-                    tracing::warn!("rule {} ({:?}) is not enforced by BPF LSM, only audited: {why}", r.rule, r.treatment)
+                    tracing::warn!(
+                        "rule {} ({:?}) is not enforced by BPF LSM, only audited: {why}",
+                        r.rule,
+                        r.treatment
+                    )
                 }
-                Fidelity::Partial(why) => tracing::info!("rule {} is partly enforced by BPF LSM: {why}", r.rule),
+                Fidelity::Partial(why) => {
+                    tracing::info!("rule {} is partly enforced by BPF LSM: {why}", r.rule)
+                }
                 _ => {}
             }
         }
@@ -975,7 +1176,11 @@ impl LsmBackend {
     }
 
     fn rule_id(&self, index: u32) -> String {
-        self.compiled.rules.get(&index).map(|(id, _)| id.clone()).unwrap_or_else(|| format!("#{index}"))
+        self.compiled
+            .rules
+            .get(&index)
+            .map(|(id, _)| id.clone())
+            .unwrap_or_else(|| format!("#{index}"))
     }
 
     /// The shared request table (for the control socket).
@@ -1004,7 +1209,12 @@ impl LsmBackend {
 
     fn on_decision(&mut self, mut a: Action, d: LsmDecision) {
         let rule = self.rule_id(d.rule);
-        let key = AllowKey { ino: d.ino, dev: d.dev, op: a.op.map(|o| kind_of(o) as u16).unwrap_or(0), rule: d.rule as u16 };
+        let key = AllowKey {
+            ino: d.ino,
+            dev: d.dev,
+            op: a.op.map(|o| kind_of(o) as u16).unwrap_or(0),
+            rule: d.rule as u16,
+        };
         let treatment = self.compiled.rules.get(&d.rule).map(|(_, t)| *t);
         let mut enf = json!({
             "backend": "lsm",
@@ -1035,7 +1245,14 @@ impl LsmBackend {
                         st.notes.push(("enforcement", note));
                         st.pending.insert(
                             id,
-                            Pending { id, key, rule: rule.clone(), what, action: a.clone(), requested_ns: monotonic_ns() },
+                            Pending {
+                                id,
+                                key,
+                                rule: rule.clone(),
+                                what,
+                                action: a.clone(),
+                                requested_ns: monotonic_ns(),
+                            },
                         );
                         id
                     }
@@ -1065,7 +1282,9 @@ impl LsmBackend {
                             }
                         }
                         Err(e) => {
-                            enf["error"] = json!(format!("could not keep a copy, the call stays refused: {e}"));
+                            enf["error"] = json!(format!(
+                                "could not keep a copy, the call stays refused: {e}"
+                            ));
                         }
                     }
                 }
@@ -1087,7 +1306,10 @@ impl LsmBackend {
         *st.counts.entry(name.to_owned()).or_default() += 1;
         drop(st);
         a.enforcement = Some(enf.clone());
-        self.held.push(Held { action: a, enforcement: enf });
+        self.held.push(Held {
+            action: a,
+            enforcement: enf,
+        });
     }
 
     /// Attaches held decisions to the released syscall records of the same
@@ -1104,7 +1326,12 @@ impl LsmBackend {
         for h in std::mem::take(&mut self.held) {
             let target = acts
                 .iter_mut()
-                .filter(|a| a.tid == h.action.tid && a.op == h.action.op && a.ktime_ns <= h.action.ktime_ns && a.enforcement.is_none())
+                .filter(|a| {
+                    a.tid == h.action.tid
+                        && a.op == h.action.op
+                        && a.ktime_ns <= h.action.ktime_ns
+                        && a.enforcement.is_none()
+                })
                 .max_by_key(|a| a.ktime_ns);
             if let Some(t) = target {
                 t.enforcement = Some(h.enforcement);
@@ -1193,8 +1420,15 @@ pub fn attach(
     let b = LsmBackend::start(probes, policy, ctx, quarantine, quiet)
         .map_err(|err| anyhow::anyhow!("--enforce (BPF LSM backend): {err}"))?;
     if !quiet {
-        let enforced = b.report().iter().filter(|r| r.index.is_some() && blocks(r.treatment)).count();
-        eprintln!("abm: BPF LSM hooks attached: {} ({enforced} blocking rules in the kernel)", b.attached.join(", "));
+        let enforced = b
+            .report()
+            .iter()
+            .filter(|r| r.index.is_some() && blocks(r.treatment))
+            .count();
+        eprintln!(
+            "abm: BPF LSM hooks attached: {} ({enforced} blocking rules in the kernel)",
+            b.attached.join(", ")
+        );
     }
     e.set_lsm(b);
     Ok(())
@@ -1219,7 +1453,14 @@ mod tests {
             for d in ["protected/allowed", "protected/sub/deep", "scratch", "keep"] {
                 fs::create_dir_all(dir.path().join(d)).unwrap();
             }
-            for f in ["protected/a", "protected/allowed/x", "protected/sub/deep/y", "scratch/a", "keep/k", "trace.jsonl"] {
+            for f in [
+                "protected/a",
+                "protected/allowed/x",
+                "protected/sub/deep/y",
+                "scratch/a",
+                "keep/k",
+                "trace.jsonl",
+            ] {
                 fs::write(dir.path().join(f), "x").unwrap();
             }
             Ws { dir }
@@ -1290,12 +1531,24 @@ mod tests {
     fn model_exec(c: &Compiled, argv: &[&str]) -> Option<(u32, u32)> {
         let base = |s: &str| s.rsplit('/').next().unwrap_or(s).to_owned();
         let mut progs = c.config.exec_any_program;
-        progs |= c.exec_programs.get(&fnv1a(base(argv[0]).as_bytes())).copied().unwrap_or(0);
+        progs |= c
+            .exec_programs
+            .get(&fnv1a(base(argv[0]).as_bytes()))
+            .copied()
+            .unwrap_or(0);
         let (mut seen, mut letters) = (0u64, 0u128);
         for a in &argv[1..] {
-            seen |= c.exec_tokens.get(&fnv1a(a.as_bytes())).copied().unwrap_or(0);
+            seen |= c
+                .exec_tokens
+                .get(&fnv1a(a.as_bytes()))
+                .copied()
+                .unwrap_or(0);
             let b = a.as_bytes();
-            if b.len() >= 2 && b[0] == b'-' && b[1] != b'-' && b[1..].iter().all(u8::is_ascii_alphanumeric) {
+            if b.len() >= 2
+                && b[0] == b'-'
+                && b[1] != b'-'
+                && b[1..].iter().all(u8::is_ascii_alphanumeric)
+            {
                 for ch in &b[1..] {
                     letters |= 1u128 << ch;
                 }
@@ -1305,11 +1558,15 @@ mod tests {
             if progs & (1 << j) == 0 {
                 continue;
             }
-            let ok = (0..EXEC_CLAUSES).filter(|ci| r.used & (1 << ci) != 0).all(|ci| {
-                let l = r.letters[ci as usize][0] as u128 | (r.letters[ci as usize][1] as u128) << 64;
-                let sat = seen & (1 << (j as u32 * EXEC_CLAUSES + ci)) != 0 || (l != 0 && letters & l == l);
-                sat != (r.negated & (1 << ci) != 0)
-            });
+            let ok = (0..EXEC_CLAUSES)
+                .filter(|ci| r.used & (1 << ci) != 0)
+                .all(|ci| {
+                    let l = r.letters[ci as usize][0] as u128
+                        | (r.letters[ci as usize][1] as u128) << 64;
+                    let sat = seen & (1 << (j as u32 * EXEC_CLAUSES + ci)) != 0
+                        || (l != 0 && letters & l == l);
+                    sat != (r.negated & (1 << ci) != 0)
+                });
             if ok {
                 return Some((r.index, r.treatment));
             }
@@ -1318,7 +1575,12 @@ mod tests {
     }
 
     fn file_action(op: Op, path: &str, path2: Option<&str>) -> Action {
-        Action { op: Some(op), path: Some(path.into()), path2: path2.map(Into::into), ..Default::default() }
+        Action {
+            op: Some(op),
+            path: Some(path.into()),
+            path2: path2.map(Into::into),
+            ..Default::default()
+        }
     }
 
     /// The policy engine's verdict as (rule id, kernel treatment), `None`
@@ -1395,16 +1657,37 @@ treatment = "confirm"
             assert_eq!(norm(got), norm(want), "{op:?} {p} {p2:?}");
         }
         // The model is not trivially permissive.
-        let rule_of = |op, p: &str| model_file(&c, op, &[p]).map(|(bit, t)| (c.rules[&bit].0.as_str(), t));
-        assert_eq!(rule_of(Op::Unlink, &ws.p("protected/a")), Some(("t.protect", treatment::DENY)));
-        assert_eq!(rule_of(Op::Unlink, &ws.p("protected/allowed/x")), Some(("t.accept-allowed", treatment::ALLOW)));
+        let rule_of =
+            |op, p: &str| model_file(&c, op, &[p]).map(|(bit, t)| (c.rules[&bit].0.as_str(), t));
+        assert_eq!(
+            rule_of(Op::Unlink, &ws.p("protected/a")),
+            Some(("t.protect", treatment::DENY))
+        );
+        assert_eq!(
+            rule_of(Op::Unlink, &ws.p("protected/allowed/x")),
+            Some(("t.accept-allowed", treatment::ALLOW))
+        );
         assert_eq!(rule_of(Op::Unlink, &ws.p("protected/sub/deep/y")), None);
-        assert_eq!(rule_of(Op::Truncate, &ws.p("keep/k")), Some(("t.children", treatment::PRESERVE)));
-        assert_eq!(rule_of(Op::Write, &ws.p("trace.jsonl")), Some(("builtin.trace-integrity", treatment::DENY)));
-        let fid: HashMap<&str, &Fidelity> = c.report.iter().map(|r| (r.rule.as_str(), &r.fidelity)).collect();
+        assert_eq!(
+            rule_of(Op::Truncate, &ws.p("keep/k")),
+            Some(("t.children", treatment::PRESERVE))
+        );
+        assert_eq!(
+            rule_of(Op::Write, &ws.p("trace.jsonl")),
+            Some(("builtin.trace-integrity", treatment::DENY))
+        );
+        let fid: HashMap<&str, &Fidelity> = c
+            .report
+            .iter()
+            .map(|r| (r.rule.as_str(), &r.fidelity))
+            .collect();
         assert_eq!(fid["t.protect"], &Fidelity::Exact);
         assert_eq!(fid["t.children"], &Fidelity::Exact);
-        assert!(matches!(fid["builtin.trace-integrity"], Fidelity::Partial(_)), "{:?}", fid["builtin.trace-integrity"]);
+        assert!(
+            matches!(fid["builtin.trace-integrity"], Fidelity::Partial(_)),
+            "{:?}",
+            fid["builtin.trace-integrity"]
+        );
     }
 
     const EXEC_POLICY: &str = r#"
@@ -1473,13 +1756,25 @@ treatment = "deny"
                 ..Default::default()
             };
             let want = engine(&policy, &ctx, &a).filter(|(_, t)| *t != treatment::ALLOW);
-            let got = model_exec(&c, argv).filter(|(_, t)| *t != treatment::ALLOW).map(|(i, t)| (c.rules[&i].0.clone(), t));
+            let got = model_exec(&c, argv)
+                .filter(|(_, t)| *t != treatment::ALLOW)
+                .map(|(i, t)| (c.rules[&i].0.clone(), t));
             assert_eq!(got, want, "{argv:?}");
         }
-        let rule_of = |argv: &[&str]| model_exec(&c, argv).map(|(i, t)| (c.rules[&i].0.as_str(), t));
-        assert_eq!(rule_of(&["git", "push", "-f"]), Some(("t.force-push", treatment::DENY)));
-        assert_eq!(rule_of(&["kubectl", "drain", "n"]), Some(("t.kubectl", treatment::CONFIRM)));
-        assert_eq!(rule_of(&["rm", "-r", "-f", "x"]), Some(("t.rm-rf", treatment::DENY)));
+        let rule_of =
+            |argv: &[&str]| model_exec(&c, argv).map(|(i, t)| (c.rules[&i].0.as_str(), t));
+        assert_eq!(
+            rule_of(&["git", "push", "-f"]),
+            Some(("t.force-push", treatment::DENY))
+        );
+        assert_eq!(
+            rule_of(&["kubectl", "drain", "n"]),
+            Some(("t.kubectl", treatment::CONFIRM))
+        );
+        assert_eq!(
+            rule_of(&["rm", "-r", "-f", "x"]),
+            Some(("t.rm-rf", treatment::DENY))
+        );
         assert_eq!(rule_of(&["git", "push"]), None);
     }
 
@@ -1526,18 +1821,35 @@ treatment = "deny"
 "#;
         let policy = Policy::from_str(src, "t.toml").unwrap();
         let c = compile(&policy, &ws.ctx()).unwrap();
-        let fid: HashMap<&str, &Fidelity> = c.report.iter().map(|r| (r.rule.as_str(), &r.fidelity)).collect();
+        let fid: HashMap<&str, &Fidelity> = c
+            .report
+            .iter()
+            .map(|r| (r.rule.as_str(), &r.fidelity))
+            .collect();
         assert!(matches!(fid["t.by-comm"], Fidelity::AuditOnly(_)));
         assert!(matches!(fid["t.regex"], Fidelity::AuditOnly(_)));
         assert!(matches!(fid["t.accept-regex"], Fidelity::Shadow(_)));
-        assert!(matches!(fid["t.deep-glob"], Fidelity::AuditOnly(_) | Fidelity::Partial(_)));
+        assert!(matches!(
+            fid["t.deep-glob"],
+            Fidelity::AuditOnly(_) | Fidelity::Partial(_)
+        ));
         assert!(matches!(fid["t.prog-glob"], Fidelity::AuditOnly(_)));
         // Nothing audit-only reached the kernel's blocking tables.
-        for r in c.report.iter().filter(|r| matches!(r.fidelity, Fidelity::AuditOnly(_))) {
+        for r in c
+            .report
+            .iter()
+            .filter(|r| matches!(r.fidelity, Fidelity::AuditOnly(_)))
+        {
             assert!(r.index.is_none(), "{}", r.rule);
         }
         // The shadow accept rule matches any rmdir (it can only let more through).
-        let bit = c.report.iter().find(|r| r.rule == "t.accept-regex").unwrap().index.unwrap();
+        let bit = c
+            .report
+            .iter()
+            .find(|r| r.rule == "t.accept-regex")
+            .unwrap()
+            .index
+            .unwrap();
         assert_ne!(c.config.any_path & (1 << bit), 0);
         assert_eq!(c.config.deny & (1 << bit), 0);
     }
@@ -1572,12 +1884,25 @@ treatment = "deny"
             hflags: 0,
             _pad: 0,
         };
-        let d = LsmDecision { rule: 3, decision: decision::DENIED, hook: hook::PATH_RENAME, dev: 9, ino: 42 };
+        let d = LsmDecision {
+            rule: 3,
+            decision: decision::DENIED,
+            hook: hook::PATH_RENAME,
+            dev: 9,
+            ino: 42,
+        };
         // SAFETY: plain repr(C) data.
         let dbytes = unsafe {
-            std::slice::from_raw_parts(&d as *const LsmDecision as *const u8, std::mem::size_of::<LsmDecision>())
+            std::slice::from_raw_parts(
+                &d as *const LsmDecision as *const u8,
+                std::mem::size_of::<LsmDecision>(),
+            )
         };
-        let f = |tag, data: &[u8]| crate::events::Field { tag, flags: 0, data: data.to_vec() };
+        let f = |tag, data: &[u8]| crate::events::Field {
+            tag,
+            flags: 0,
+            data: data.to_vec(),
+        };
         let bytes = crate::events::encode(
             &hdr,
             &[

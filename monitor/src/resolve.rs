@@ -169,7 +169,14 @@ pub fn resolve_path(
     let mut host = join(&base_path, &raw.data);
     let has_dir_part = raw.data.contains(&b'/');
     if has_dir_part && root == b"/" {
-        if let Some(real) = canonical_parent(&host) {
+        // Resolve the directory part as the kernel did: symlinks first, then
+        // `..` physically (so `link/../f` names the file next to the link's
+        // target, not next to the link). Folding `..` lexically is only the
+        // fallback when the directory no longer exists.
+        let mut unfolded = base_path.clone();
+        unfolded.push(b'/');
+        unfolded.extend_from_slice(&raw.data);
+        if let Some(real) = canonical_parent(&unfolded) {
             host = real;
         }
     }
@@ -245,6 +252,19 @@ pub fn errno_name(err: i64) -> String {
         libc::ELOOP => "ELOOP",
         libc::EOPNOTSUPP => "EOPNOTSUPP",
         libc::EDQUOT => "EDQUOT",
+        libc::ENXIO => "ENXIO",
+        libc::ECHILD => "ECHILD",
+        libc::ENOTTY => "ENOTTY",
+        libc::ESPIPE => "ESPIPE",
+        libc::EPIPE => "EPIPE",
+        libc::ERANGE => "ERANGE",
+        libc::EDEADLK => "EDEADLK",
+        libc::ENOLCK => "ENOLCK",
+        libc::ETIMEDOUT => "ETIMEDOUT",
+        libc::ESTALE => "ESTALE",
+        libc::ECANCELED => "ECANCELED",
+        libc::EOWNERDEAD => "EOWNERDEAD",
+        libc::EKEYREJECTED => "EKEYREJECTED",
         _ => return format!("E{e}"),
     };
     name.to_owned()

@@ -203,7 +203,7 @@ fn unlink_denied_in_nested_children_and_allowed_elsewhere() {
         ws.path(),
         &policy,
         &[],
-        &["sh", "-c", &format!("sh -c \"$0\"; rm keep/f"), &inner],
+        &["sh", "-c", "sh -c \"$0\"; rm keep/f", &inner],
     );
     let o = outcomes(&run);
     assert_eq!(o["keep"], EPERM, "{}", run.stderr());

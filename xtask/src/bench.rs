@@ -300,7 +300,9 @@ fn run_abm_in_scope(env: &Env, wl: &Workload, config: Config) -> Result<Sample> 
         .args(wl.command(env))
         .stderr(fs::File::create(&err)?);
     let mut t = sys::Traced::spawn(&mut cmd)?;
+    let ring = ring_sampler(t.pid);
     let end = t.wait()?;
+    let ring = ring.stop();
     let text = fs::read_to_string(&err).unwrap_or_default();
     if end.code != 0 {
         bail!("abm run exited with {}: {}", end.code, peers::tail(&text));
@@ -311,10 +313,15 @@ fn run_abm_in_scope(env: &Env, wl: &Workload, config: Config) -> Result<Sample> 
     s.lost = json_object_sum(&text, "lost");
     s.mon_cpu_s = end.own.map(|o| o.cpu_s);
     s.mon_rss_kib = end.own.and_then(|o| o.hwm_kib);
-    s.mon_ring_kib = end.own.and_then(|o| o.bpf_map_kib);
+    s.mon_ring_kib = ring;
     remove_tree(&trace);
     let _ = fs::remove_file(&trace);
     Ok(s)
+}
+
+/// Reads abm's ring-buffer mapping once it exists (it does not change).
+fn ring_sampler(pid: i32) -> sys::MaxSampler {
+    sys::MaxSampler::start(pid, Duration::from_millis(20), true, sys::bpf_map_rss)
 }
 
 /// Starts `abm run -- sleep 3600` (under ptrace) and waits until its
@@ -352,6 +359,7 @@ fn start_idle_abm(env: &Env, config: Config, extra: &[&str]) -> Result<(sys::Tra
 /// The burst run outside abm's scope while abm watches `sleep`.
 fn run_abm_outside(env: &Env, wl: &Workload, config: Config) -> Result<Sample> {
     let (mut t, err) = start_idle_abm(env, config, &[])?;
+    let ring = sys::bpf_map_rss(t.pid);
     let mut s = env.timeit(&wl.command(env), None)?;
     sys::send_signal(t.pid, sys::SIGTERM);
     let end = t.wait()?;
@@ -361,7 +369,7 @@ fn run_abm_outside(env: &Env, wl: &Workload, config: Config) -> Result<Sample> {
     s.lost = json_object_sum(&text, "lost");
     s.mon_cpu_s = end.own.map(|o| o.cpu_s);
     s.mon_rss_kib = end.own.and_then(|o| o.hwm_kib);
-    s.mon_ring_kib = end.own.and_then(|o| o.bpf_map_kib);
+    s.mon_ring_kib = ring;
     Ok(s)
 }
 
@@ -560,14 +568,16 @@ fn micro(env: &Env, rounds: usize) -> Result<Micro> {
         let mut cmd = env.abm_run(Config::Default, &loop_dir, &trace);
         cmd.args(["--", "true"]).stderr(Stdio::null());
         let mut t = sys::Traced::spawn(&mut cmd)?;
+        let ring = ring_sampler(t.pid);
         let e = t.wait()?;
+        let ring = ring.stop();
         let _ = fs::remove_file(&trace);
         if let Some(o) = e.own {
             fixed.push((
                 e.elapsed.as_secs_f64(),
                 o.cpu_s,
                 o.hwm_kib.unwrap_or(0),
-                o.bpf_map_kib.unwrap_or(0),
+                ring.unwrap_or(0),
             ));
         }
     }

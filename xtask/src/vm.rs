@@ -28,7 +28,10 @@ use anyhow::{bail, Context as _, Result};
 use crate::{root, run, setup::ensure_packages};
 
 /// The kernels under test: (label, meta package naming the current image).
-const KERNELS: &[(&str, &str)] = &[("6.1", "linux-image-cloud-amd64"), ("6.12", "linux-image-6.12-cloud-amd64")];
+const KERNELS: &[(&str, &str)] = &[
+    ("6.1", "linux-image-cloud-amd64"),
+    ("6.12", "linux-image-6.12-cloud-amd64"),
+];
 
 /// Time limit of one VM (TCG is slow: loading the BPF programs takes most
 /// of it). `ABM_VM_TIMEOUT` (seconds) overrides it.
@@ -43,9 +46,14 @@ fn vm_dir() -> PathBuf {
 /// Output of a command, failing with its stderr.
 fn output(cmd: &mut Command) -> Result<String> {
     let shown = format!("{cmd:?}");
-    let o = cmd.output().with_context(|| format!("cannot start {shown}"))?;
+    let o = cmd
+        .output()
+        .with_context(|| format!("cannot start {shown}"))?;
     if !o.status.success() {
-        bail!("{shown} failed: {}", String::from_utf8_lossy(&o.stderr).trim());
+        bail!(
+            "{shown} failed: {}",
+            String::from_utf8_lossy(&o.stderr).trim()
+        );
     }
     Ok(String::from_utf8_lossy(&o.stdout).into_owned())
 }
@@ -90,18 +98,26 @@ fn kernel(label: &str, meta: &str) -> Result<PathBuf> {
     let debs = vm_dir().join("debs");
     fs::create_dir_all(&debs)?;
     let have = |d: &Path| -> Option<PathBuf> {
-        fs::read_dir(d)
-            .ok()?
-            .flatten()
-            .map(|e| e.path())
-            .find(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(&format!("{pkg}_"))))
+        fs::read_dir(d).ok()?.flatten().map(|e| e.path()).find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&format!("{pkg}_")))
+        })
     };
     let deb = match have(&debs) {
         Some(d) => d,
         None => {
-            run(Command::new("apt-get").current_dir(&debs).args(["download", &pkg]))
-                .with_context(|| format!("apt-get download {pkg} failed: the VM tests need the Debian package mirror"))?;
-            have(&debs).with_context(|| format!("apt-get download {pkg} left no .deb in {}", debs.display()))?
+            run(Command::new("apt-get")
+                .current_dir(&debs)
+                .args(["download", &pkg]))
+            .with_context(|| {
+                format!(
+                    "apt-get download {pkg} failed: the VM tests need the Debian package mirror"
+                )
+            })?;
+            have(&debs).with_context(|| {
+                format!("apt-get download {pkg} left no .deb in {}", debs.display())
+            })?
         }
     };
     let tmp = kdir.with_extension("tmp");
@@ -122,7 +138,11 @@ fn find_vmlinuz(kdir: &Path) -> Option<PathBuf> {
         .ok()?
         .flatten()
         .map(|e| e.path())
-        .find(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("vmlinuz-")))
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("vmlinuz-"))
+        })
 }
 
 /// Copies `src` to `tree/<dest>` (creating directories), following links.
@@ -143,7 +163,7 @@ fn libraries(bin: &Path) -> Result<Vec<PathBuf>> {
         .filter_map(|l| {
             let l = l.trim();
             let path = match l.split_once("=>") {
-                Some((_, rest)) => rest.trim().split_whitespace().next()?,
+                Some((_, rest)) => rest.split_whitespace().next()?,
                 None => l.split_whitespace().next()?,
             };
             path.starts_with('/').then(|| PathBuf::from(path))
@@ -156,14 +176,31 @@ fn initramfs(abm: &Path) -> Result<PathBuf> {
     let dir = vm_dir();
     let tree = dir.join("initramfs");
     let _ = fs::remove_dir_all(&tree);
-    for d in ["bin", "sbin", "usr/bin", "usr/sbin", "proc", "sys", "dev", "tmp", "run", "root", "etc", "tests/bin"] {
+    for d in [
+        "bin",
+        "sbin",
+        "usr/bin",
+        "usr/sbin",
+        "proc",
+        "sys",
+        "dev",
+        "tmp",
+        "run",
+        "root",
+        "etc",
+        "tests/bin",
+    ] {
         fs::create_dir_all(tree.join(d))?;
     }
     install(&tree, Path::new("/bin/busybox"), "/bin/busybox", 0o755)?;
     // The release binary carries debug info (profile.release debug = 1):
     // strip it so the initramfs stays small.
     let stripped = dir.join("abm.stripped");
-    run(Command::new("strip").arg("--strip-debug").arg("-o").arg(&stripped).arg(abm))?;
+    run(Command::new("strip")
+        .arg("--strip-debug")
+        .arg("-o")
+        .arg(&stripped)
+        .arg(abm))?;
     install(&tree, &stripped, "/bin/abm", 0o755)?;
     for lib in libraries(abm)? {
         install(&tree, &lib, &lib.to_string_lossy(), 0o755)?;
@@ -178,7 +215,11 @@ fn initramfs(abm: &Path) -> Result<PathBuf> {
     let src = root().join("tests/vm");
     for e in fs::read_dir(&src)? {
         let p = e?.path();
-        let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
+        let name = p
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_owned();
         if name == "init" {
             install(&tree, &p, "/init", 0o755)?;
         } else {
@@ -208,7 +249,18 @@ struct VmResult {
 fn boot(label: &str, kernel: &Path, initrd: &Path, timeout: Duration) -> Result<VmResult> {
     let log = vm_dir().join(format!("console-{label}.log"));
     let mut child = Command::new("qemu-system-x86_64")
-        .args(["-accel", "tcg", "-cpu", "max", "-m", "1024", "-smp", "1", "-nographic", "-no-reboot"])
+        .args([
+            "-accel",
+            "tcg",
+            "-cpu",
+            "max",
+            "-m",
+            "1024",
+            "-smp",
+            "1",
+            "-nographic",
+            "-no-reboot",
+        ])
         .arg("-kernel")
         .arg(kernel)
         .arg("-initrd")
@@ -258,8 +310,17 @@ fn boot(label: &str, kernel: &Path, initrd: &Path, timeout: Duration) -> Result<
         }
         thread::sleep(Duration::from_millis(200));
     }
-    let (lines, done) = reader.join().map_err(|_| anyhow::anyhow!("console reader panicked"))?;
-    Ok(VmResult { label: label.to_owned(), lines, done, timed_out, secs: started.elapsed().as_secs_f64(), log })
+    let (lines, done) = reader
+        .join()
+        .map_err(|_| anyhow::anyhow!("console reader panicked"))?;
+    Ok(VmResult {
+        label: label.to_owned(),
+        lines,
+        done,
+        timed_out,
+        secs: started.elapsed().as_secs_f64(),
+        log,
+    })
 }
 
 pub fn vm_test() -> Result<()> {
@@ -276,7 +337,11 @@ pub fn vm_test() -> Result<()> {
         .and_then(|s| s.parse().ok())
         .map(Duration::from_secs)
         .unwrap_or(TIMEOUT);
-    eprintln!("xtask: booting {} VMs (TCG, limit {}s each)", kernels.len(), timeout.as_secs());
+    eprintln!(
+        "xtask: booting {} VMs (TCG, limit {}s each)",
+        kernels.len(),
+        timeout.as_secs()
+    );
     let handles: Vec<_> = kernels
         .into_iter()
         .map(|(label, k)| {
@@ -287,9 +352,18 @@ pub fn vm_test() -> Result<()> {
     let mut failures = Vec::new();
     let mut summary = Vec::new();
     for h in handles {
-        let r = h.join().map_err(|_| anyhow::anyhow!("VM thread panicked"))??;
-        let tests: Vec<&String> = r.lines.iter().filter(|l| l.starts_with("ABM-VM-TEST ")).collect();
-        let failed: Vec<&&String> = tests.iter().filter(|l| l.split_whitespace().nth(2) != Some("PASS")).collect();
+        let r = h
+            .join()
+            .map_err(|_| anyhow::anyhow!("VM thread panicked"))??;
+        let tests: Vec<&String> = r
+            .lines
+            .iter()
+            .filter(|l| l.starts_with("ABM-VM-TEST "))
+            .collect();
+        let failed: Vec<&&String> = tests
+            .iter()
+            .filter(|l| l.split_whitespace().nth(2) != Some("PASS"))
+            .collect();
         summary.push(format!(
             "kernel {}: {} passed, {} failed, {:.0}s{}",
             r.label,
@@ -302,7 +376,11 @@ pub fn vm_test() -> Result<()> {
             failures.push(format!("kernel {}: {f}", r.label));
         }
         if tests.is_empty() {
-            failures.push(format!("kernel {}: no test reported (console: {})", r.label, r.log.display()));
+            failures.push(format!(
+                "kernel {}: no test reported (console: {})",
+                r.label,
+                r.log.display()
+            ));
         }
         if r.timed_out {
             failures.push(format!(
@@ -312,13 +390,20 @@ pub fn vm_test() -> Result<()> {
                 r.log.display()
             ));
         } else if !r.done {
-            failures.push(format!("kernel {}: the VM did not print ABM-VM-DONE (console: {})", r.label, r.log.display()));
+            failures.push(format!(
+                "kernel {}: the VM did not print ABM-VM-DONE (console: {})",
+                r.label,
+                r.log.display()
+            ));
         }
     }
     for s in &summary {
         eprintln!("xtask: vm {s}");
     }
-    eprintln!("xtask: VM tests took {:.0}s", started.elapsed().as_secs_f64());
+    eprintln!(
+        "xtask: VM tests took {:.0}s",
+        started.elapsed().as_secs_f64()
+    );
     if !failures.is_empty() {
         bail!("BPF LSM VM tests failed:\n  {}", failures.join("\n  "));
     }

@@ -32,9 +32,9 @@ use core::ffi::c_void;
 
 use aya_ebpf::{
     helpers::{
-        bpf_get_current_cgroup_id, bpf_get_current_comm, bpf_get_current_pid_tgid, bpf_get_current_task,
-        bpf_get_current_uid_gid, bpf_ktime_get_ns, bpf_probe_read_kernel, bpf_probe_read_user,
-        generated::bpf_probe_read_user_str,
+        bpf_get_current_cgroup_id, bpf_get_current_comm, bpf_get_current_pid_tgid,
+        bpf_get_current_task, bpf_get_current_uid_gid, bpf_ktime_get_ns, bpf_probe_read_kernel,
+        bpf_probe_read_user, generated::bpf_probe_read_user_str,
     },
     macros::{lsm, map, raw_tracepoint},
     maps::{Array, HashMap, LruHashMap, PerCpuArray, RingBuf},
@@ -43,18 +43,21 @@ use aya_ebpf::{
 };
 use monitor_common::{
     field_tag::{FD_PATH, ROOT},
-    lsm::{decision, field, hook, treatment, ALLOW_GRACE_NS, EXEC_CLAUSES, FNV_OFFSET, FNV_PRIME, MAX_ALLOW, MAX_EXEC_RULES, MAX_PROTECT, MAX_TOKEN, MAX_TOKENS, MAX_WALK},
+    lsm::{
+        decision, field, hook, treatment, ALLOW_GRACE_NS, EXEC_CLAUSES, FNV_OFFSET, FNV_PRIME,
+        MAX_ALLOW, MAX_EXEC_RULES, MAX_PROTECT, MAX_TOKEN, MAX_TOKENS, MAX_WALK,
+    },
     open_flags::O_TRUNC,
-    AllowKey, Allowance, EventHeader, EventKind, ExecRule, ExecVerdict, FieldHeader, InodeKey, LossCause, LsmConfig,
-    LsmDecision, PathRuleBits, TokenScratch,
+    AllowKey, Allowance, EventHeader, EventKind, ExecRule, ExecVerdict, FieldHeader, InodeKey,
+    LossCause, LsmConfig, LsmDecision, PathRuleBits, TokenScratch,
 };
 
 use crate::{
     maps::{count_loss, current_scope, SCRATCH},
     record::walk_path,
     shim::{
-        shim_file_dentry, shim_file_mnt, shim_mnt_mountpoint, shim_mnt_parent, shim_mnt_root, shim_dentry_parent,
-        shim_task_ppid, shim_task_root_dentry, shim_task_root_mnt,
+        shim_dentry_parent, shim_file_dentry, shim_file_mnt, shim_mnt_mountpoint, shim_mnt_parent,
+        shim_mnt_root, shim_task_ppid, shim_task_root_dentry, shim_task_root_mnt,
     },
 };
 
@@ -170,7 +173,13 @@ fn inode_key(dentry: u64) -> InodeKey {
     if inode.is_null() {
         return InodeKey::default();
     }
-    unsafe { InodeKey { ino: shim_inode_ino(inode), dev: shim_inode_dev(inode), _pad: 0 } }
+    unsafe {
+        InodeKey {
+            ino: shim_inode_ino(inode),
+            dev: shim_inode_dev(inode),
+            _pad: 0,
+        }
+    }
 }
 
 /// Walks from `dentry` (in mount `mnt`) to the root of the mount namespace
@@ -208,7 +217,9 @@ pub extern "C" fn lsm_path_rules(dentry: u64, mnt: u64, mode: u64, init: u64) ->
         let key = inode_key(d as u64);
         if let Some(e) = unsafe { LSM_PROTECT.get(&key) } {
             matched |= ((e.self_ & at_self) | (e.child & at_child) | (e.desc & at_desc)) & look;
-            excluded |= ((e.excl_self & at_self) | (e.excl_child & at_child) | (e.excl_desc & at_desc)) & look;
+            excluded |=
+                ((e.excl_self & at_self) | (e.excl_child & at_child) | (e.excl_desc & at_desc))
+                    & look;
         }
         if !m.is_null() && d == unsafe { shim_mnt_root(m) } {
             let parent = unsafe { shim_mnt_parent(m) };
@@ -246,7 +257,9 @@ pub extern "C" fn lsm_path_rules(dentry: u64, mnt: u64, mode: u64, init: u64) ->
 #[unsafe(no_mangle)]
 #[inline(never)]
 pub extern "C" fn lsm_emit(packed: u64, d1: u64, m1: u64, d2: u64, m2: u64) -> u64 {
-    let Some(buf) = SCRATCH.get_ptr_mut(0) else { return 0 };
+    let Some(buf) = SCRATCH.get_ptr_mut(0) else {
+        return 0;
+    };
     let op = (packed & 0xff) as u32;
     let dec = ((packed >> 16) & 0xff) as u32;
     let key = inode_key(d1);
@@ -264,7 +277,11 @@ pub extern "C" fn lsm_emit(packed: u64, d1: u64, m1: u64, d2: u64, m2: u64) -> u
     hdr.gid = (uid_gid >> 32) as u32;
     hdr.cgroup_id = unsafe { bpf_get_current_cgroup_id() };
     hdr.comm = bpf_get_current_comm().unwrap_or([0; 16]);
-    hdr.result = if dec == decision::ALLOWED_ONCE { 0 } else { -(EPERM as i64) };
+    hdr.result = if dec == decision::ALLOWED_ONCE {
+        0
+    } else {
+        -(EPERM as i64)
+    };
     hdr.flags = 0;
     hdr.mode = u32::MAX;
     hdr.owner_uid = u32::MAX;
@@ -275,7 +292,11 @@ pub extern "C" fn lsm_emit(packed: u64, d1: u64, m1: u64, d2: u64, m2: u64) -> u
     const FH: usize = core::mem::size_of::<FieldHeader>();
     const DL: usize = core::mem::size_of::<LsmDecision>();
     let payload = unsafe { (*buf).payload.as_mut_ptr() };
-    let fh = FieldHeader { tag: field::DECISION, flags: 0, len: DL as u16 };
+    let fh = FieldHeader {
+        tag: field::DECISION,
+        flags: 0,
+        len: DL as u16,
+    };
     let dv = LsmDecision {
         rule: ((packed >> 32) & 0xffff) as u32,
         decision: dec,
@@ -325,7 +346,12 @@ fn apply(op: u32, hook: u32, rule: u32, treat: u32, d1: u64, m1: u64, d2: u64, m
     };
     if dec != decision::DENIED {
         let k = inode_key(d1);
-        let key = AllowKey { ino: k.ino, dev: k.dev, op: op as u16, rule: rule as u16 };
+        let key = AllowKey {
+            ino: k.ino,
+            dev: k.dev,
+            op: op as u16,
+            rule: rule as u16,
+        };
         if let Some(a) = unsafe { LSM_ALLOW.get(&key) }.copied() {
             let now = unsafe { bpf_ktime_get_ns() };
             let tid = bpf_get_current_pid_tgid() as u32;
@@ -334,7 +360,11 @@ fn apply(op: u32, hook: u32, rule: u32, treat: u32, d1: u64, m1: u64, d2: u64, m
                 // even when two CPUs race for it. It then stays for the
                 // other hooks of the same call, for this thread only.
                 if now < a.expires_ns && LSM_ALLOW.remove(&key).is_ok() {
-                    let used = Allowance { expires_ns: now + ALLOW_GRACE_NS, tid, _pad: 0 };
+                    let used = Allowance {
+                        expires_ns: now + ALLOW_GRACE_NS,
+                        tid,
+                        _pad: 0,
+                    };
                     let _ = LSM_ALLOW.insert(&key, &used, 0);
                     lsm_emit(pack(op, hook, decision::ALLOWED_ONCE, rule), d1, m1, d2, m2);
                     return 0;
@@ -351,7 +381,9 @@ fn apply(op: u32, hook: u32, rule: u32, treat: u32, d1: u64, m1: u64, d2: u64, m
 /// The file-rule decision for operation `op` on `d1` (and `d2` for rename).
 #[inline(always)]
 fn check_file(op: EventKind, hook: u32, d1: u64, m1: u64, d2: u64, m2: u64) -> i32 {
-    let Some(cfg) = LSM_CONFIG.get(0) else { return 0 };
+    let Some(cfg) = LSM_CONFIG.get(0) else {
+        return 0;
+    };
     // The mask must survive optimisation (the compiler knows the enum's
     // range, the verifier does not): read the index through a volatile load.
     let idx = unsafe { core::ptr::read_volatile(&(op as u32)) } & 15;
@@ -367,8 +399,11 @@ fn check_file(op: EventKind, hook: u32, d1: u64, m1: u64, d2: u64, m2: u64) -> i
     let bits = if d2 == 0 {
         lsm_path_rules(d1, m1, RULES_FINAL, init)
     } else {
-        let matched = init | lsm_path_rules(d1, m1, RULES_MATCHED, 0) | lsm_path_rules(d2, m2, RULES_MATCHED, 0);
-        let excluded = lsm_path_rules(d1, m1, RULES_EXCLUDED, 0) | lsm_path_rules(d2, m2, RULES_EXCLUDED, 0);
+        let matched = init
+            | lsm_path_rules(d1, m1, RULES_MATCHED, 0)
+            | lsm_path_rules(d2, m2, RULES_MATCHED, 0);
+        let excluded =
+            lsm_path_rules(d1, m1, RULES_EXCLUDED, 0) | lsm_path_rules(d2, m2, RULES_EXCLUDED, 0);
         matched & !excluded
     } & cand;
     if bits == 0 {
@@ -432,7 +467,14 @@ pub fn lsm_path_rename(ctx: LsmContext) -> i32 {
     }
     let m1 = unsafe { shim_path_mnt(arg(&ctx, 0) as *const c_void) } as u64;
     let m2 = unsafe { shim_path_mnt(arg(&ctx, 2) as *const c_void) } as u64;
-    check_file(EventKind::Rename, hook::PATH_RENAME, arg(&ctx, 1), m1, arg(&ctx, 3), m2)
+    check_file(
+        EventKind::Rename,
+        hook::PATH_RENAME,
+        arg(&ctx, 1),
+        m1,
+        arg(&ctx, 3),
+        m2,
+    )
 }
 
 /// (dentry, mount) of a `const struct path *`.
@@ -522,13 +564,24 @@ pub fn lsm_bprm_check_security(ctx: LsmContext) -> i32 {
         return -EPERM;
     }
     let tid = bpf_get_current_pid_tgid() as u32;
-    let Some(v) = (unsafe { LSM_EXEC_VERDICT.get(&tid) }).copied() else { return 0 };
+    let Some(v) = (unsafe { LSM_EXEC_VERDICT.get(&tid) }).copied() else {
+        return 0;
+    };
     if v.treatment == treatment::ALLOW {
         return 0;
     }
     let f = unsafe { shim_bprm_file(arg(&ctx, 0) as *const c_void) };
     let (d, m) = file_path(f as u64);
-    let r = apply(EventKind::Exec as u32, hook::BPRM_CHECK_SECURITY, v.rule, v.treatment, d, m, 0, 0);
+    let r = apply(
+        EventKind::Exec as u32,
+        hook::BPRM_CHECK_SECURITY,
+        v.rule,
+        v.treatment,
+        d,
+        m,
+        0,
+        0,
+    );
     if r == 0 {
         // An allowance was used: let the interpreter levels through too.
         let _ = LSM_EXEC_VERDICT.remove(&tid);
@@ -543,11 +596,17 @@ pub fn lsm_bprm_check_security(ctx: LsmContext) -> i32 {
 #[unsafe(no_mangle)]
 #[inline(never)]
 pub extern "C" fn lsm_hash_token(ptr: u64, basename: u64) -> u64 {
-    let Some(s) = LSM_TOKEN_SCRATCH.get_ptr_mut(0) else { return 0 };
+    let Some(s) = LSM_TOKEN_SCRATCH.get_ptr_mut(0) else {
+        return 0;
+    };
     let s = unsafe { &mut *s };
     s.letters = [0, 0];
     let n = unsafe {
-        bpf_probe_read_user_str(s.buf.as_mut_ptr() as *mut c_void, (MAX_TOKEN + 1) as u32, ptr as *const c_void)
+        bpf_probe_read_user_str(
+            s.buf.as_mut_ptr() as *mut c_void,
+            (MAX_TOKEN + 1) as u32,
+            ptr as *const c_void,
+        )
     };
     if n <= 0 || n as usize > MAX_TOKEN {
         return 0;
@@ -611,14 +670,20 @@ pub fn sys_enter_exec_rules(ctx: RawTracePointContext) -> i32 {
     if current_scope((pid_tgid >> 32) as u32).is_none() {
         return 0;
     }
-    let Some(cfg) = LSM_CONFIG.get(0) else { return 0 };
+    let Some(cfg) = LSM_CONFIG.get(0) else {
+        return 0;
+    };
     let nrules = cfg.exec_rules;
     if nrules == 0 {
         return 0;
     }
     let tid = pid_tgid as u32;
     let regs: *const u8 = ctx.arg(0);
-    let (file, argv) = if id == EXECVEAT { (reg(regs, 1), reg(regs, 2)) } else { (reg(regs, 0), reg(regs, 1)) };
+    let (file, argv) = if id == EXECVEAT {
+        (reg(regs, 1), reg(regs, 2))
+    } else {
+        (reg(regs, 0), reg(regs, 1))
+    };
     let argv = argv as *const u64;
 
     // Which rules name this program (executable path or argv[0] base name).
@@ -661,7 +726,10 @@ pub fn sys_enter_exec_rules(ctx: RawTracePointContext) -> i32 {
     }
 
     // The first rule whose clauses all hold decides.
-    let mut verdict = ExecVerdict { rule: 0, treatment: treatment::ALLOW };
+    let mut verdict = ExecVerdict {
+        rule: 0,
+        treatment: treatment::ALLOW,
+    };
     let mut found = false;
     let mut r = 0u32;
     while r < MAX_EXEC_RULES {
@@ -675,8 +743,9 @@ pub fn sys_enter_exec_rules(ctx: RawTracePointContext) -> i32 {
                 while c < EXEC_CLAUSES {
                     if rule.used & (1 << c) != 0 {
                         let lt = rule.letters[(c & 3) as usize];
-                        let by_letters =
-                            (lt[0] | lt[1]) != 0 && letters[0] & lt[0] == lt[0] && letters[1] & lt[1] == lt[1];
+                        let by_letters = (lt[0] | lt[1]) != 0
+                            && letters[0] & lt[0] == lt[0]
+                            && letters[1] & lt[1] == lt[1];
                         let sat = seen & (1u64 << (r * EXEC_CLAUSES + c)) != 0 || by_letters;
                         let negated = rule.negated & (1 << c) != 0;
                         if sat == negated {
@@ -686,7 +755,10 @@ pub fn sys_enter_exec_rules(ctx: RawTracePointContext) -> i32 {
                     c += 1;
                 }
                 if ok {
-                    verdict = ExecVerdict { rule: rule.index, treatment: rule.treatment };
+                    verdict = ExecVerdict {
+                        rule: rule.index,
+                        treatment: rule.treatment,
+                    };
                     found = true;
                     break;
                 }

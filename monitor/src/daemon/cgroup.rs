@@ -216,9 +216,14 @@ impl Hierarchy {
                 found = Some(path.to_path_buf());
                 return false;
             }
-            // Only the kubelet's subtree can hold pods.
-            name.starts_with("kubepods")
-                || path.parent() == Some(self.mount.as_path()) && name.ends_with(".slice")
+            // Only the kubelet's subtree can hold pods (below a top-level
+            // directory such as `kubepods` or `kubepods.slice`, possibly
+            // under a slice of its own).
+            let rel = path.strip_prefix(&self.mount).unwrap_or(path);
+            rel.components().count() <= 1
+                || rel
+                    .components()
+                    .any(|c| c.as_os_str().to_string_lossy().starts_with("kubepods"))
         })?;
         Ok(found)
     }
@@ -529,6 +534,48 @@ mod tests {
         assert_eq!(m[3].mount_point, b"/mnt/x y");
         assert_eq!(m[3].dev, "8:1");
         assert_eq!(m[3].fstype, "ext4");
+    }
+
+    #[test]
+    fn finds_containers_and_pods_in_a_tree() {
+        let tmp = tempfile::tempdir().unwrap();
+        let h = Hierarchy {
+            mount: tmp.path().to_path_buf(),
+            root: "/".into(),
+        };
+        let id = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+        let uid = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
+        let uid_ = uid.replace('-', "_");
+        for d in [
+            format!("system.slice/docker-{id}.scope/inner"),
+            "kubepods/burstable/pod11111111-2222-3333-4444-555555555555/abc".to_string(),
+            format!(
+                "kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod{uid_}.slice/cri-containerd-{}.scope",
+                "f".repeat(64)
+            ),
+            format!("kubepods/burstable/pod{uid}x"),
+        ] {
+            std::fs::create_dir_all(tmp.path().join(d)).unwrap();
+        }
+        assert_eq!(
+            h.find_container(&id[..12]).unwrap(),
+            Some(tmp.path().join(format!("system.slice/docker-{id}.scope")))
+        );
+        assert_eq!(h.find_container("abcdefabcdef").unwrap(), None);
+        assert_eq!(
+            h.find_pod("11111111-2222-3333-4444-555555555555").unwrap(),
+            Some(
+                tmp.path()
+                    .join("kubepods/burstable/pod11111111-2222-3333-4444-555555555555")
+            )
+        );
+        let p = h.find_pod(uid).unwrap().unwrap();
+        assert!(
+            p.ends_with(format!("kubepods-besteffort-pod{uid_}.slice")),
+            "{p:?}"
+        );
+        std::fs::create_dir_all(tmp.path().join(format!("other/docker-{id}.scope"))).unwrap();
+        assert!(h.find_container(id).is_err(), "two cgroups for one id");
     }
 
     #[test]

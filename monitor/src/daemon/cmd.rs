@@ -83,7 +83,7 @@ pub struct TailArgs {
 /// One request, one answer; an error answer becomes an error.
 pub fn request(sock: &std::path::Path, req: &Value) -> anyhow::Result<Value> {
     let v = crate::enforce::control::request(sock, req)
-        .with_context(|| "is `abm daemon` running? (see docs/daemon.md)".to_string())?;
+        .map_err(|e| anyhow::anyhow!("{e:#} (is `abm daemon` running? see docs/daemon.md)"))?;
     if v["ok"] != true {
         bail!(
             "{}",

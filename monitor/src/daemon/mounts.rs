@@ -65,14 +65,18 @@ fn rebase(path: &[u8], prefix: &[u8], base: &[u8]) -> Vec<u8> {
     } else {
         &path[prefix.len()..]
     };
+    let rest = rest.strip_prefix(b"/").unwrap_or(rest);
     let mut out = base.to_vec();
-    if out.ends_with(b"/") && rest.starts_with(b"/") {
-        out.pop();
+    if rest.is_empty() {
+        if out.is_empty() {
+            out.push(b'/');
+        }
+        return out;
     }
-    out.extend_from_slice(rest);
-    if out.is_empty() {
+    if !out.ends_with(b"/") {
         out.push(b'/');
     }
+    out.extend_from_slice(rest);
     out
 }
 

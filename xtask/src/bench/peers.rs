@@ -40,8 +40,9 @@ pub const LEGEND: &[(&str, &str)] = &[
         "strace 6.1 `-f -qq --seccomp-bpf -e trace=<same syscalls but fchmodat2> -o FILE`: one \
          decoded line per call (pid, arguments, return value) for the whole tree. --seccomp-bpf \
          (strace's fastest mode: untraced syscalls do not stop) because plain `strace -f` takes \
-         ~40x on the burst and would not fit the time budget. ptrace is synchronous: nothing is \
-         lost.",
+         ~40x on the burst and would not fit the time budget. strace stops on every open (it \
+         cannot filter by flags); events counts only the opens that may write, like the others. \
+         ptrace is synchronous: nothing is lost.",
     ),
 ];
 
@@ -143,7 +144,7 @@ pub fn prepare(wanted: &[&str]) -> Peers {
     }
 }
 
-/// Lines of `text` that are not empty.
+/// How many lines of `text` satisfy `pred`.
 fn count_lines(text: &str, pred: impl Fn(&str) -> bool) -> u64 {
     text.lines().filter(|l| pred(l)).count() as u64
 }
@@ -519,7 +520,7 @@ pub fn strace(env: &Env, bin: &Path, workload: &[OsString]) -> Result<Sample> {
         .context("cannot start strace")?;
     let pid = child.id() as i32;
     let started = Instant::now();
-    let sampler = sys::HwmSampler::start(pid);
+    let sampler = sys::MaxSampler::start(pid, Duration::from_millis(50), false, sys::hwm_kib);
     let (code, cpu) = sys::wait_zombie(pid)?;
     let e2e = started.elapsed().as_secs_f64();
     let hwm = sampler.stop();

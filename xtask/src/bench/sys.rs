@@ -108,9 +108,6 @@ pub struct ProcStats {
     pub cpu_s: f64,
     /// Peak resident set size (VmHWM), KiB; `None` once the memory is gone.
     pub hwm_kib: Option<u64>,
-    /// Resident KiB of BPF map mappings (abm's ring buffer: the kernel maps
-    /// its data pages twice, so a 16 MiB ring shows as 32 MiB of RSS).
-    pub bpf_map_kib: Option<u64>,
 }
 
 /// Reads /proc/PID/stat (utime, stime) and /proc/PID/status (VmHWM).
@@ -132,12 +129,13 @@ pub fn proc_stats(pid: i32) -> Option<ProcStats> {
     Some(ProcStats {
         cpu_s: (utime + stime) / clock_ticks(),
         hwm_kib,
-        bpf_map_kib: bpf_map_rss(pid),
     })
 }
 
-/// Sum of `Rss:` over the mappings of `anon_inode:bpf-map` in /proc/PID/smaps.
-fn bpf_map_rss(pid: i32) -> Option<u64> {
+/// Sum of `Rss:` over the mappings of `anon_inode:bpf-map` in /proc/PID/smaps:
+/// abm's ring buffer (the kernel maps its data pages twice, so a 16 MiB ring
+/// shows as 32 MiB of RSS).
+pub fn bpf_map_rss(pid: i32) -> Option<u64> {
     let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).ok()?;
     let mut in_map = false;
     let mut total = 0;
@@ -147,7 +145,10 @@ fn bpf_map_rss(pid: i32) -> Option<u64> {
         if first.contains('-') && first.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
             in_map = line.ends_with("anon_inode:bpf-map");
         } else if in_map && first == "Rss:" {
-            total += words.next().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+            total += words
+                .next()
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0);
         }
     }
     Some(total)
@@ -403,33 +404,49 @@ pub fn wait_zombie(pid: i32) -> Result<(i32, Option<f64>)> {
     Ok((decode(status), cpu))
 }
 
-/// Samples a process's VmHWM every 50 ms from another thread; `stop`
-/// returns the last (highest) value seen. For monitors that cannot be
-/// stopped at exit (strace, whose ptrace stops would each add one for us).
-pub struct HwmSampler {
+/// Samples a value of a process from another thread and keeps the
+/// largest: strace's VmHWM (strace cannot be stopped at exit, see
+/// [`wait_zombie`]), and abm's ring-buffer mapping (unmapped before abm
+/// exits, so it cannot be read at the exit stop).
+pub struct MaxSampler {
     stop: Arc<AtomicBool>,
     handle: thread::JoinHandle<Option<u64>>,
 }
 
-impl HwmSampler {
-    pub fn start(pid: i32) -> HwmSampler {
+impl MaxSampler {
+    /// Reads `read(pid)` every `period`; with `first_only`, stops after the
+    /// first non-zero value (for values that do not change).
+    pub fn start(
+        pid: i32,
+        period: Duration,
+        first_only: bool,
+        read: fn(i32) -> Option<u64>,
+    ) -> MaxSampler {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let handle = thread::spawn(move || {
             let mut best: Option<u64> = None;
             while !flag.load(Ordering::SeqCst) {
-                if let Some(h) = proc_stats(pid).and_then(|s| s.hwm_kib) {
-                    best = Some(best.map_or(h, |b| b.max(h)));
+                if let Some(v) = read(pid) {
+                    best = Some(best.map_or(v, |b| b.max(v)));
+                    if first_only && v > 0 {
+                        break;
+                    }
                 }
-                thread::sleep(Duration::from_millis(50));
+                thread::sleep(period);
             }
             best
         });
-        HwmSampler { stop, handle }
+        MaxSampler { stop, handle }
     }
 
     pub fn stop(self) -> Option<u64> {
         self.stop.store(true, Ordering::SeqCst);
         self.handle.join().ok().flatten()
     }
+}
+
+/// VmHWM of a live process, KiB.
+pub fn hwm_kib(pid: i32) -> Option<u64> {
+    proc_stats(pid).and_then(|s| s.hwm_kib)
 }
