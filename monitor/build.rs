@@ -28,7 +28,13 @@ fn main() -> anyhow::Result<()> {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR")?);
     let ebpf_dir = manifest.join("../monitor-ebpf");
     let root_dir = ebpf_dir.to_str().context("non-UTF-8 path")?;
-    for sub in ["src", "shim", "Cargo.toml", "build.rs", "../monitor-common/src"] {
+    for sub in [
+        "src",
+        "shim",
+        "Cargo.toml",
+        "build.rs",
+        "../monitor-common/src",
+    ] {
         println!("cargo:rerun-if-changed={root_dir}/{sub}");
     }
     // aya-build runs `cargo build --package monitor-ebpf` in the current

@@ -623,8 +623,16 @@ mod tests {
         let ev = KernelEvent::decode(&encode(
             &h,
             &[
-                Field { tag: field_tag::RAW_PATH, flags: field_flags::READ_FAILED, data: vec![] },
-                Field { tag: field_tag::BASE, flags: 0, data: b"ws\0".to_vec() },
+                Field {
+                    tag: field_tag::RAW_PATH,
+                    flags: field_flags::READ_FAILED,
+                    data: vec![],
+                },
+                Field {
+                    tag: field_tag::BASE,
+                    flags: 0,
+                    data: b"ws\0".to_vec(),
+                },
             ],
         ))
         .unwrap();

@@ -413,8 +413,12 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
     };
     // The other named roots of the policy context, so `abm replay` judges
     // with the same roots as the live run.
-    header.extra.insert("home".into(), ctx.home.to_string_lossy().into());
-    header.extra.insert("trace".into(), trace_abs.to_string_lossy().into());
+    header
+        .extra
+        .insert("home".into(), ctx.home.to_string_lossy().into());
+    header
+        .extra
+        .insert("trace".into(), trace_abs.to_string_lossy().into());
     if let Some(cg) = &run_cgroup {
         header
             .extra
@@ -593,7 +597,10 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
     if pipeline.unpaired_exits > 0 {
         // Results whose syscall entry record was lost (counted as a loss
         // already): kept so a reader can reconcile kernel record counts.
-        writer.append_note("unpaired_results", serde_json::json!({ "count": pipeline.unpaired_exits }))?;
+        writer.append_note(
+            "unpaired_results",
+            serde_json::json!({ "count": pipeline.unpaired_exits }),
+        )?;
     }
     let seal = writer.seal(SealInfo {
         end_time: rfc3339(SystemTime::now()),

@@ -886,7 +886,7 @@ fn restarting_the_daemon_leaves_existing_traces_intact() {
     verify(before[0].to_str().unwrap());
 
     // Restart at once (same second, same config): a new trace file.
-    let mut d = Daemon::start(&dir, &cfg);
+    let d = Daemon::start(&dir, &cfg);
     std::fs::write(a.data("two"), "x").unwrap();
     a.run("rm /data/two");
     // A daemon killed without sealing leaves a verifiable, unsealed trace

@@ -21,7 +21,11 @@ fn verify(trace: &std::path::Path, key: Option<&std::path::Path>) -> (i32, Strin
 }
 
 fn lines(p: &std::path::Path) -> Vec<String> {
-    std::fs::read_to_string(p).unwrap().lines().map(str::to_owned).collect()
+    std::fs::read_to_string(p)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect()
 }
 
 fn write_lines(p: &std::path::Path, l: &[String]) {
@@ -31,8 +35,16 @@ fn write_lines(p: &std::path::Path, l: &[String]) {
 /// A real trace of a small destructive run.
 fn real_trace(t: &TempDir, extra: &[&str]) -> std::path::PathBuf {
     let ws = TempDir::new("ti-ws");
-    sh("mkdir -p d && for i in 1 2 3 4 5; do echo $i > d/f$i; done", ws.path());
-    let run = abm_run(t, ws.path(), extra, &["sh", "-c", "rm -r d; echo x > new; mv new renamed"]);
+    sh(
+        "mkdir -p d && for i in 1 2 3 4 5; do echo $i > d/f$i; done",
+        ws.path(),
+    );
+    let run = abm_run(
+        t,
+        ws.path(),
+        extra,
+        &["sh", "-c", "rm -r d; echo x > new; mv new renamed"],
+    );
     assert!(run.output.status.success(), "{}", run.stderr());
     assert!(run.records.len() > 10);
     run.trace
@@ -71,7 +83,10 @@ fn tampering_with_a_real_trace_is_detected_and_named() {
     write_lines(&copy, &l);
     let (code, text, _) = verify(&copy, None);
     assert_eq!(code, 1, "{text}");
-    assert!(text.contains("reordered") || text.contains("missing"), "{text}");
+    assert!(
+        text.contains("reordered") || text.contains("missing"),
+        "{text}"
+    );
 
     // Cut the file mid-record: unsealed with an intact prefix, not corrupt.
     let bytes = std::fs::read(&trace).unwrap();
@@ -101,8 +116,15 @@ fn keyed_trace_needs_the_right_key() {
     assert_eq!(verify(&trace, Some(&key)).0, 0);
     let (code, text, _) = verify(&trace, Some(&wrong));
     assert_eq!(code, 1, "{text}");
-    assert!(text.contains("wrong_key") || text.contains("wrong key"), "{text}");
-    assert_eq!(verify(&trace, None).0, 3, "keyed trace without key is not authenticated");
+    assert!(
+        text.contains("wrong_key") || text.contains("wrong key"),
+        "{text}"
+    );
+    assert_eq!(
+        verify(&trace, None).0,
+        3,
+        "keyed trace without key is not authenticated"
+    );
 }
 
 #[test]
@@ -116,7 +138,12 @@ fn killed_monitor_leaves_an_unsealed_but_verifiable_trace() {
         .arg(&trace)
         .arg("--workspace")
         .arg(ws.path())
-        .args(["--", "sh", "-c", "for i in $(seq 1 40); do touch f$i; rm f$i; sleep 0.05; done"])
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "for i in $(seq 1 40); do touch f$i; rm f$i; sleep 0.05; done",
+        ])
         .current_dir(ws.path())
         .spawn()
         .unwrap();
@@ -127,9 +154,18 @@ fn killed_monitor_leaves_an_unsealed_but_verifiable_trace() {
     let (code, text, json) = verify(&trace, None);
     assert_eq!(code, 2, "{text}");
     let recs = read_records(&trace);
-    assert!(recs.iter().filter(|r| r["type"] == "event" && r["op"] == "unlink").count() >= 5, "flushed within a second");
+    assert!(
+        recs.iter()
+            .filter(|r| r["type"] == "event" && r["op"] == "unlink")
+            .count()
+            >= 5,
+        "flushed within a second"
+    );
     assert!(recs.iter().all(|r| r["type"] != "seal"));
-    assert!(json["records"].as_u64().unwrap() >= recs.len() as u64 - 1, "{text}");
+    assert!(
+        json["records"].as_u64().unwrap() >= recs.len() as u64 - 1,
+        "{text}"
+    );
     let _ = Command::new("pkill").args(["-f", "seq 1 40"]).status();
 }
 
@@ -139,11 +175,27 @@ fn kernel_records(recs: &[Value]) -> (u64, u64) {
     let events = recs.iter().filter(|r| r["type"] == "event").count() as u64;
     let results = recs
         .iter()
-        .filter(|r| r["type"] == "event" && !["fork", "exit", "io_uring_setup"].contains(&r["op"].as_str().unwrap_or("")))
+        .filter(|r| {
+            r["type"] == "event"
+                && !["fork", "exit", "io_uring_setup"].contains(&r["op"].as_str().unwrap_or(""))
+        })
         .filter(|r| !r["result"].is_null())
         .count() as u64;
-    let unpaired: u64 = recs.iter().filter(|r| r["type"] == "note" && r["kind"] == "unpaired_results").map(|r| r["count"].as_u64().or(r["body"]["count"].as_u64()).unwrap_or(0)).sum();
-    let lost: u64 = recs.iter().filter(|r| r["type"] == "loss").map(|r| r["count"].as_u64().unwrap()).sum();
+    let unpaired: u64 = recs
+        .iter()
+        .filter(|r| r["type"] == "note" && r["kind"] == "unpaired_results")
+        .map(|r| {
+            r["count"]
+                .as_u64()
+                .or(r["body"]["count"].as_u64())
+                .unwrap_or(0)
+        })
+        .sum();
+    let lost: u64 = recs
+        .iter()
+        .filter(|r| r["type"] == "loss")
+        .map(|r| r["count"].as_u64().unwrap())
+        .sum();
     (events + results + unpaired, lost)
 }
 
@@ -157,12 +209,24 @@ fn ring_buffer_overflow_is_recorded_as_loss_with_the_right_count() {
     let big = abm_run(&t, ws.path(), &[], &["python3", "-B", "-c", script]);
     let (reference, lost) = kernel_records(&big.records);
     assert_eq!(lost, 0, "no loss with the default buffer");
-    assert!(reference >= 6000, "3000 unlinks give 6000 records, got {reference}");
+    assert!(
+        reference >= 6000,
+        "3000 unlinks give 6000 records, got {reference}"
+    );
     // The same run with a 4 KiB ring buffer must overflow.
-    let small = abm_run(&t, ws.path(), &["--ringbuf-kib", "4"], &["python3", "-B", "-c", script]);
+    let small = abm_run(
+        &t,
+        ws.path(),
+        &["--ringbuf-kib", "4"],
+        &["python3", "-B", "-c", script],
+    );
     let (received, lost) = kernel_records(&small.records);
     assert!(lost > 0, "a 4 KiB buffer overflows");
-    assert_eq!(received + lost, reference, "every kernel record is either in the trace or counted as lost");
+    assert_eq!(
+        received + lost,
+        reference,
+        "every kernel record is either in the trace or counted as lost"
+    );
     let loss = small.records.iter().find(|r| r["type"] == "loss").unwrap();
     assert_eq!(loss["cause"], "ringbuf_full");
     assert!(loss["cpu"].is_u64());
@@ -188,13 +252,22 @@ fn the_watched_tree_cannot_delete_truncate_or_rename_the_trace() {
         .args(["--", "sh", "-c", &script])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(verify(&trace, None).0, 0, "trace intact after the attempts");
     let recs = read_records(&trace);
-    let attempts: Vec<&Value> =
-        recs.iter().filter(|r| r["type"] == "event" && r["path"] == tr.as_str() && r["op"] != "exec").collect();
+    let attempts: Vec<&Value> = recs
+        .iter()
+        .filter(|r| r["type"] == "event" && r["path"] == tr.as_str() && r["op"] != "exec")
+        .collect();
     for op in ["unlink", "truncate", "rename"] {
-        let a = attempts.iter().find(|r| r["op"] == op).unwrap_or_else(|| panic!("{op} attempt recorded: {attempts:?}"));
+        let a = attempts
+            .iter()
+            .find(|r| r["op"] == op)
+            .unwrap_or_else(|| panic!("{op} attempt recorded: {attempts:?}"));
         assert_eq!(a["errno"], "EPERM", "{a}");
         assert_eq!(a["verdict"]["scope"], "protected", "{a}");
     }

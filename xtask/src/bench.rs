@@ -321,7 +321,7 @@ fn run_abm_in_scope(env: &Env, wl: &Workload, config: Config) -> Result<Sample> 
 
 /// Reads abm's ring-buffer mapping once it exists (it does not change).
 fn ring_sampler(pid: i32) -> sys::MaxSampler {
-    sys::MaxSampler::start(pid, Duration::from_millis(20), true, sys::bpf_map_rss)
+    sys::MaxSampler::start(pid, Duration::from_millis(5), true, sys::bpf_map_rss)
 }
 
 /// Starts `abm run -- sleep 3600` (under ptrace) and waits until its

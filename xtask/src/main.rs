@@ -106,7 +106,15 @@ fn check_policies(abm: &Path, dir: &Path, on_default: bool) -> Result<()> {
 }
 
 /// Programs the integration and coverage tests drive for real.
-const TEST_PACKAGES: &[&str] = &["git", "rsync", "busybox-static", "e2fsprogs", "make", "perl", "python3"];
+const TEST_PACKAGES: &[&str] = &[
+    "git",
+    "rsync",
+    "busybox-static",
+    "e2fsprogs",
+    "make",
+    "perl",
+    "python3",
+];
 
 fn test(no_vm: bool) -> Result<()> {
     setup::setup()?;
