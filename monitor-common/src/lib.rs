@@ -246,6 +246,33 @@ pub struct ScopeEntry {
 }
 const _: () = assert!(size_of::<ScopeEntry>() == 8);
 
+/// x86_64 syscall numbers (arch/x86/entry/syscalls/syscall_64.tbl).
+pub mod syscall_nr {
+    pub const OPEN: u32 = 2;
+    pub const TRUNCATE: u32 = 76;
+    pub const FTRUNCATE: u32 = 77;
+    pub const RENAME: u32 = 82;
+    pub const RMDIR: u32 = 84;
+    pub const CREAT: u32 = 85;
+    pub const UNLINK: u32 = 87;
+    pub const CHMOD: u32 = 90;
+    pub const FCHMOD: u32 = 91;
+    pub const CHOWN: u32 = 92;
+    pub const FCHOWN: u32 = 93;
+    pub const LCHOWN: u32 = 94;
+    pub const EXECVE: u32 = 59;
+    pub const OPENAT: u32 = 257;
+    pub const FCHOWNAT: u32 = 260;
+    pub const UNLINKAT: u32 = 263;
+    pub const RENAMEAT: u32 = 264;
+    pub const FCHMODAT: u32 = 268;
+    pub const RENAMEAT2: u32 = 316;
+    pub const EXECVEAT: u32 = 322;
+    pub const IO_URING_SETUP: u32 = 425;
+    pub const OPENAT2: u32 = 437;
+    pub const FCHMODAT2: u32 = 452;
+}
+
 /// Value of the `INFLIGHT` map: a traced syscall in progress on one thread.
 ///
 /// A user path argument can be unreadable at syscall entry (its page not yet

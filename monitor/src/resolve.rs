@@ -270,7 +270,8 @@ pub fn errno_name(err: i64) -> String {
     name.to_owned()
 }
 
-fn flag_names(op: Op, syscall: &str, flags: u64) -> Vec<String> {
+/// Symbolic names of the set flags of an operation (shared by every backend).
+pub fn flag_names(op: Op, syscall: &str, flags: u64) -> Vec<String> {
     let table: &[(u64, &str)] = match op {
         Op::Unlink | Op::Rmdir => &[(0x200, "AT_REMOVEDIR")],
         Op::Rename => &[

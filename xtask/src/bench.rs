@@ -102,7 +102,11 @@ pub struct Sample {
 pub struct Env {
     abm: PathBuf,
     scripts: PathBuf,
+    /// Where the workloads run (a private tmpfs unless ABM_BENCH_DIR).
     dir: PathBuf,
+    /// Monitor output (traces, peer logs, stderr captures): on disk, as in
+    /// real use.
+    logs: PathBuf,
     timeit: PathBuf,
     sloop: PathBuf,
     observe_policy: PathBuf,
@@ -113,13 +117,13 @@ impl Env {
     fn next_trace(&self) -> PathBuf {
         let n = self.seq.get() + 1;
         self.seq.set(n);
-        self.dir.join("traces").join(format!("run-{n}.jsonl"))
+        self.logs.join("traces").join(format!("run-{n}.jsonl"))
     }
 
     /// Runs the workload under timeit, unmonitored by us (a peer may be
     /// watching system-wide). `loginuid` marks the tree for the peers.
     fn timeit(&self, workload: &[OsString], loginuid: Option<&str>) -> Result<Sample> {
-        let err = self.dir.join("timeit.err");
+        let err = self.logs.join("timeit.err");
         let mut c = Command::new(&self.timeit);
         if let Some(l) = loginuid {
             c.args(["-l", l]);
@@ -292,7 +296,7 @@ impl Workload {
 /// `abm run ... -- timeit -- WORKLOAD` under ptrace (exit stop only).
 fn run_abm_in_scope(env: &Env, wl: &Workload, config: Config) -> Result<Sample> {
     let trace = env.next_trace();
-    let err = env.dir.join("abm.err");
+    let err = env.logs.join("abm.err");
     let mut cmd = env.abm_run(config, &wl.ws, &trace);
     cmd.arg("--")
         .arg(&env.timeit)
@@ -330,7 +334,7 @@ fn start_idle_abm(env: &Env, config: Config, extra: &[&str]) -> Result<(sys::Tra
     let trace = env.next_trace();
     let idle = env.dir.join("idle");
     fs::create_dir_all(&idle)?;
-    let err = env.dir.join("abm-idle.err");
+    let err = env.logs.join("abm-idle.err");
     let mut cmd = env.abm_run(config, &idle, &trace);
     cmd.args(extra)
         .args(["--", "sleep", "3600"])
@@ -509,7 +513,7 @@ fn micro(env: &Env, rounds: usize) -> Result<Micro> {
                 }
                 1 => {
                     let trace = env.next_trace();
-                    let err = env.dir.join("loop.err");
+                    let err = env.logs.join("loop.err");
                     let mut cmd = env.abm_run(Config::Default, &loop_dir, &trace);
                     cmd.arg("--ringbuf-kib")
                         .arg(LOOP_RINGBUF_KIB.to_string())
@@ -663,18 +667,50 @@ pub fn bench(abm: &Path, runs: usize, only: &[String]) -> Result<()> {
 
     let root = crate::root();
     let scripts = root.join("tests/bench");
-    let dir = std::env::temp_dir().join(format!("abm-bench-{}", std::process::id()));
+    let pid = std::process::id();
+    let logs = std::env::temp_dir().join(format!("abm-bench-{pid}-logs"));
+    remove_tree(&logs);
+    fs::create_dir_all(logs.join("traces"))?;
+    let (dir, mounted) = match std::env::var_os("ABM_BENCH_DIR") {
+        Some(base) => (PathBuf::from(base).join(format!("abm-bench-{pid}")), false),
+        None => (std::env::temp_dir().join(format!("abm-bench-{pid}")), true),
+    };
     remove_tree(&dir);
-    fs::create_dir_all(dir.join("traces"))?;
-    let result = bench_in(&abm, &scripts, &dir, runs, &selected, bench_start);
+    fs::create_dir_all(&dir)?;
+    // A private tmpfs: see docs/performance.md ("Where the workloads run").
+    let mounted = mounted
+        && Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=4g,mode=0755", "abm-bench"])
+            .arg(&dir)
+            .status()
+            .is_ok_and(|s| s.success());
+    let result = bench_in(&abm, &scripts, &dir, &logs, runs, &selected, bench_start);
     remove_tree(&dir);
+    if mounted {
+        let _ = Command::new("umount").arg(&dir).status();
+        let _ = fs::remove_dir(&dir);
+    }
+    remove_tree(&logs);
     result
+}
+
+/// The file system type of `p` (`stat -f`).
+fn fs_type(p: &Path) -> String {
+    Command::new("stat")
+        .args(["-f", "-c", "%T"])
+        .arg(p)
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "?".into())
 }
 
 fn bench_in(
     abm: &Path,
     scripts: &Path,
     dir: &Path,
+    logs: &Path,
     runs: usize,
     selected: &[&'static str],
     bench_start: Instant,
@@ -685,6 +721,7 @@ fn bench_in(
         abm: abm.to_path_buf(),
         scripts: scripts.to_path_buf(),
         dir: dir.to_path_buf(),
+        logs: logs.to_path_buf(),
         timeit,
         sloop,
         observe_policy: scripts.join("observe-only.toml"),
@@ -864,6 +901,13 @@ fn bench_in(
         others: others.into_iter().chain(others_after).collect(),
         elapsed: bench_start.elapsed(),
         observe,
+        location: format!(
+            "workloads in {} ({}); traces and peer logs in {} ({})",
+            dir.display(),
+            fs_type(dir),
+            logs.display(),
+            fs_type(logs)
+        ),
     });
     print!("{report}");
     Ok(())
@@ -880,6 +924,7 @@ struct Report<'a> {
     others: Vec<(i32, String, usize)>,
     elapsed: Duration,
     observe: bool,
+    location: String,
 }
 
 fn mib(kib: Option<u64>) -> String {
@@ -903,6 +948,7 @@ fn render(r: &Report) -> String {
         r.load.0,
         r.load.1
     );
+    let _ = writeln!(o, "{}", r.location);
     let mut seen = std::collections::BTreeSet::new();
     let others: Vec<String> = r
         .others

@@ -664,37 +664,7 @@ fn canonical_parent(path: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// Symbolic flag names, as the tracepoint resolver writes them.
-pub fn flag_names(op: Op, syscall: &str, flags: u64) -> Vec<String> {
-    let table: &[(u64, &str)] = match op {
-        Op::Unlink | Op::Rmdir => &[(0x200, "AT_REMOVEDIR")],
-        Op::Rename => &[
-            (1, "RENAME_NOREPLACE"),
-            (2, "RENAME_EXCHANGE"),
-            (4, "RENAME_WHITEOUT"),
-        ],
-        Op::Truncate | Op::Write if !syscall.contains("truncate") => &[
-            (0o1, "O_WRONLY"),
-            (0o2, "O_RDWR"),
-            (0o100, "O_CREAT"),
-            (0o200, "O_EXCL"),
-            (0o1000, "O_TRUNC"),
-            (0o2000, "O_APPEND"),
-            (0o200000, "O_DIRECTORY"),
-            (0o400000, "O_NOFOLLOW"),
-            (0o2000000, "O_CLOEXEC"),
-            (0o20000000, "O_TMPFILE"),
-        ],
-        Op::Chown | Op::Chmod | Op::Exec => {
-            &[(0x100, "AT_SYMLINK_NOFOLLOW"), (0x1000, "AT_EMPTY_PATH")]
-        }
-        _ => &[],
-    };
-    table
-        .iter()
-        .filter(|(bit, _)| flags & *bit == *bit)
-        .map(|(_, n)| (*n).to_owned())
-        .collect()
-}
+pub use crate::resolve::flag_names;
 
 #[cfg(test)]
 mod tests {

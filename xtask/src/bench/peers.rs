@@ -194,8 +194,8 @@ pub fn bpftrace(env: &Env, bin: &Path, workload: &[OsString], in_scope: bool) ->
         .flat_map(|l| l.split(','))
         .filter(|l| l.trim_start().starts_with("tracepoint:"))
         .count();
-    let out = env.dir.join("bpftrace.out");
-    let err = env.dir.join("bpftrace.err");
+    let out = env.logs.join("bpftrace.out");
+    let err = env.logs.join("bpftrace.err");
     let _ = fs::remove_file(&out);
     let child = Command::new(bin)
         .env("BPFTRACE_STRLEN", "128")
@@ -416,7 +416,7 @@ pub fn auditd(
     workload: &[OsString],
     in_scope: bool,
 ) -> Result<Sample> {
-    let dir = env.dir.join("audit");
+    let dir = env.logs.join("audit");
     let _ = fs::remove_dir_all(&dir);
     fs::create_dir_all(dir.join("plugins.d"))?;
     let conf = dir.join("auditd.conf");
@@ -502,8 +502,8 @@ const STRACE_SET: &str = "unlink,unlinkat,rmdir,rename,renameat,renameat2,chmod,
 
 /// One workload run under `strace -f`.
 pub fn strace(env: &Env, bin: &Path, workload: &[OsString]) -> Result<Sample> {
-    let out = env.dir.join("strace.out");
-    let err = env.dir.join("strace.err");
+    let out = env.logs.join("strace.out");
+    let err = env.logs.join("strace.err");
     let child = Command::new(bin)
         .args(["-f", "-qq", "--seccomp-bpf", "-e"])
         .arg(format!("trace={STRACE_SET}"))
