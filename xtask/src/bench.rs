@@ -33,9 +33,10 @@ const BUILD_UNITS: u32 = 50;
 const LOOP_CALLS: u32 = 200_000;
 const LOOP_REPS: u32 = 1;
 const HASH_EVENTS: u32 = 200_000;
-/// abm's ring buffer for the in-scope syscall loop: large enough that the
-/// 2 x 220,000 back-to-back records (with the warm-up) are not dropped (a dropped record costs
-/// the kernel less than a delivered one and would flatter the number).
+/// abm's ring buffer for the in-scope syscall loop: large enough that none
+/// of the 220,000 back-to-back unlinkat records (warm-up included) is
+/// dropped; a dropped record costs the kernel less than a delivered one and
+/// would flatter the number.
 const LOOP_RINGBUF_KIB: u32 = 256 * 1024;
 const WORKLOADS: [&str; 4] = ["burst", "git", "build", "outside"];
 
@@ -330,14 +331,14 @@ fn ring_sampler(pid: i32) -> sys::MaxSampler {
 
 /// Starts `abm run -- sleep 3600` (under ptrace) and waits until its
 /// programs are attached: the sleep child exists only after that.
-fn start_idle_abm(env: &Env, config: Config, extra: &[&str]) -> Result<(sys::Traced, PathBuf)> {
+/// Returns the traced abm, its stderr file and its trace file.
+fn start_idle_abm(env: &Env, config: Config) -> Result<(sys::Traced, PathBuf, PathBuf)> {
     let trace = env.next_trace();
     let idle = env.dir.join("idle");
     fs::create_dir_all(&idle)?;
     let err = env.logs.join("abm-idle.err");
     let mut cmd = env.abm_run(config, &idle, &trace);
-    cmd.args(extra)
-        .args(["--", "sleep", "3600"])
+    cmd.args(["--", "sleep", "3600"])
         .stderr(fs::File::create(&err)?);
     let mut t = sys::Traced::spawn(&mut cmd)?;
     let start = Instant::now();
@@ -357,16 +358,17 @@ fn start_idle_abm(env: &Env, config: Config, extra: &[&str]) -> Result<(sys::Tra
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    Ok((t, err))
+    Ok((t, err, trace))
 }
 
 /// The burst run outside abm's scope while abm watches `sleep`.
 fn run_abm_outside(env: &Env, wl: &Workload, config: Config) -> Result<Sample> {
-    let (mut t, err) = start_idle_abm(env, config, &[])?;
+    let (mut t, err, trace) = start_idle_abm(env, config)?;
     let ring = sys::bpf_map_rss(t.pid);
     let mut s = env.timeit(&wl.command(env), None)?;
     sys::send_signal(t.pid, sys::SIGTERM);
     let end = t.wait()?;
+    let _ = fs::remove_file(&trace);
     let text = fs::read_to_string(&err).unwrap_or_default();
     s.e2e = Some(end.elapsed.as_secs_f64());
     s.events = json_object_sum(&text, "actions_by_op");
@@ -530,13 +532,14 @@ fn micro(env: &Env, rounds: usize) -> Result<Micro> {
                     text
                 }
                 _ => {
-                    let (mut t, _) = start_idle_abm(env, Config::Default, &[])?;
+                    let (mut t, _, trace) = start_idle_abm(env, Config::Default)?;
                     let o = Command::new(&env.sloop)
                         .args(&loop_args(env)[1..])
                         .current_dir(&loop_dir)
                         .output()?;
                     sys::send_signal(t.pid, sys::SIGTERM);
                     t.wait()?;
+                    let _ = fs::remove_file(&trace);
                     String::from_utf8_lossy(&o.stderr).into_owned()
                 }
             };
@@ -1098,7 +1101,7 @@ fn render(r: &Report) -> String {
          traced): at abm's exit stop, /proc/PID/status VmHWM and /proc/PID/stat utime+stime \
          are abm's own (all threads, whole life including loading the programs; the workload's \
          CPU is in cutime and not counted). events = actions in the summary (actions_by_op), \
-         lost = its lost counts. Traces are written to the bench directory and deleted."
+         lost = its lost counts. Traces go to the logs directory on disk and are deleted after each run."
     );
     let _ =
         writeln!(
