@@ -15,7 +15,7 @@ use aya_ebpf::helpers::{
 use monitor_common::{
     field_flags, header_flags,
     limits::{MAX_NAME, MAX_PATH_DEPTH, PAYLOAD_CAP},
-    EventHeader, FieldHeader, LossCause,
+    EventHeader, EventKind, FieldHeader, LossCause,
 };
 
 use crate::{
@@ -188,9 +188,60 @@ impl Record {
         self.hdr().payload_len = len as u32;
         let total = HDR + len;
         let data = unsafe { core::slice::from_raw_parts(self.buf as *const u8, total) };
-        if EVENTS.output::<[u8]>(data, 0).is_err() {
+        if EVENTS.output::<[u8]>(data, wakeup_flags()).is_err() {
             count_loss(LossCause::RingbufFull);
         }
+    }
+
+    /// Starts a syscall-result record: only what pairing and attribution
+    /// need (thread, process, cgroup, result), none of the other helpers
+    /// `start` calls for process details the entry record already carries.
+    #[inline(always)]
+    pub fn start_result(syscall: u32, result: i64) -> Option<Record> {
+        let buf = SCRATCH.get_ptr_mut(0)?;
+        let pid_tgid = bpf_get_current_pid_tgid();
+        let hdr = unsafe { &mut (*buf).hdr };
+        hdr.kind = EventKind::SyscallExit as u32;
+        hdr.syscall = syscall;
+        hdr.ktime_ns = 0;
+        hdr.tid = pid_tgid as u32;
+        hdr.pid = (pid_tgid >> 32) as u32;
+        hdr.ppid = 0;
+        hdr.uid = 0;
+        hdr.gid = 0;
+        hdr.payload_len = 0;
+        hdr.cgroup_id = unsafe { bpf_get_current_cgroup_id() };
+        hdr.comm = [0; 16];
+        hdr.result = result;
+        hdr.flags = 0;
+        hdr.mode = u32::MAX;
+        hdr.owner_uid = u32::MAX;
+        hdr.owner_gid = u32::MAX;
+        hdr.fd = 0;
+        hdr.hflags = 0;
+        hdr._pad = 0;
+        Some(Record { buf })
+    }
+}
+
+/// `bpf_ringbuf_output` flags (include/uapi/linux/bpf.h).
+const BPF_RB_NO_WAKEUP: u64 = 1;
+const BPF_RB_FORCE_WAKEUP: u64 = 2;
+const BPF_RB_AVAIL_DATA: u64 = 0;
+const BPF_RB_RING_SIZE: u64 = 1;
+
+/// Waking the consumer for every record costs a context switch per event
+/// under bursts. Records are sent without a wakeup while less than 1/8 of
+/// the ring is filled; userspace also drains on a short timer, so a quiet
+/// ring is never left waiting.
+#[inline(always)]
+fn wakeup_flags() -> u64 {
+    let avail = EVENTS.query(BPF_RB_AVAIL_DATA);
+    let size = EVENTS.query(BPF_RB_RING_SIZE);
+    if avail.saturating_mul(8) >= size {
+        BPF_RB_FORCE_WAKEUP
+    } else {
+        BPF_RB_NO_WAKEUP
     }
 }
 

@@ -79,6 +79,12 @@ pub struct RunArgs {
     pub command: Vec<OsString>,
 }
 
+/// Records read from the ring buffer per turn of the event loop.
+pub const DRAIN_BATCH: usize = 8192;
+/// Period of the timer that drains the ring buffer when the kernel did not
+/// wake the loop (it wakes it only once the ring is 1/8 full).
+pub const DRAIN_INTERVAL_MS: u64 = 25;
+
 pub fn default_trace_dir() -> PathBuf {
     PathBuf::from("/var/lib/abm/traces")
 }
@@ -491,7 +497,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
     // SAFETY: the ring buffer owns its fd for as long as it is registered.
     let mut ring = unsafe { AsyncFd::register(ring) }
         .map_err(|e| anyhow::anyhow!("registering the ring buffer: {e}"))?;
-    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    let mut tick = tokio::time::interval(Duration::from_millis(crate::session::DRAIN_INTERVAL_MS));
     let mut sigint = tokio::signal::unix::signal(SignalKind::interrupt())?;
     let mut sigterm = tokio::signal::unix::signal(SignalKind::terminate())?;
     let mut exit_code: Option<i32> = None;
@@ -505,12 +511,29 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
             guard = ring.readable_mut() => {
                 let mut guard = guard?;
                 let rb = guard.get_inner_mut();
-                while let Some(item) = rb.next() {
+                // A bounded batch keeps memory flat under bursts; the rest
+                // is read on the next turn of the loop.
+                let mut n = 0;
+                while n < crate::session::DRAIN_BATCH {
+                    let Some(item) = rb.next() else { break };
                     pipeline.push(&item);
+                    n += 1;
                 }
-                guard.clear_ready();
+                if n < crate::session::DRAIN_BATCH {
+                    guard.clear_ready();
+                }
             }
-            _ = tick.tick() => {}
+            // The kernel wakes this loop only once the ring is 1/8 full; the
+            // timer drains what a quiet ring holds.
+            _ = tick.tick() => {
+                let rb = ring.get_mut();
+                let mut n = 0;
+                while n < crate::session::DRAIN_BATCH {
+                    let Some(item) = rb.next() else { break };
+                    pipeline.push(&item);
+                    n += 1;
+                }
+            }
             status = child.wait(), if exit_code.is_none() => {
                 let status = status?;
                 exit_code = Some(status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0)));

@@ -135,8 +135,7 @@ pub fn sys_exit(ctx: RawTracePointContext) -> i32 {
     };
     let _ = INFLIGHT.remove(&tid);
     let ret: i64 = ctx.arg(1);
-    if let Some(mut rec) = Record::start(EventKind::SyscallExit as u32, id as u32) {
-        rec.hdr().result = ret;
+    if let Some(mut rec) = Record::start_result(id as u32, ret) {
         // Arguments unreadable at entry: the syscall has faulted them in.
         if inflight.retry & 1 != 0 {
             rec.user_str::<MAX_RAW_PATH>(RAW_PATH, inflight.path1 as *const u8);

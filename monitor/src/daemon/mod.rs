@@ -230,7 +230,7 @@ async fn run(cfg: Config, config_path: PathBuf, policy: Policy) -> anyhow::Resul
     let mut sigterm = tokio::signal::unix::signal(SignalKind::terminate())?;
     let mut sigint = tokio::signal::unix::signal(SignalKind::interrupt())?;
     let mut sighup = tokio::signal::unix::signal(SignalKind::hangup())?;
-    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    let mut tick = tokio::time::interval(Duration::from_millis(crate::session::DRAIN_INTERVAL_MS));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut last_flush = Instant::now();
     let mut last_poll = Instant::now();
@@ -239,12 +239,29 @@ async fn run(cfg: Config, config_path: PathBuf, policy: Policy) -> anyhow::Resul
             guard = ring.readable_mut() => {
                 let mut guard = guard?;
                 let rb = guard.get_inner_mut();
-                while let Some(item) = rb.next() {
+                // A bounded batch keeps memory flat under bursts; the rest
+                // is read on the next turn of the loop.
+                let mut n = 0;
+                while n < crate::session::DRAIN_BATCH {
+                    let Some(item) = rb.next() else { break };
                     d.push(&item);
+                    n += 1;
                 }
-                guard.clear_ready();
+                if n < crate::session::DRAIN_BATCH {
+                    guard.clear_ready();
+                }
             }
-            _ = tick.tick() => {}
+            // The kernel wakes this loop only once the ring is 1/8 full; the
+            // timer drains what a quiet ring holds.
+            _ = tick.tick() => {
+                let rb = ring.get_mut();
+                let mut n = 0;
+                while n < crate::session::DRAIN_BATCH {
+                    let Some(item) = rb.next() else { break };
+                    d.push(&item);
+                    n += 1;
+                }
+            }
             conn = listener.accept() => {
                 match conn {
                     Ok((s, _)) => {
