@@ -13,7 +13,7 @@ use aya_ebpf::{
 use monitor_common::{
     field_tag::{RAW_PATH, RAW_PATH2},
     limits::MAX_RAW_PATH,
-    EventKind, Inflight, LossCause,
+    Inflight, LossCause,
 };
 
 use crate::{
