@@ -461,8 +461,9 @@ fn f(v: Option<f64>, digits: usize) -> String {
 #[derive(Default)]
 struct Micro {
     /// [op][setting] medians; op 0 unlinkat, 1 getppid; setting 0 none,
-    /// 1 in scope, 2 out of scope.
-    ns: [[Option<f64>; 3]; 2],
+    /// 1 in scope, 2 out of scope, 3 in scope with `--enforce` (the
+    /// guardrail backend this kernel offers: BPF LSM, else seccomp).
+    ns: [[Option<f64>; 4]; 2],
     lost_in_scope: Option<u64>,
     /// abm's fixed cost: `abm run -- true` (wall s, CPU s, RSS KiB, of it
     /// ring buffer mapping KiB).
@@ -496,7 +497,7 @@ fn loop_args(env: &Env) -> Vec<OsString> {
 
 fn micro(env: &Env, rounds: usize) -> Result<Micro> {
     let mut m = Micro::default();
-    let mut ns: [[Vec<f64>; 3]; 2] = Default::default();
+    let mut ns: [[Vec<f64>; 4]; 2] = Default::default();
     let loop_dir = env.dir.join("loop");
     fs::create_dir_all(&loop_dir)?;
     let mut lost = 0u64;
@@ -504,7 +505,7 @@ fn micro(env: &Env, rounds: usize) -> Result<Micro> {
         if sys::interrupted() {
             bail!("interrupted");
         }
-        for setting in 0..3 {
+        for setting in 0..4 {
             let text = match setting {
                 0 => {
                     let o = Command::new(&env.sloop)
@@ -513,10 +514,13 @@ fn micro(env: &Env, rounds: usize) -> Result<Micro> {
                         .output()?;
                     String::from_utf8_lossy(&o.stderr).into_owned()
                 }
-                1 => {
+                1 | 3 => {
                     let trace = env.next_trace();
                     let err = env.logs.join("loop.err");
                     let mut cmd = env.abm_run(Config::Default, &loop_dir, &trace);
+                    if setting == 3 {
+                        cmd.arg("--enforce");
+                    }
                     cmd.arg("--ringbuf-kib")
                         .arg(LOOP_RINGBUF_KIB.to_string())
                         .arg("--")
@@ -550,12 +554,13 @@ fn micro(env: &Env, rounds: usize) -> Result<Micro> {
             }
         }
         eprintln!(
-            "bench: syscall loop round {}/{rounds}: unlinkat {} / {} / {} ns, getppid {} / {} / {} ns \
-             (none / in scope / out of scope)",
+            "bench: syscall loop round {}/{rounds}: unlinkat {} / {} / {} / {} ns, getppid {} / {} / {} ns \
+             (none / in scope / out of scope / enforcing)",
             r + 1,
             f(ns[0][0].last().copied(), 0),
             f(ns[0][1].last().copied(), 0),
             f(ns[0][2].last().copied(), 0),
+            f(ns[0][3].last().copied(), 0),
             f(ns[1][0].last().copied(), 0),
             f(ns[1][1].last().copied(), 0),
             f(ns[1][2].last().copied(), 0),
@@ -1026,8 +1031,8 @@ fn render(r: &Report) -> String {
     );
     let _ = writeln!(
         o,
-        "{:<22} {:>9} {:>19} {:>19}",
-        "syscall", "no abm", "abm, in scope", "abm, out of scope"
+        "{:<22} {:>9} {:>19} {:>19} {:>19}",
+        "syscall", "no abm", "abm, in scope", "abm, out of scope", "abm --enforce"
     );
     for (op, name) in ["unlinkat ENOENT (traced)", "getppid (untraced)"]
         .iter()
@@ -1041,19 +1046,22 @@ fn render(r: &Report) -> String {
         };
         let _ = writeln!(
             o,
-            "{:<22} {:>9} {:>19} {:>19}",
+            "{:<22} {:>9} {:>19} {:>19} {:>19}",
             name,
             f(base, 0),
             cell(m.ns[op][1]),
-            cell(m.ns[op][2])
+            cell(m.ns[op][2]),
+            cell(m.ns[op][3])
         );
     }
     let _ = writeln!(
         o,
         "in scope: full cost (raw tracepoints, scope lookup, record building, path walk, ring \
          buffer; abm --ringbuf-kib {LOOP_RINGBUF_KIB}); records lost: {}. Out of scope: the \
-         scope-map lookup that rejects the call. getppid: what the attached sys_enter/sys_exit \
-         programs add to every syscall.",
+         scope-map lookup that rejects the call. --enforce: in scope with the guardrail backend \
+         this kernel offers (BPF LSM, else seccomp user notification: a round trip to the \
+         supervisor per filtered call). getppid: what the attached sys_enter/sys_exit programs \
+         add to every syscall.",
         m.lost_in_scope.map_or("-".into(), |l| l.to_string())
     );
     if let Some((w, c, k, ring)) = m.fixed {
