@@ -85,6 +85,22 @@ pub const DRAIN_BATCH: usize = 8192;
 /// wake the loop (it wakes it only once the ring is 1/8 full).
 pub const DRAIN_INTERVAL_MS: u64 = 25;
 
+/// Reads at most `max` records from the ring buffer into `push`; returns how
+/// many were read (fewer than `max` means the ring is empty).
+pub fn drain_ring(
+    rb: &mut aya::maps::RingBuf<aya::maps::MapData>,
+    max: usize,
+    mut push: impl FnMut(&[u8]),
+) -> usize {
+    let mut n = 0;
+    while n < max {
+        let Some(item) = rb.next() else { break };
+        push(&item);
+        n += 1;
+    }
+    n
+}
+
 pub fn default_trace_dir() -> PathBuf {
     PathBuf::from("/var/lib/abm/traces")
 }
@@ -510,15 +526,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
         tokio::select! {
             guard = ring.readable_mut() => {
                 let mut guard = guard?;
-                let rb = guard.get_inner_mut();
                 // A bounded batch keeps memory flat under bursts; the rest
                 // is read on the next turn of the loop.
-                let mut n = 0;
-                while n < crate::session::DRAIN_BATCH {
-                    let Some(item) = rb.next() else { break };
-                    pipeline.push(&item);
-                    n += 1;
-                }
+                let n = crate::session::drain_ring(guard.get_inner_mut(), crate::session::DRAIN_BATCH, |b| pipeline.push(b));
                 if n < crate::session::DRAIN_BATCH {
                     guard.clear_ready();
                 }
@@ -526,13 +536,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
             // The kernel wakes this loop only once the ring is 1/8 full; the
             // timer drains what a quiet ring holds.
             _ = tick.tick() => {
-                let rb = ring.get_mut();
-                let mut n = 0;
-                while n < crate::session::DRAIN_BATCH {
-                    let Some(item) = rb.next() else { break };
-                    pipeline.push(&item);
-                    n += 1;
-                }
+                crate::session::drain_ring(ring.get_mut(), crate::session::DRAIN_BATCH, |b| pipeline.push(b));
             }
             status = child.wait(), if exit_code.is_none() => {
                 let status = status?;
@@ -604,10 +608,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
 
     crate::enforce::finish(&mut enforcer, &mut pipeline, &mut writer)?;
     // Final drain: everything the kernel produced before the tree ended.
-    let rb = ring.get_mut();
-    while let Some(item) = rb.next() {
-        pipeline.push(&item);
-    }
+    drain_ring(ring.get_mut(), usize::MAX, |b| pipeline.push(b));
     let acts = crate::enforce::release(&mut enforcer, &mut pipeline, &mut writer, true)?;
     write_actions(&mut writer, acts, &mut summary, args.verbose)?;
     for loss in losses.poll(&probes) {

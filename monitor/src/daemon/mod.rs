@@ -238,15 +238,9 @@ async fn run(cfg: Config, config_path: PathBuf, policy: Policy) -> anyhow::Resul
         tokio::select! {
             guard = ring.readable_mut() => {
                 let mut guard = guard?;
-                let rb = guard.get_inner_mut();
                 // A bounded batch keeps memory flat under bursts; the rest
                 // is read on the next turn of the loop.
-                let mut n = 0;
-                while n < crate::session::DRAIN_BATCH {
-                    let Some(item) = rb.next() else { break };
-                    d.push(&item);
-                    n += 1;
-                }
+                let n = crate::session::drain_ring(guard.get_inner_mut(), crate::session::DRAIN_BATCH, |b| d.push(b));
                 if n < crate::session::DRAIN_BATCH {
                     guard.clear_ready();
                 }
@@ -254,13 +248,7 @@ async fn run(cfg: Config, config_path: PathBuf, policy: Policy) -> anyhow::Resul
             // The kernel wakes this loop only once the ring is 1/8 full; the
             // timer drains what a quiet ring holds.
             _ = tick.tick() => {
-                let rb = ring.get_mut();
-                let mut n = 0;
-                while n < crate::session::DRAIN_BATCH {
-                    let Some(item) = rb.next() else { break };
-                    d.push(&item);
-                    n += 1;
-                }
+                crate::session::drain_ring(ring.get_mut(), crate::session::DRAIN_BATCH, |b| d.push(b));
             }
             conn = listener.accept() => {
                 match conn {
@@ -315,10 +303,7 @@ async fn run(cfg: Config, config_path: PathBuf, policy: Policy) -> anyhow::Resul
 }
 
 fn drain(ring: &mut AsyncFd<RingBuf<MapData>>, d: &mut Daemon) {
-    let rb = ring.get_mut();
-    while let Some(item) = rb.next() {
-        d.push(&item);
-    }
+    crate::session::drain_ring(ring.get_mut(), usize::MAX, |b| d.push(b));
 }
 
 impl Daemon {
