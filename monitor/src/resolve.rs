@@ -9,8 +9,8 @@
 //! parent directory is canonicalised in userspace if it still exists, so a
 //! delete through a symlinked directory reports the real location.
 use std::{
-    os::unix::ffi::OsStrExt,
-    path::{Path, PathBuf},
+    os::unix::ffi::{OsStrExt, OsStringExt},
+    path::Path,
 };
 
 use monitor_common::{field_flags, field_tag, header_flags, EventKind};
@@ -80,20 +80,60 @@ pub fn strip_root(path: &[u8], root: &[u8]) -> Option<Vec<u8>> {
     rest.starts_with(b"/").then(|| rest.to_vec())
 }
 
-/// Canonicalises the parent directory of `path` (symlinks in the raw
-/// argument), keeping the final component as is (it may be a symlink itself,
-/// which unlink/rename act on, or already gone).
-fn canonical_parent(path: &[u8]) -> Option<Vec<u8>> {
+/// A directory's canonical path in three syscalls whatever its depth
+/// (realpath(3) costs a readlink per component): open it with O_PATH and
+/// read the kernel's name for the fd.
+fn canonical_dir(dir: &Path) -> Option<Vec<u8>> {
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    // SAFETY: valid C string; the fd is closed below.
+    let fd = unsafe {
+        libc::open(
+            c.as_ptr(),
+            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return None;
+    }
+    let r = std::fs::read_link(format!("/proc/self/fd/{fd}")).ok();
+    // SAFETY: our own fd.
+    unsafe { libc::close(fd) };
+    let r = r?.into_os_string().into_vec();
+    (r.first() == Some(&b'/') && !r.ends_with(b" (deleted)")).then_some(r)
+}
+
+/// Canonicalises the parent directory of `path` (symlinks and `..` in the
+/// raw argument, resolved as the kernel does), keeping the final component
+/// as is (it may be a symlink itself, which unlink/rename act on, or
+/// already gone).
+pub(crate) fn canonical_parent(path: &[u8]) -> Option<Vec<u8>> {
     let p = Path::new(std::ffi::OsStr::from_bytes(path));
     let parent = p.parent()?;
     let name = p.file_name()?;
-    let real: PathBuf = std::fs::canonicalize(parent).ok()?;
-    let mut out = real.as_os_str().as_bytes().to_vec();
+    let mut out = canonical_dir(parent)?;
     if out != b"/" {
         out.push(b'/');
     }
     out.extend_from_slice(name.as_bytes());
     Some(out)
+}
+
+/// The absolute path a raw argument names relative to its base directory.
+/// For a process on the host root whose argument has directory components,
+/// the directory part is resolved as the kernel did: symlinks first, then
+/// `..` physically (so `link/../f` names the file next to the link's
+/// target, not next to the link). Lexical folding is the fallback when the
+/// directory no longer exists, and the only option inside another root.
+pub fn resolve_raw(base: &[u8], raw: &[u8], host_root: bool) -> Vec<u8> {
+    if host_root && raw.contains(&b'/') {
+        let mut unfolded = base.to_vec();
+        unfolded.push(b'/');
+        unfolded.extend_from_slice(raw);
+        if let Some(real) = canonical_parent(&unfolded) {
+            return real;
+        }
+    }
+    join(base, raw)
 }
 
 fn issues_of(f: &Field, out: &mut Vec<String>) {
@@ -166,20 +206,7 @@ pub fn resolve_path(
             b"/".to_vec()
         }
     };
-    let mut host = join(&base_path, &raw.data);
-    let has_dir_part = raw.data.contains(&b'/');
-    if has_dir_part && root == b"/" {
-        // Resolve the directory part as the kernel did: symlinks first, then
-        // `..` physically (so `link/../f` names the file next to the link's
-        // target, not next to the link). Folding `..` lexically is only the
-        // fallback when the directory no longer exists.
-        let mut unfolded = base_path.clone();
-        unfolded.push(b'/');
-        unfolded.extend_from_slice(&raw.data);
-        if let Some(real) = canonical_parent(&unfolded) {
-            host = real;
-        }
-    }
+    let host = resolve_raw(&base_path, &raw.data, root == b"/");
     let container = strip_root(&host, root);
     Some(Resolved {
         host,

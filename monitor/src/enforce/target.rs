@@ -7,7 +7,7 @@ use std::{
     ffi::OsStr,
     io::Read as _,
     os::unix::ffi::OsStrExt,
-    path::{Path, PathBuf},
+    path::PathBuf,
     time::{Duration, Instant},
 };
 
@@ -512,13 +512,7 @@ impl Reader {
                 b"/".to_vec()
             }
         };
-        let mut host = resolve::join(&base, raw);
-        if raw.contains(&b'/') && root == b"/" {
-            if let Some(real) = canonical_parent(&host) {
-                host = real;
-            }
-        }
-        host
+        resolve::resolve_raw(&base, raw, root == b"/")
     }
 
     fn read_argv(&mut self, tid: u32, ptr: u64) -> (Vec<Vec<u8>>, bool) {
@@ -629,40 +623,6 @@ fn set(bytes: &[u8], s: &mut Option<String>, b64: &mut Option<String>) {
     *b64 = b;
 }
 
-/// A directory's canonical path in three syscalls whatever its depth
-/// (realpath(3) costs a readlink per component): open it with O_PATH and
-/// read the kernel's name for the fd.
-fn canonical_dir(dir: &Path) -> Option<Vec<u8>> {
-    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
-    // SAFETY: valid C string; the fd is closed below.
-    let fd = unsafe {
-        libc::open(
-            c.as_ptr(),
-            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
-        )
-    };
-    if fd < 0 {
-        return None;
-    }
-    let r = readlink(&format!("/proc/self/fd/{fd}"));
-    // SAFETY: our own fd.
-    unsafe { libc::close(fd) };
-    r.filter(|p| p.first() == Some(&b'/') && !p.ends_with(b" (deleted)"))
-}
-
-/// The parent directory canonicalised, the final component kept as is.
-fn canonical_parent(path: &[u8]) -> Option<Vec<u8>> {
-    let p = Path::new(OsStr::from_bytes(path));
-    let parent = p.parent()?;
-    let name = p.file_name()?;
-    let mut out = canonical_dir(parent)?;
-    if out != b"/" {
-        out.push(b'/');
-    }
-    out.extend_from_slice(name.as_bytes());
-    Some(out)
-}
-
 /// Symbolic flag names, as the tracepoint resolver writes them.
 pub use crate::resolve::flag_names;
 
@@ -700,9 +660,10 @@ mod tests {
         let _ = std::fs::remove_file(d.join("link"));
         std::os::unix::fs::symlink(d.join("real"), d.join("link")).unwrap();
         let real = std::fs::canonicalize(d.join("real")).unwrap();
-        let got = canonical_parent(d.join("link/file").as_os_str().as_bytes()).unwrap();
+        let got =
+            crate::resolve::canonical_parent(d.join("link/file").as_os_str().as_bytes()).unwrap();
         assert_eq!(got, real.join("file").as_os_str().as_bytes());
-        assert_eq!(canonical_parent(b"/no/such/dir/file"), None);
+        assert_eq!(crate::resolve::canonical_parent(b"/no/such/dir/file"), None);
         let _ = std::fs::remove_dir_all(&d);
     }
 
