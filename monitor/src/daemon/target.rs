@@ -9,9 +9,10 @@ use serde_json::{json, Value};
 
 use super::config::TargetSpec;
 use crate::{
+    core::rfc3339,
+    pipeline::Pipeline,
     policy::{Context, Policy},
     record::Action,
-    session::{rfc3339, Pipeline},
     trace::{Header, Loss, SealInfo, SealSummary, TraceWriter},
 };
 

@@ -23,9 +23,9 @@ use super::{
     Msg, Pending, Shared,
 };
 use crate::{
+    core::{monotonic_ns, rfc3339},
     policy::{Context, Policy},
     record::{Action, Irreversibility, Op, Scope, Treatment, Verdict},
-    session::{monotonic_ns, rfc3339},
 };
 
 /// Rule id of the monitor's own enforcement rules.

@@ -462,7 +462,7 @@ impl Drop for RunCgroup {
 /// `bpf_get_current_ancestor_cgroup_id` (`current_scope` in the kernel
 /// programs).
 pub fn set_watched_levels(
-    probes: &mut crate::probes::Probes,
+    probes: &mut super::probes::Probes,
     levels: impl IntoIterator<Item = u32>,
 ) {
     let mask = levels

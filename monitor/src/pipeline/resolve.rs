@@ -16,7 +16,7 @@ use std::{
 use monitor_common::{field_flags, field_tag, header_flags, EventKind};
 
 use crate::{
-    events::{Field, KernelEvent},
+    kernel::events::{Field, KernelEvent},
     record::{text_fields, Action, Op},
 };
 
@@ -472,7 +472,7 @@ pub fn action_from_event(ev: &KernelEvent) -> Action {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::events::{empty_header, encode, Field};
+    use crate::kernel::events::{empty_header, encode, Field};
 
     #[test]
     fn components_reverse_into_absolute_path() {

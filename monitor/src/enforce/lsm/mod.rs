@@ -34,12 +34,11 @@ use monitor_common::{
 use serde_json::{json, Value};
 
 use crate::{
-    events::KernelEvent,
+    core::{monotonic_ns, Clock},
+    kernel::{Capability, KernelEvent, Probes},
+    pipeline::resolve,
     policy::{Condition, Context, Field, Operator, Policy, Rule},
-    probes::{Capability, Probes},
     record::{text_fields, Action, Op, Treatment},
-    resolve,
-    session::{monotonic_ns, Clock},
 };
 
 /// LSM programs: (program name, hook, required). `file_truncate` exists
@@ -109,8 +108,8 @@ pub fn capability() -> Capability {
 }
 
 fn probe_available() -> Result<(), String> {
-    crate::probes::preflight().map_err(|e| e.to_string())?;
-    match crate::probes::lsm_list() {
+    crate::kernel::probes::preflight().map_err(|e| e.to_string())?;
+    match crate::kernel::probes::lsm_list() {
         Some(l) if l.split(',').any(|x| x == "bpf") => {}
         Some(l) => {
             return Err(format!(
@@ -136,7 +135,7 @@ fn load_object() -> Result<Ebpf, aya::EbpfError> {
     EbpfLoader::new()
         .map_max_entries("EVENTS", 64 * 1024)
         .map_max_entries("LSM_EVENTS", 64 * 1024)
-        .load(crate::probes::OBJECT)
+        .load(crate::kernel::probes::OBJECT)
 }
 
 /// A program load or attach error in words, with the likely cause.
@@ -1401,13 +1400,12 @@ pub fn decode(bytes: &[u8]) -> Option<(Action, LsmDecision)> {
 /// LSM programs. Call after [`crate::enforce::Enforcer::start`], before the
 /// command is spawned.
 pub fn attach(
-    enf: &mut Option<crate::enforce::Enforcer>,
+    e: &mut crate::enforce::Enforcer,
     probes: &mut Probes,
     policy: &Policy,
     ctx: &Context,
     quiet: bool,
 ) -> anyhow::Result<()> {
-    let Some(e) = enf.as_mut() else { return Ok(()) };
     if e.backend() != crate::enforce::Backend::Lsm {
         return Ok(());
     }
@@ -1898,12 +1896,12 @@ treatment = "deny"
                 std::mem::size_of::<LsmDecision>(),
             )
         };
-        let f = |tag, data: &[u8]| crate::events::Field {
+        let f = |tag, data: &[u8]| crate::kernel::events::Field {
             tag,
             flags: 0,
             data: data.to_vec(),
         };
-        let bytes = crate::events::encode(
+        let bytes = crate::kernel::events::encode(
             &hdr,
             &[
                 f(field::DECISION, dbytes),
