@@ -31,35 +31,57 @@ pub struct Record {
     buf: *mut RecordBuf,
 }
 
+/// Fills a record header for the current task: the one place every program
+/// (tracepoints and LSM hooks) does it. `DETAILS`: time, parent, ids and
+/// comm too; a syscall-result record carries only what pairing and
+/// attribution need (thread, process, cgroup, result).
+#[inline(always)]
+pub fn fill_header<const DETAILS: bool>(hdr: &mut EventHeader, kind: u32, syscall: u32, result: i64) {
+    let pid_tgid = bpf_get_current_pid_tgid();
+    hdr.kind = kind;
+    hdr.syscall = syscall;
+    hdr.tid = pid_tgid as u32;
+    hdr.pid = (pid_tgid >> 32) as u32;
+    if DETAILS {
+        let uid_gid = bpf_get_current_uid_gid();
+        // SAFETY: BPF helpers without memory arguments; the task pointer is
+        // only passed to CO-RE reads (bpf_probe_read_kernel underneath).
+        let task = unsafe { bpf_get_current_task() } as *const c_void;
+        hdr.ktime_ns = unsafe { bpf_ktime_get_ns() };
+        hdr.ppid = unsafe { shim_task_ppid(task) };
+        hdr.uid = uid_gid as u32;
+        hdr.gid = (uid_gid >> 32) as u32;
+        hdr.comm = bpf_get_current_comm().unwrap_or([0; 16]);
+    } else {
+        hdr.ktime_ns = 0;
+        hdr.ppid = 0;
+        hdr.uid = 0;
+        hdr.gid = 0;
+        hdr.comm = [0; 16];
+    }
+    hdr.payload_len = 0;
+    // SAFETY: BPF helper without arguments.
+    hdr.cgroup_id = unsafe { bpf_get_current_cgroup_id() };
+    hdr.result = result;
+    hdr.flags = 0;
+    hdr.mode = u32::MAX;
+    hdr.owner_uid = u32::MAX;
+    hdr.owner_gid = u32::MAX;
+    hdr.fd = 0;
+    hdr.hflags = 0;
+    hdr._pad = 0;
+}
+
 impl Record {
     /// Starts a record for the current task. `None` only if the scratch map
     /// lookup fails, which cannot happen for a 1-entry per-CPU array.
     #[inline(always)]
     pub fn start(kind: u32, syscall: u32) -> Option<Record> {
         let buf = SCRATCH.get_ptr_mut(0)?;
-        let pid_tgid = bpf_get_current_pid_tgid();
-        let uid_gid = bpf_get_current_uid_gid();
-        let task = unsafe { bpf_get_current_task() } as *const c_void;
-        let hdr = unsafe { &mut (*buf).hdr };
-        hdr.kind = kind;
-        hdr.syscall = syscall;
-        hdr.ktime_ns = unsafe { bpf_ktime_get_ns() };
-        hdr.tid = pid_tgid as u32;
-        hdr.pid = (pid_tgid >> 32) as u32;
-        hdr.ppid = unsafe { shim_task_ppid(task) };
-        hdr.uid = uid_gid as u32;
-        hdr.gid = (uid_gid >> 32) as u32;
-        hdr.payload_len = 0;
-        hdr.cgroup_id = unsafe { bpf_get_current_cgroup_id() };
-        hdr.comm = bpf_get_current_comm().unwrap_or([0; 16]);
-        hdr.result = 0;
-        hdr.flags = 0;
-        hdr.mode = u32::MAX;
-        hdr.owner_uid = u32::MAX;
-        hdr.owner_gid = u32::MAX;
-        hdr.fd = 0;
-        hdr.hflags = 0;
-        hdr._pad = 0;
+        // SAFETY: `buf` points at this CPU's entry of the 1-entry per-CPU
+        // scratch array (non-null from the lookup); programs do not nest on
+        // one CPU, so nothing else holds a reference to it.
+        fill_header::<true>(unsafe { &mut (*buf).hdr }, kind, syscall, 0);
         Some(Record { buf })
     }
 
@@ -199,27 +221,8 @@ impl Record {
     #[inline(always)]
     pub fn start_result(syscall: u32, result: i64) -> Option<Record> {
         let buf = SCRATCH.get_ptr_mut(0)?;
-        let pid_tgid = bpf_get_current_pid_tgid();
-        let hdr = unsafe { &mut (*buf).hdr };
-        hdr.kind = EventKind::SyscallExit as u32;
-        hdr.syscall = syscall;
-        hdr.ktime_ns = 0;
-        hdr.tid = pid_tgid as u32;
-        hdr.pid = (pid_tgid >> 32) as u32;
-        hdr.ppid = 0;
-        hdr.uid = 0;
-        hdr.gid = 0;
-        hdr.payload_len = 0;
-        hdr.cgroup_id = unsafe { bpf_get_current_cgroup_id() };
-        hdr.comm = [0; 16];
-        hdr.result = result;
-        hdr.flags = 0;
-        hdr.mode = u32::MAX;
-        hdr.owner_uid = u32::MAX;
-        hdr.owner_gid = u32::MAX;
-        hdr.fd = 0;
-        hdr.hflags = 0;
-        hdr._pad = 0;
+        // SAFETY: as in `start`: this CPU's scratch entry, not aliased.
+        fill_header::<false>(unsafe { &mut (*buf).hdr }, EventKind::SyscallExit as u32, syscall, result);
         Some(Record { buf })
     }
 }

@@ -32,8 +32,7 @@ use core::ffi::c_void;
 
 use aya_ebpf::{
     helpers::{
-        bpf_get_current_cgroup_id, bpf_get_current_comm, bpf_get_current_pid_tgid,
-        bpf_get_current_task, bpf_get_current_uid_gid, bpf_ktime_get_ns, bpf_probe_read_kernel,
+        bpf_get_current_pid_tgid, bpf_get_current_task, bpf_ktime_get_ns, bpf_probe_read_kernel,
         bpf_probe_read_user, generated::bpf_probe_read_user_str,
     },
     macros::{lsm, map, raw_tracepoint},
@@ -57,7 +56,7 @@ use crate::{
     record::walk_path,
     shim::{
         shim_dentry_parent, shim_file_dentry, shim_file_mnt, shim_mnt_mountpoint, shim_mnt_parent,
-        shim_mnt_root, shim_task_ppid, shim_task_root_dentry, shim_task_root_mnt,
+        shim_mnt_root, shim_task_root_dentry, shim_task_root_mnt,
     },
 };
 
@@ -263,32 +262,18 @@ pub extern "C" fn lsm_emit(packed: u64, d1: u64, m1: u64, d2: u64, m2: u64) -> u
     let op = (packed & 0xff) as u32;
     let dec = ((packed >> 16) & 0xff) as u32;
     let key = inode_key(d1);
-    let pid_tgid = bpf_get_current_pid_tgid();
-    let uid_gid = bpf_get_current_uid_gid();
+    // SAFETY: BPF helper without arguments; the task pointer is only
+    // passed to CO-RE reads.
     let task = unsafe { bpf_get_current_task() } as *const c_void;
+    // SAFETY: this CPU's entry of the per-CPU scratch array (non-null from
+    // the lookup), not referenced elsewhere while this program runs.
     let hdr: &mut EventHeader = unsafe { &mut (*buf).hdr };
-    hdr.kind = op;
-    hdr.syscall = 0;
-    hdr.ktime_ns = unsafe { bpf_ktime_get_ns() };
-    hdr.tid = pid_tgid as u32;
-    hdr.pid = (pid_tgid >> 32) as u32;
-    hdr.ppid = unsafe { shim_task_ppid(task) };
-    hdr.uid = uid_gid as u32;
-    hdr.gid = (uid_gid >> 32) as u32;
-    hdr.cgroup_id = unsafe { bpf_get_current_cgroup_id() };
-    hdr.comm = bpf_get_current_comm().unwrap_or([0; 16]);
-    hdr.result = if dec == decision::ALLOWED_ONCE {
+    let result = if dec == decision::ALLOWED_ONCE {
         0
     } else {
         -(EPERM as i64)
     };
-    hdr.flags = 0;
-    hdr.mode = u32::MAX;
-    hdr.owner_uid = u32::MAX;
-    hdr.owner_gid = u32::MAX;
-    hdr.fd = 0;
-    hdr.hflags = 0;
-    hdr._pad = 0;
+    crate::record::fill_header::<true>(hdr, op, 0, result);
     const FH: usize = core::mem::size_of::<FieldHeader>();
     const DL: usize = core::mem::size_of::<LsmDecision>();
     let payload = unsafe { (*buf).payload.as_mut_ptr() };

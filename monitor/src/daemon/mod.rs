@@ -54,7 +54,13 @@ pub mod attribute;
 pub mod cmd;
 pub mod config;
 pub mod control;
+mod pods;
+mod requests;
+mod retention;
 pub mod target;
+
+pub use pods::parse_pods;
+use pods::{publish_selector, K8s};
 
 use attribute::Attribution;
 use cgroup::Hierarchy;
@@ -92,12 +98,6 @@ pub fn main(args: DaemonArgs) -> anyhow::Result<i32> {
         .enable_all()
         .build()?
         .block_on(run(cfg, args.config, policy))
-}
-
-struct K8s {
-    pods_mtime: Option<SystemTime>,
-    /// pod uid -> target name.
-    pods: HashMap<String, String>,
 }
 
 struct Daemon {
@@ -729,253 +729,11 @@ impl Daemon {
         }
     }
 
-    /// Kubernetes: follows the pod list the selector sidecar writes.
-    fn poll_pods(&mut self) {
-        let Some(k) = self.cfg.kubernetes.clone() else {
-            return;
-        };
-        let mtime = std::fs::metadata(&k.pods_file)
-            .and_then(|m| m.modified())
-            .ok();
-        let state = self.k8s.as_mut().expect("k8s state");
-        if mtime == state.pods_mtime {
-            return;
-        }
-        state.pods_mtime = mtime;
-        let text = std::fs::read_to_string(&k.pods_file).unwrap_or_default();
-        let listed: HashMap<String, String> = parse_pods(&text);
-        let old = std::mem::take(&mut state.pods);
-        for (uid, name) in &old {
-            if !listed.contains_key(uid) {
-                if let Some(id) = self.id_of(name) {
-                    let _ = self.end_target(id, State::Removed, "pod_deselected", &mut None);
-                }
-            }
-        }
-        let mut now = HashMap::new();
-        for (uid, name) in listed {
-            if !old.contains_key(&uid) {
-                let spec = TargetSpec {
-                    name: name.clone(),
-                    pod_uid: Some(uid.clone()),
-                    workspace: k.workspace.clone(),
-                    ..Default::default()
-                };
-                if let Err(e) = self.add_target(spec) {
-                    tracing::warn!("pod {name} ({uid}): {e:#}");
-                }
-            }
-            now.insert(uid, name);
-        }
-        self.k8s.as_mut().expect("k8s state").pods = now;
-    }
-
     fn id_of(&self, name: &str) -> Option<u32> {
         self.targets
             .iter()
             .find(|(_, t)| t.spec.name == name && matches!(t.state, State::Active | State::Waiting))
             .map(|(id, _)| *id)
-    }
-
-    /// SIGHUP: loads the policy files again; all targets switch at once, or
-    /// none does.
-    fn reload(&mut self) -> Value {
-        match load_policy(&self.cfg.policy) {
-            Ok(p) => {
-                let digest = p.digest();
-                self.reload_error = None;
-                self.next_policy = Some((p, Instant::now()));
-                json!({ "ok": true, "policy_digest": digest })
-            }
-            Err(e) => {
-                let msg = format!("{e:#}");
-                tracing::error!(
-                    "policy reload failed, keeping policy {}: {msg}",
-                    short(&self.policy.digest())
-                );
-                self.reload_error = Some(msg.clone());
-                json!({ "ok": false, "error": msg, "policy_digest": self.policy.digest() })
-            }
-        }
-    }
-
-    /// Puts a reloaded policy in force for every target at once, after the
-    /// ordering window has released what was done before the reload.
-    fn switch_policy(&mut self) {
-        let window = Duration::from_nanos(crate::pipeline::order::REORDER_WINDOW_NS)
-            + Duration::from_millis(10);
-        let due = matches!(&self.next_policy, Some((_, at)) if at.elapsed() >= window);
-        let Some((p, _)) = self.next_policy.take_if(|_| due) else {
-            return;
-        };
-        let digest = p.digest();
-        let changed = digest != self.policy.digest();
-        self.policy = p;
-        self.policy_loaded = rfc3339(SystemTime::now());
-        for t in self.targets.values_mut() {
-            t.pipeline.policy = self.policy.clone();
-            if t.is_live() {
-                if let Err(e) = t.note(
-                    "policy_reloaded",
-                    json!({ "policy_digest": digest, "changed": changed }),
-                ) {
-                    tracing::error!("target {}: {e:#}", t.name());
-                }
-            }
-        }
-        tracing::info!(
-            "policy reloaded: {}{}",
-            short(&digest),
-            if changed { "" } else { " (unchanged)" }
-        );
-    }
-
-    /// Deletes old traces in the trace directory (never live ones).
-    fn prune(&mut self) {
-        self.last_retention = Instant::now();
-        let r = &self.cfg.retention;
-        if r.max_age.is_none() && r.max_files.is_none() {
-            return;
-        }
-        let live: Vec<PathBuf> = self
-            .targets
-            .values()
-            .filter(|t| t.writer.is_some())
-            .filter_map(|t| t.trace.clone())
-            .collect();
-        let Ok(rd) = std::fs::read_dir(&self.cfg.trace_dir) else {
-            return;
-        };
-        let mut files: Vec<(SystemTime, PathBuf)> = rd
-            .flatten()
-            .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|x| x == "jsonl") && !live.contains(p))
-            .filter_map(|p| {
-                let m = std::fs::metadata(&p).ok()?;
-                Some((m.modified().ok()?, p))
-            })
-            .collect();
-        files.sort();
-        let now = SystemTime::now();
-        let mut keep = files.len();
-        for (mtime, p) in &files {
-            let too_old = r
-                .max_age
-                .is_some_and(|a| now.duration_since(*mtime).unwrap_or_default() > a);
-            let too_many = r.max_files.is_some_and(|n| keep + live.len() > n);
-            if too_old || too_many {
-                crate::protect::release_trace(p);
-                match std::fs::remove_file(p) {
-                    Ok(()) => {
-                        tracing::info!("retention: removed {}", p.display());
-                        keep -= 1;
-                    }
-                    Err(e) => tracing::warn!("retention: {}: {e}", p.display()),
-                }
-            }
-        }
-    }
-
-    /// A control socket request.
-    fn call(&mut self, req: &Value, ring: &mut Ring) -> Value {
-        match req["op"].as_str().unwrap_or("") {
-            "status" => self.status(),
-            "reload" => self.reload(),
-            "watch_add" => {
-                let spec: TargetSpec = match serde_json::from_value(req["target"].clone()) {
-                    Ok(s) => s,
-                    Err(e) => return json!({ "ok": false, "error": format!("bad target: {e}") }),
-                };
-                if spec.pod_uid.is_some() {
-                    return json!({ "ok": false, "error": "pod targets come from the Kubernetes pod list" });
-                }
-                match self.add_target(spec) {
-                    Ok(id) => json!({ "ok": true, "target": self.targets[&id].status() }),
-                    Err(e) => json!({ "ok": false, "error": format!("{e:#}") }),
-                }
-            }
-            "watch_remove" => {
-                let name = req["name"].as_str().unwrap_or("");
-                let Some(id) = self.id_of(name) else {
-                    return json!({ "ok": false, "error": format!("no watched target named {name:?}") });
-                };
-                match self.end_target(id, State::Removed, "target_removed", &mut Some(ring)) {
-                    Ok(()) => {
-                        self.prune();
-                        json!({ "ok": true, "target": self.targets[&id].status() })
-                    }
-                    Err(e) => json!({ "ok": false, "error": format!("{e:#}") }),
-                }
-            }
-            "pending" => json!({ "ok": true, "run": "daemon", "pending": [] }),
-            "approve" | "deny" => json!({
-                "ok": false,
-                "error": "the abm daemon observes only and holds no pending request (approve and deny apply to `abm run --enforce`)"
-            }),
-            op => {
-                json!({ "ok": false, "error": format!("unknown op {op:?} (status, watch_add, watch_remove, reload, tail, pending)") })
-            }
-        }
-    }
-
-    fn status(&self) -> Value {
-        let uptime = self.started.elapsed().as_secs_f64();
-        json!({
-            "ok": true,
-            "daemon": {
-                "pid": std::process::id(),
-                "version": env!("CARGO_PKG_VERSION"),
-                "started": self.started_wall,
-                "uptime_secs": (uptime * 10.0).round() / 10.0,
-                "config": self.config_path,
-                "socket": self.cfg.socket,
-                "trace_dir": self.cfg.trace_dir,
-                "backends": ["tracepoint"],
-                "ringbuf_kib": self.cfg.ringbuf_kib,
-                "cgroup_root": self.hier.as_ref().map(|h| h.mount.clone()),
-                "stdout": self.stdout,
-                "policy": {
-                    "digest": self.policy.digest(),
-                    "files": self.cfg.policy,
-                    "loaded": self.policy_loaded,
-                    "last_reload_error": self.reload_error,
-                },
-                "losses": self.losses.total,
-                "unattributed": self.attr.unattributed,
-                "decode_errors": self.intake.decode_errors,
-                "subscribers": self.tail.receiver_count(),
-                "kubernetes": self.cfg.kubernetes.as_ref().map(|k| json!({
-                    "pod_selector": k.pod_selector,
-                    "pods_file": k.pods_file,
-                })),
-            },
-            "targets": self.targets.values().map(Target::status).collect::<Vec<_>>(),
-        })
-    }
-}
-
-/// `<uid> <namespace>/<name>` lines (blank lines and `#` comments skipped).
-pub fn parse_pods(text: &str) -> HashMap<String, String> {
-    text.lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .filter_map(|l| {
-            let mut it = l.split_whitespace();
-            let uid = it.next()?;
-            let name = it.next().unwrap_or(uid);
-            let ok = uid.len() >= 8 && uid.chars().all(|c| c.is_ascii_hexdigit() || c == '-');
-            ok.then(|| (uid.to_owned(), name.to_owned()))
-        })
-        .collect()
-}
-
-fn publish_selector(path: &Path, selector: &str) {
-    if let Some(dir) = path.parent() {
-        let _ = std::fs::create_dir_all(dir);
-    }
-    if let Err(e) = std::fs::write(path, format!("{selector}\n")) {
-        tracing::warn!("cannot write the pod selector to {}: {e}", path.display());
     }
 }
 
