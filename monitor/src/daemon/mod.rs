@@ -47,7 +47,10 @@ use crate::{
     },
     policy::Policy,
     record::Action,
-    trace::{Header, Loss},
+    trace::{
+        note::{Note, TargetEnd},
+        Header, Loss,
+    },
 };
 
 pub mod attribute;
@@ -237,7 +240,7 @@ async fn run(cfg: Config, config_path: PathBuf, policy: Policy) -> anyhow::Resul
     let ids: Vec<u32> = d.targets.keys().copied().collect();
     let mut failed = false;
     for id in ids {
-        if let Err(e) = d.end_target(id, State::Removed, "daemon_stopped", &mut None) {
+        if let Err(e) = d.end_target(id, State::Removed, Note::DaemonStopped, &mut None) {
             tracing::error!("sealing a trace: {e:#}");
             failed = true;
         }
@@ -552,7 +555,7 @@ impl Daemon {
             let _ = self.end_target(
                 id,
                 State::Gone(format!("cannot watch: {e}")),
-                "watch_failed",
+                Note::WatchFailed,
                 &mut None,
             );
             return Err(e.into());
@@ -602,7 +605,7 @@ impl Daemon {
         &mut self,
         id: u32,
         state: State,
-        note: &str,
+        note: fn(TargetEnd) -> Note,
         ring: &mut Option<&mut Ring>,
     ) -> anyhow::Result<()> {
         if let Some(r) = ring.as_mut() {
@@ -630,11 +633,20 @@ impl Daemon {
         self.purge_scope(id);
         self.release_one(id, true)?;
         let t = self.targets.get_mut(&id).expect("target");
+        let target = t.spec.name.clone();
         let reason = match &state {
             State::Gone(r) => r.clone(),
-            _ => note.to_owned(),
+            // The reason of a removal is the note's kind.
+            _ => note(TargetEnd {
+                target: target.clone(),
+                reason: String::new(),
+            })
+            .kind(),
         };
-        t.note(note, json!({ "target": t.spec.name, "reason": reason }))?;
+        t.note(&note(TargetEnd {
+            target,
+            reason: reason.clone(),
+        }))?;
         let was_live = t.is_live();
         t.seal(state)?;
         let name = t.name().to_owned();
@@ -713,7 +725,7 @@ impl Daemon {
                     };
                     if let Some(why) = gone {
                         if let Err(e) =
-                            self.end_target(id, State::Gone(why), "target_gone", &mut None)
+                            self.end_target(id, State::Gone(why), Note::TargetGone, &mut None)
                         {
                             tracing::error!("sealing a trace: {e:#}");
                         }

@@ -3,6 +3,7 @@
 use std::{collections::HashMap, path::Path, time::SystemTime};
 
 use super::{config::TargetSpec, target::State, Daemon};
+use crate::trace::note::Note;
 
 pub(super) struct K8s {
     pub(super) pods_mtime: Option<SystemTime>,
@@ -30,7 +31,7 @@ impl Daemon {
         for (uid, name) in &old {
             if !listed.contains_key(uid) {
                 if let Some(id) = self.id_of(name) {
-                    let _ = self.end_target(id, State::Removed, "pod_deselected", &mut None);
+                    let _ = self.end_target(id, State::Removed, Note::PodDeselected, &mut None);
                 }
             }
         }

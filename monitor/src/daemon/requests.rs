@@ -10,7 +10,7 @@ use super::{
     target::{State, Target},
     Daemon,
 };
-use crate::{core::rfc3339, kernel::Ring, pipeline::load_policy};
+use crate::{core::rfc3339, kernel::Ring, pipeline::load_policy, trace::note::Note};
 
 impl Daemon {
     /// SIGHUP: loads the policy files again; all targets switch at once, or
@@ -51,10 +51,11 @@ impl Daemon {
         for t in self.targets.values_mut() {
             t.pipeline.policy = self.policy.clone();
             if t.is_live() {
-                if let Err(e) = t.note(
-                    "policy_reloaded",
-                    json!({ "policy_digest": digest, "changed": changed }),
-                ) {
+                let note = Note::PolicyReloaded {
+                    policy_digest: digest.clone(),
+                    changed,
+                };
+                if let Err(e) = t.note(&note) {
                     tracing::error!("target {}: {e:#}", t.name());
                 }
             }
@@ -89,7 +90,7 @@ impl Daemon {
                 let Some(id) = self.id_of(name) else {
                     return json!({ "ok": false, "error": format!("no watched target named {name:?}") });
                 };
-                match self.end_target(id, State::Removed, "target_removed", &mut Some(ring)) {
+                match self.end_target(id, State::Removed, Note::TargetRemoved, &mut Some(ring)) {
                     Ok(()) => {
                         self.prune();
                         json!({ "ok": true, "target": self.targets[&id].status() })

@@ -13,7 +13,7 @@ use crate::{
     pipeline::Pipeline,
     policy::{Context, Policy},
     record::Action,
-    trace::{Header, Loss, SealInfo, SealSummary, TraceWriter},
+    trace::{note::Note, Header, Loss, SealInfo, SealSummary, TraceWriter},
 };
 
 /// Where a target is in its life.
@@ -223,9 +223,9 @@ impl Target {
         Ok(())
     }
 
-    pub fn note(&mut self, kind: &str, body: Value) -> anyhow::Result<()> {
+    pub fn note(&mut self, note: &Note) -> anyhow::Result<()> {
         if let Some(w) = self.writer.as_mut() {
-            w.append_note(kind, body)?;
+            note.append_to(w)?;
         }
         Ok(())
     }

@@ -40,7 +40,10 @@ use crate::{
     pipeline::Pipeline,
     policy::{Context, Policy},
     record::{Action, Op, Verdict},
-    trace::TraceWriter,
+    trace::{
+        note::{EnforcementSummary, Note},
+        TraceWriter,
+    },
 };
 
 pub mod control;
@@ -223,7 +226,7 @@ pub(crate) enum Msg {
         note: Value,
     },
     /// Any other note.
-    Note(&'static str, Value),
+    Note(Note),
 }
 
 /// A call waiting for a human.
@@ -253,7 +256,19 @@ pub(crate) struct Shared {
     pub lsm: OnceLock<lsm::Approvals>,
 }
 
+/// Locks a mutex; a thread that panicked while holding it left the data
+/// as it was, which stays usable (the lock is not a reason to stop
+/// enforcing).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 impl Shared {
+    /// The calls waiting for a human.
+    pub fn pending(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Pending>> {
+        lock(&self.pending)
+    }
+
     /// Answers a waiting request. Whoever removes it from `pending` answers
     /// it, so a request is answered once. `decision`: `approved`, `denied`
     /// or `timeout`; `by`: `tty`, `control:<uid>`, `timeout`, `shutdown`.
@@ -263,9 +278,7 @@ impl Shared {
             return l.decide(id, approve, by);
         }
         let p = self
-            .pending
-            .lock()
-            .unwrap()
+            .pending()
             .remove(&id)
             .ok_or_else(|| format!("no pending request {id} in run {}", self.run_id))?;
         let l = self.listener.get().ok_or("the supervisor is not running")?;
@@ -286,10 +299,9 @@ impl Shared {
             enf["decision"] = json!("abandoned");
             enf["reason"] =
                 json!("the waiting call went away (the process exited or was interrupted)");
-            let _ = self.tx.send(Msg::Note(
-                "enforcement",
+            let _ = self.tx.send(Msg::Note(Note::Enforcement(
                 json!({ "enforcement": enf, "path": p.action.path, "pid": p.action.pid }),
-            ));
+            )));
             return Err(format!(
                 "request {id} is no longer waiting: the process exited or was interrupted"
             ));
@@ -327,9 +339,7 @@ impl Shared {
 
     fn pending_list_seccomp(&self) -> Vec<Value> {
         let now = Instant::now();
-        self.pending
-            .lock()
-            .unwrap()
+        self.pending()
             .iter()
             .map(|(id, p)| {
                 json!({
@@ -567,8 +577,8 @@ impl Enforcer {
     fn absorb(&mut self, pipeline: &mut Pipeline, writer: &mut TraceWriter) -> anyhow::Result<()> {
         // BPF LSM backend (enforce::lsm): its decision records and answers.
         if let Some(l) = self.lsm.as_mut() {
-            for (kind, note) in l.absorb() {
-                writer.append_note(kind, note)?;
+            for note in l.absorb() {
+                note.append_to(writer)?;
             }
             self.counts = l.counts();
         }
@@ -601,20 +611,22 @@ impl Enforcer {
                             .map_or(0, |e| e.len() as u64);
                     }
                     *self.counts.entry(decision).or_default() += 1;
-                    writer.append_note("enforcement", note)?;
+                    Note::Enforcement(note).append_to(writer)?;
                     self.annotations.entry(tid).or_default().push(Annotation {
                         syscall,
                         ktime_ns,
                         enforcement,
                     });
                 }
-                Msg::Note(kind, body) => {
-                    if body["decision"] == "abandoned"
-                        || body["enforcement"]["decision"] == "abandoned"
-                    {
-                        *self.counts.entry("abandoned".into()).or_default() += 1;
+                Msg::Note(note) => {
+                    if let Note::Enforcement(body) = &note {
+                        if body["decision"] == "abandoned"
+                            || body["enforcement"]["decision"] == "abandoned"
+                        {
+                            *self.counts.entry("abandoned".into()).or_default() += 1;
+                        }
                     }
-                    writer.append_note(kind, body)?;
+                    note.append_to(writer)?;
                 }
             }
         }
@@ -673,17 +685,16 @@ impl Enforcer {
         }
         self.absorb(pipeline, writer)?;
         if let Some(l) = self.lsm.as_mut() {
-            writer.append_note("lsm_summary", l.stop())?;
+            Note::LsmSummary(l.stop()).append_to(writer)?;
         }
-        writer.append_note(
-            "enforcement_summary",
-            json!({
-                "backend": self.backend.name(),
-                "decisions": self.counts,
-                "preserved_entries": self.preserved_entries,
-                "quarantine": (self.preserved_entries > 0).then(|| self.quarantine_dir.to_string_lossy().into_owned()),
-            }),
-        )?;
+        Note::EnforcementSummary(EnforcementSummary {
+            backend: self.backend.name().to_owned(),
+            decisions: self.counts.clone(),
+            preserved_entries: self.preserved_entries,
+            quarantine: (self.preserved_entries > 0)
+                .then(|| self.quarantine_dir.to_string_lossy().into_owned()),
+        })
+        .append_to(writer)?;
         Ok(())
     }
 

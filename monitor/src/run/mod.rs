@@ -32,7 +32,7 @@ use crate::{
     policy::Context,
     record::Treatment,
     summary::Summary,
-    trace::{Header, SealInfo, TraceWriter},
+    trace::{note::Note, Header, SealInfo, TraceWriter},
 };
 
 /// Options of `abm run`.
@@ -257,10 +257,10 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
             } else {
                 126
             };
-            let _ = writer.append_note(
-                "spawn_failed",
-                serde_json::json!({ "error": e.to_string() }),
-            );
+            let _ = Note::SpawnFailed {
+                error: e.to_string(),
+            }
+            .append_to(&mut writer);
             let _ = writer.seal(SealInfo {
                 end_time: rfc3339(SystemTime::now()),
                 lost_by_cause: BTreeMap::new(),
@@ -368,10 +368,10 @@ impl Driver for Session<'_> {
         }
         if self.interrupted {
             let pids = self.scoped_pids();
-            self.writer.append_note(
-                "interrupted",
-                serde_json::json!({ "terminated_pids": pids }),
-            )?;
+            Note::Interrupted {
+                terminated_pids: pids,
+            }
+            .append_to(&mut self.writer)?;
             self.terminate(libc::SIGTERM);
             if self.exit_code.is_none() {
                 if let Ok(Ok(s)) =
@@ -394,15 +394,9 @@ impl Driver for Session<'_> {
             }
             if Instant::now() >= d {
                 if self.args.keep_orphans {
-                    self.writer.append_note(
-                        "orphans_left_running",
-                        serde_json::json!({ "pids": remaining }),
-                    )?;
+                    Note::OrphansLeftRunning { pids: remaining }.append_to(&mut self.writer)?;
                 } else {
-                    self.writer.append_note(
-                        "orphans_terminated",
-                        serde_json::json!({ "pids": remaining }),
-                    )?;
+                    Note::OrphansTerminated { pids: remaining }.append_to(&mut self.writer)?;
                     self.terminate(libc::SIGTERM);
                     tokio::time::sleep(Duration::from_millis(300)).await;
                     self.terminate(libc::SIGKILL);
@@ -467,10 +461,10 @@ impl Session<'_> {
         if self.pipeline.unpaired_exits > 0 {
             // Results whose syscall entry record was lost (counted as a loss
             // already): kept so a reader can reconcile kernel record counts.
-            self.writer.append_note(
-                "unpaired_results",
-                serde_json::json!({ "count": self.pipeline.unpaired_exits }),
-            )?;
+            Note::UnpairedResults {
+                count: self.pipeline.unpaired_exits,
+            }
+            .append_to(&mut self.writer)?;
         }
         let exit_code = self.exit_code;
         let seal = self.writer.seal(SealInfo {

@@ -35,7 +35,7 @@ pub(super) struct ApprovalState {
     pub(super) granted: HashMap<AllowKey, (u64, &'static str, Value)>,
     pub(super) counts: BTreeMap<String, u64>,
     /// Answers for the trace, written by the session loop.
-    pub(super) notes: Vec<(&'static str, Value)>,
+    pub(super) notes: Vec<Note>,
 }
 
 impl ApprovalState {
@@ -81,7 +81,7 @@ impl Approvals {
         *st.counts.entry(decision.into()).or_default() += 1;
         let enf = json!({ "backend": "lsm", "decision": decision, "request": id, "rule": p.rule, "decided_by": by });
         let note = json!({ "enforcement": enf, "what": p.what, "op": p.action.op, "path": p.action.path, "pid": p.action.pid });
-        st.notes.push(("enforcement", note));
+        st.notes.push(Note::Enforcement(note));
         Ok(())
     }
 

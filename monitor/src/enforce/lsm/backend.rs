@@ -229,7 +229,7 @@ impl LsmBackend {
     /// `preserve` copies are made and allowed, `confirm` requests wait for
     /// [`Approvals::decide`]. Returns notes for the trace (including the
     /// answers given on the control socket since the last call).
-    pub fn absorb(&mut self) -> Vec<(&'static str, Value)> {
+    pub fn absorb(&mut self) -> Vec<Note> {
         let mut raw = Vec::new();
         while let Some(item) = self.events.next() {
             raw.push(item.to_vec());
@@ -248,7 +248,7 @@ impl LsmBackend {
         let key = AllowKey {
             ino: d.ino,
             dev: d.dev,
-            op: a.op.map(|o| kind_of(o) as u16).unwrap_or(0),
+            op: a.op.map(|o| o.kind() as u16).unwrap_or(0),
             rule: d.rule as u16,
         };
         let treatment = self.compiled.rules.get(&d.rule).map(|(_, t)| *t);
@@ -278,7 +278,7 @@ impl LsmBackend {
                             "enforcement": { "backend": "lsm", "decision": "confirm_requested", "request": id, "rule": rule },
                             "what": what, "op": a.op, "path": a.path, "pid": a.pid,
                         });
-                        st.notes.push(("enforcement", note));
+                        st.notes.push(Note::Enforcement(note));
                         st.pending.insert(
                             id,
                             Pending {

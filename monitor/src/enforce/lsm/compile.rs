@@ -1,6 +1,7 @@
 //! The policy compiled into the kernel tables of the BPF LSM backend, with
 //! a report of what each rule became.
 use super::*;
+use crate::{policy::FlagSpec, record::FILE_OPS};
 
 /// What one policy rule became in the kernel.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -49,32 +50,6 @@ pub struct Compiled {
     /// Kernel rule index -> (rule id, treatment).
     pub rules: BTreeMap<u32, (String, Treatment)>,
     pub report: Vec<RuleReport>,
-}
-
-pub(super) const FILE_OPS: [Op; 7] = [
-    Op::Unlink,
-    Op::Rmdir,
-    Op::Rename,
-    Op::Chmod,
-    Op::Chown,
-    Op::Truncate,
-    Op::Write,
-];
-
-pub(super) fn kind_of(op: Op) -> EventKind {
-    match op {
-        Op::Unlink => EventKind::Unlink,
-        Op::Rmdir => EventKind::Rmdir,
-        Op::Rename => EventKind::Rename,
-        Op::Chmod => EventKind::Chmod,
-        Op::Chown => EventKind::Chown,
-        Op::Truncate => EventKind::Truncate,
-        Op::Write => EventKind::Write,
-        Op::Exec => EventKind::Exec,
-        Op::Fork => EventKind::Fork,
-        Op::Exit => EventKind::Exit,
-        Op::IoUringSetup => EventKind::IoUringSetup,
-    }
 }
 
 pub(super) fn kernel_treatment(t: Treatment) -> u32 {
@@ -397,7 +372,7 @@ pub(super) fn compile_file_rule(
         c.config.any_path |= bit;
     }
     for op in ops {
-        c.config.op_rules[kind_of(*op) as usize] |= bit;
+        c.config.op_rules[Op::kind(*op) as usize] |= bit;
     }
     match kernel_treatment(rule.treatment) {
         treatment::DENY => c.config.deny |= bit,
@@ -426,29 +401,19 @@ pub(super) enum Alt {
     Letters(u128),
 }
 
-/// A flag as the policy spells it (see `policy::matcher::FlagSpec`).
+/// A flag as the policy spells it, parsed by the policy's own parser
+/// (`FlagSpec`): one clause per part.
 pub(super) fn flag_alts(spec: &str) -> Result<Vec<Vec<Alt>>, String> {
-    let spec = spec.trim();
-    if spec.contains(char::is_whitespace) {
-        // `--delete --force`: all parts, i.e. one clause per part.
-        let mut out = Vec::new();
-        for part in spec.split_whitespace() {
-            out.extend(flag_alts(part)?);
+    fn clauses(f: FlagSpec, out: &mut Vec<Vec<Alt>>) {
+        match f {
+            FlagSpec::Word(w) => out.push(vec![Alt::Token(w)]),
+            FlagSpec::Letters(mask) => out.push(vec![Alt::Letters(mask)]),
+            FlagSpec::All(parts) => parts.into_iter().for_each(|p| clauses(p, out)),
         }
-        return Ok(out);
     }
-    let body = &spec[1..];
-    if !spec.starts_with("--")
-        && (1..=3).contains(&body.len())
-        && body.bytes().all(|b| b.is_ascii_alphanumeric())
-    {
-        let mut mask = 0u128;
-        for b in body.bytes() {
-            mask |= 1u128 << b;
-        }
-        return Ok(vec![vec![Alt::Letters(mask)]]);
-    }
-    Ok(vec![vec![Alt::Token(spec.to_owned())]])
+    let mut out = Vec::new();
+    clauses(FlagSpec::parse(spec)?, &mut out);
+    Ok(out)
 }
 
 /// Clauses of one exec condition (each clause: alternatives, any may hold).

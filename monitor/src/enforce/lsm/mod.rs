@@ -30,7 +30,7 @@ use monitor_common::{
         decision, field, fnv1a, hook, treatment, EXEC_CLAUSES, MAX_EXEC_RULES, MAX_FILE_RULES,
         MAX_PROTECT, MAX_TOKEN, MAX_TOKENS,
     },
-    AllowKey, Allowance, EventKind, ExecRule, InodeKey, LsmConfig, LsmDecision, PathRuleBits,
+    AllowKey, Allowance, ExecRule, InodeKey, LsmConfig, LsmDecision, PathRuleBits,
 };
 use serde_json::{json, Value};
 
@@ -40,6 +40,7 @@ use crate::{
     pipeline::resolve,
     policy::{Condition, Context, Field, Operator, Policy, Rule},
     record::{text_fields, Action, Op, Treatment},
+    trace::note::Note,
 };
 
 mod approvals;

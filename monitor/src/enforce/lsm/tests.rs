@@ -3,6 +3,8 @@
 //! inodes) must give the verdict `Policy::evaluate` gives.
 use std::fs;
 
+use monitor_common::EventKind;
+
 use super::*;
 
 struct Ws {
@@ -42,7 +44,7 @@ impl Ws {
 /// The kernel's file decision, modelled: bits from the target (lstat),
 /// its parent and ancestors (stat), lowest bit decides.
 fn model_file(c: &Compiled, op: Op, paths: &[&str]) -> Option<(u32, u32)> {
-    let cand = c.config.op_rules[kind_of(op) as usize];
+    let cand = c.config.op_rules[op.kind() as usize];
     if cand == 0 {
         return None;
     }
