@@ -18,11 +18,14 @@ use sha2::{Digest as _, Sha256};
 
 use crate::record::{Action, Irreversibility, Op, Scope, Treatment, Verdict};
 
+mod build;
 pub mod cmd;
 mod compile;
 mod error;
 mod format;
 mod matcher;
+mod paths;
+pub mod replay;
 
 #[cfg(test)]
 mod pack_tests;
