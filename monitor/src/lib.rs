@@ -6,6 +6,7 @@
 //! - [`resolve`]: absolute and container paths, flag/errno/syscall names.
 //! - [`order`]: pairing syscall entries with results, timestamp order.
 //! - [`record`]: the action record shared by the trace, policy and oracle.
+//! - [`action`]: logical actions, measured recoverability, one decision per action.
 //! - [`policy`]: policy files, verdicts, `abm policy` and `abm replay`.
 //! - [`trace`]: the tamper-evident trace writer and `abm verify`.
 //! - [`protect`]: keeping the trace out of the watched tree's reach.
@@ -16,6 +17,7 @@
 //! - [`lsm`]: the BPF LSM enforcement backend.
 //! - [`cli`]: the command line.
 
+pub mod action;
 pub mod cli;
 pub mod daemon;
 pub mod enforce;

@@ -165,6 +165,8 @@ pub struct Pipeline {
     exes: HashMap<u32, String>,
     pub policy: Policy,
     pub ctx: Context,
+    /// Groups records into actions, measures and judges them.
+    pub judge: crate::action::Judge,
     pub decode_errors: u64,
     pub unpaired_exits: u64,
 }
@@ -175,6 +177,7 @@ impl Pipeline {
             orderer: Orderer::default(),
             clock: Clock::new(),
             exes: HashMap::new(),
+            judge: crate::action::Judge::new(&ctx),
             policy,
             ctx,
             decode_errors: 0,
@@ -232,9 +235,7 @@ impl Pipeline {
             if a.op == Some(Op::Exit) {
                 self.exes.remove(&a.pid);
             }
-            if a.op.is_some_and(Op::is_action) {
-                a.verdict = Some(self.policy.evaluate(a, &self.ctx));
-            }
+            self.judge.judge(a, &self.policy, &self.ctx);
         }
         out
     }
@@ -332,14 +333,17 @@ fn write_actions(
     actions: Vec<Action>,
     summary: &mut Summary,
     verbose: bool,
+    judge: &mut crate::action::Judge,
 ) -> anyhow::Result<()> {
-    for a in actions {
+    for mut a in actions {
+        judge.bind(&mut a, writer.records_written());
         let seq = writer.append_event(&a)?;
         if verbose {
             eprintln!("abm: {}", crate::summary::one_line(seq, &a));
         }
         summary.add(&a);
     }
+    crate::action::write_ended(judge, writer, false)?;
     Ok(())
 }
 
@@ -547,7 +551,13 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
             _ = sigterm.recv() => { interrupted = true; }
         }
         let acts = crate::enforce::release(&mut enforcer, &mut pipeline, &mut writer, false)?;
-        write_actions(&mut writer, acts, &mut summary, args.verbose)?;
+        write_actions(
+            &mut writer,
+            acts,
+            &mut summary,
+            args.verbose,
+            &mut pipeline.judge,
+        )?;
         if last_flush.elapsed() >= Duration::from_millis(500) {
             for loss in losses.poll(&probes) {
                 writer.append_loss(&loss)?;
@@ -610,7 +620,13 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
     // Final drain: everything the kernel produced before the tree ended.
     drain_ring(ring.get_mut(), usize::MAX, |b| pipeline.push(b));
     let acts = crate::enforce::release(&mut enforcer, &mut pipeline, &mut writer, true)?;
-    write_actions(&mut writer, acts, &mut summary, args.verbose)?;
+    write_actions(
+        &mut writer,
+        acts,
+        &mut summary,
+        args.verbose,
+        &mut pipeline.judge,
+    )?;
     for loss in losses.poll(&probes) {
         writer.append_loss(&loss)?;
     }
@@ -618,6 +634,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
         let l = losses.userspace("decode_error", pipeline.decode_errors - reported_decode);
         writer.append_loss(&l)?;
     }
+    crate::action::write_ended(&mut pipeline.judge, &mut writer, true)?;
     if pipeline.unpaired_exits > 0 {
         // Results whose syscall entry record was lost (counted as a loss
         // already): kept so a reader can reconcile kernel record counts.

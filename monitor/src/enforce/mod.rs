@@ -249,6 +249,8 @@ pub(crate) struct Shared {
     pub socket_path: PathBuf,
     /// BPF LSM backend (crate::lsm): its requests, when it runs.
     pub lsm: OnceLock<crate::lsm::Approvals>,
+    /// Answers per logical action (crate::action): one question each.
+    pub decisions: crate::action::SharedDecisions,
 }
 
 impl Shared {
@@ -266,6 +268,7 @@ impl Shared {
             .unwrap()
             .remove(&id)
             .ok_or_else(|| format!("no pending request {id} in run {}", self.run_id))?;
+        self.decisions.lock().unwrap().record(&p.action, approve);
         let l = self.listener.get().ok_or("the supervisor is not running")?;
         let now = SystemTime::now();
         let waited_ms = p.requested.elapsed().as_millis() as u64;
@@ -450,6 +453,7 @@ impl Enforcer {
             run_id: run_id.clone(),
             socket_path: socket_path.clone(),
             lsm: OnceLock::new(),
+            decisions: Default::default(),
         });
         let control = control::Server::start(&socket_path, shared.clone()).with_context(|| {
             format!(
@@ -479,6 +483,7 @@ impl Enforcer {
             guarded,
             reader: target::Reader::new(),
             stats: Default::default(),
+            judge: crate::action::Judge::live(info.ctx),
         };
         let supervisor = std::thread::Builder::new()
             .name("abm-seccomp".into())

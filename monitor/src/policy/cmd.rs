@@ -315,13 +315,32 @@ fn explain_output(a: &ExplainArgs) -> anyhow::Result<String> {
         home: a.home.clone().unwrap_or_else(home_dir),
         trace_path: a.trace.as_deref().map(absolute),
     };
-    let e = policy.explain(&action, &ctx);
+    // The action model: measure the path now, preview an exec's blast.
+    let (facts, blast) = crate::action::standalone(&mut action, &ctx);
+    let e = policy.explain_with(&action, &ctx, Some(&facts));
     if a.json {
-        let mut out = serde_json::to_string_pretty(&explain_json(&policy, &action, &e))?;
+        let mut j = explain_json(&policy, &action, &e);
+        j["measured"] = json!(action.measured);
+        j["blast"] = json!(blast);
+        let mut out = serde_json::to_string_pretty(&j)?;
         out.push('\n');
         Ok(out)
     } else {
-        Ok(explain_text(&policy, &action, &e))
+        let mut out = explain_text(&policy, &action, &e);
+        if let Some(m) = &action.measured {
+            let _ = writeln!(
+                out,
+                "measured   {} ({}, {}): {}",
+                m.recovery.name(),
+                m.object.name(),
+                m.location.name(),
+                m.why
+            );
+        }
+        if let Some(b) = &blast {
+            let _ = writeln!(out, "blast      {}", b.describe());
+        }
+        Ok(out)
     }
 }
 

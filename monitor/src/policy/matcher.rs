@@ -56,6 +56,30 @@ pub enum Field {
     Mode,
     /// Outcome of the call: `success`, `failure` or `unknown`.
     Result,
+    /// Measured recoverability of what the call destroys: `reversible`,
+    /// `recoverable`, `irreversible`, `unmeasured`.
+    Recovery,
+    /// Where the object is: `workspace`, `scratch`, `shared`, `protected`.
+    Location,
+    /// What the call destroys: `tracked`, `modified`, `untracked`,
+    /// `git_internal`, `build_output`, `database`, `credential`, ...
+    Object,
+    /// Base name of the program of the action the record belongs to.
+    ActionProgram,
+    /// Any argument (after argv[0]) of the action's command line.
+    ActionArgv,
+    /// Blast radius of the whole action: files it removes or overwrites.
+    BlastFiles,
+    /// ... of which irreversible.
+    BlastIrreversible,
+    /// ... untracked files.
+    BlastUntracked,
+    /// ... tracked files modified since the index.
+    BlastModified,
+    /// ... `.git` internals removed outside git.
+    BlastGitInternal,
+    /// ... irreversible objects outside the workspace.
+    BlastOutside,
 }
 
 /// The kinds of values fields hold; each kind allows a fixed set of operators.
@@ -71,7 +95,7 @@ pub enum FieldKind {
 }
 
 impl Field {
-    pub const ALL: [Field; 20] = [
+    pub const ALL: [Field; 31] = [
         Field::Path,
         Field::Source,
         Field::Dest,
@@ -92,6 +116,17 @@ impl Field {
         Field::CgroupId,
         Field::Mode,
         Field::Result,
+        Field::Recovery,
+        Field::Location,
+        Field::Object,
+        Field::ActionProgram,
+        Field::ActionArgv,
+        Field::BlastFiles,
+        Field::BlastIrreversible,
+        Field::BlastUntracked,
+        Field::BlastModified,
+        Field::BlastGitInternal,
+        Field::BlastOutside,
     ];
 
     pub fn name(self) -> &'static str {
@@ -116,6 +151,17 @@ impl Field {
             Field::CgroupId => "cgroup_id",
             Field::Mode => "mode",
             Field::Result => "result",
+            Field::Recovery => "recovery",
+            Field::Location => "location",
+            Field::Object => "object",
+            Field::ActionProgram => "action_program",
+            Field::ActionArgv => "action_argv",
+            Field::BlastFiles => "blast_files",
+            Field::BlastIrreversible => "blast_irreversible",
+            Field::BlastUntracked => "blast_untracked",
+            Field::BlastModified => "blast_modified",
+            Field::BlastGitInternal => "blast_git_internal",
+            Field::BlastOutside => "blast_outside",
         }
     }
 
@@ -133,8 +179,22 @@ impl Field {
             | Field::Argv
             | Field::Arg
             | Field::Errno
-            | Field::OpenFlags => FieldKind::Text,
-            Field::Uid | Field::Gid | Field::CgroupId | Field::Mode => FieldKind::Number,
+            | Field::OpenFlags
+            | Field::Recovery
+            | Field::Location
+            | Field::Object
+            | Field::ActionProgram
+            | Field::ActionArgv => FieldKind::Text,
+            Field::Uid
+            | Field::Gid
+            | Field::CgroupId
+            | Field::Mode
+            | Field::BlastFiles
+            | Field::BlastIrreversible
+            | Field::BlastUntracked
+            | Field::BlastModified
+            | Field::BlastGitInternal
+            | Field::BlastOutside => FieldKind::Number,
             Field::Subcommand => FieldKind::Subcommand,
             Field::Flag => FieldKind::Flag,
             Field::Option => FieldKind::Option,
@@ -338,6 +398,23 @@ impl Condition {
                     .is_some_and(|e| e.positionals().any(|a| t.is_match(a))),
                 Field::Errno => v.action.errno.as_deref().is_some_and(|s| t.is_match(s)),
                 Field::OpenFlags => v.action.flag_names.iter().any(|s| t.is_match(s)),
+                Field::Recovery | Field::Location | Field::Object => {
+                    v.action.measured.as_ref().is_some_and(|m| {
+                        t.is_match(match self.field {
+                            Field::Recovery => m.recovery.name(),
+                            Field::Location => m.location.name(),
+                            _ => m.object.name(),
+                        })
+                    })
+                }
+                Field::ActionProgram => v
+                    .facts
+                    .and_then(|f| f.action_argv.as_ref()?.first())
+                    .is_some_and(|p| t.is_match(base_name(p))),
+                Field::ActionArgv => v
+                    .facts
+                    .and_then(|f| f.action_argv.as_ref())
+                    .is_some_and(|a| a.iter().skip(1).any(|s| t.is_match(s))),
                 _ => false,
             },
             Test::Number(t) => {
@@ -347,6 +424,12 @@ impl Condition {
                     Field::Gid => Some(i64::from(a.gid)),
                     Field::CgroupId => i64::try_from(a.cgroup_id).ok(),
                     Field::Mode => a.mode.map(i64::from),
+                    Field::BlastFiles => v.facts.map(|f| f.files as i64),
+                    Field::BlastIrreversible => v.facts.map(|f| f.irreversible as i64),
+                    Field::BlastUntracked => v.facts.map(|f| f.untracked as i64),
+                    Field::BlastModified => v.facts.map(|f| f.modified as i64),
+                    Field::BlastGitInternal => v.facts.map(|f| f.git_internal as i64),
+                    Field::BlastOutside => v.facts.map(|f| f.outside as i64),
                     _ => None,
                 };
                 n.is_some_and(|n| t.is_match(n))
@@ -726,6 +809,8 @@ pub(crate) struct View<'a> {
     pub cwd: Option<&'a str>,
     pub roots: Roots<'a>,
     pub exec: Option<ExecView<'a>>,
+    /// What the action model knows about the record's action.
+    pub facts: Option<&'a super::Facts>,
 }
 
 impl<'a> View<'a> {
@@ -755,6 +840,7 @@ impl<'a> View<'a> {
             cwd: action.cwd.as_deref(),
             roots,
             exec,
+            facts: None,
         }
     }
 

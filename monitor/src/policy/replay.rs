@@ -43,6 +43,9 @@ pub(crate) struct ReplayReport {
     pub(crate) lifecycle: usize,
     /// Lines that could not be read, with the reason.
     pub(crate) bad_lines: Vec<String>,
+    /// File effects recorded without a measurement (traces written before
+    /// the action model): judged without recoverability.
+    pub(crate) unmeasured: usize,
     pub(crate) recorded_digest: Option<String>,
     pub(crate) policy_digest: String,
 }
@@ -100,9 +103,6 @@ pub(crate) fn replay_report(a: &ReplayArgs, policy: &Policy) -> anyhow::Result<R
                     obj.remove(k);
                 }
                 match serde_json::from_value::<Action>(Value::Object(obj)) {
-                    Ok(action) if matches!(action.op, Some(Op::Fork | Op::Exit) | None) => {
-                        lifecycle += 1
-                    }
                     Ok(action) => events.push((seq, action)),
                     Err(e) => bad_lines.push(format!("line {}: not an action: {e}", i + 1)),
                 }
@@ -137,24 +137,38 @@ pub(crate) fn replay_report(a: &ReplayArgs, policy: &Policy) -> anyhow::Result<R
             .or_else(|| header_path("trace"))
             .or_else(|| Some(absolute(&a.trace))),
     };
-    let rows = events
-        .into_iter()
-        .map(|(seq, mut action)| {
-            let old = action.verdict.take();
-            let new = policy.evaluate(&action, &ctx);
-            Replayed {
-                seq,
-                action,
-                old,
-                new,
-            }
-        })
-        .collect();
+    // Re-judged with the action model: grouping from the recorded execs,
+    // forks and exits; recoverability from the recorded measurements (the
+    // file system has changed since, so it is not measured again).
+    let mut judge = crate::action::Judge::new(&ctx);
+    let mut unmeasured = 0usize;
+    let mut rows = Vec::new();
+    for (seq, mut action) in events {
+        let old = action.verdict.take();
+        let lifecycle_only = matches!(action.op, Some(Op::Fork | Op::Exit) | None);
+        if !judge.rejudge(&mut action, policy, &ctx) {
+            unmeasured += 1;
+        }
+        if lifecycle_only {
+            lifecycle += 1;
+            continue;
+        }
+        let Some(new) = action.verdict.clone() else {
+            continue;
+        };
+        rows.push(Replayed {
+            seq,
+            action,
+            old,
+            new,
+        });
+    }
     Ok(ReplayReport {
         ctx,
         rows,
         lifecycle,
         bad_lines,
+        unmeasured,
         recorded_digest: header_str("policy_digest"),
         policy_digest: policy.digest(),
     })
@@ -196,6 +210,7 @@ pub(crate) fn replay_json(a: &ReplayArgs, r: &ReplayReport) -> Value {
         "changed": r.changed(),
         "lifecycle_events": r.lifecycle,
         "skipped_lines": r.bad_lines.len(),
+        "unmeasured_effects": r.unmeasured,
     })
 }
 
@@ -238,6 +253,13 @@ pub(crate) fn replay_text(a: &ReplayArgs, r: &ReplayReport) -> String {
             r.ctx.workspace.display().to_string()
         }
     );
+    if r.unmeasured > 0 {
+        let _ = writeln!(
+            s,
+            "{} file effects carry no measurement (recorded before the action model): judged without recoverability, location or blast radius",
+            r.unmeasured
+        );
+    }
     let _ = writeln!(s, "by treatment: {}", counts(&r.by_treatment()));
     let _ = writeln!(s, "by scope:     {}", counts(&r.by_scope()));
     let _ = match &r.recorded_digest {
