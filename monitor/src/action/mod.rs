@@ -276,10 +276,17 @@ impl Judge {
             None => {
                 let p = a.path.clone().unwrap_or_default();
                 let loc = self.measurer.locator.locate(&p, false);
+                // sed -i's temporary file (chown/chmod to match the
+                // original) was made in this run.
+                let object = if self.measurer.created.contains(&p) {
+                    ObjectKind::Created
+                } else {
+                    ObjectKind::None
+                };
                 Measured {
                     recovery: Recovery::Reversible,
                     location: loc,
-                    object: ObjectKind::None,
+                    object,
                     why: "adds or changes attributes; nothing is destroyed".into(),
                 }
             }
