@@ -34,10 +34,16 @@ fn setup(t: &TempDir) -> (std::path::PathBuf, std::path::PathBuf) {
         sh("git init -q", d);
     }
     sh("printf 'a\\n' > f1.txt; printf 'b\\n' > f2.txt", &ws);
-    git(&ws, "add . && git -c user.email=t@example.com -c user.name=t commit -qm init");
+    git(
+        &ws,
+        "add . && git -c user.email=t@example.com -c user.name=t commit -qm init",
+    );
     sh("printf 'changed\\n' >> f1.txt", &ws);
     sh("for i in 1 2 3; do echo s$i > s$i; done", &sib);
-    git(&sib, "add . && git -c user.email=t@example.com -c user.name=t commit -qm init");
+    git(
+        &sib,
+        "add . && git -c user.email=t@example.com -c user.name=t commit -qm init",
+    );
     sh("for i in 1 2 3 4; do echo u$i > u$i; done", &sib);
     (ws, sib)
 }
@@ -46,9 +52,11 @@ fn exec_seq(run: &Run, argv: &[&str]) -> u64 {
     run.events()
         .find(|e| {
             e["op"] == "exec"
-                && e["argv"]
-                    .as_array()
-                    .is_some_and(|a| a.iter().map(|v| v.as_str().unwrap_or("")).eq(argv.iter().copied()))
+                && e["argv"].as_array().is_some_and(|a| {
+                    a.iter()
+                        .map(|v| v.as_str().unwrap_or(""))
+                        .eq(argv.iter().copied())
+                })
         })
         .unwrap_or_else(|| panic!("no exec of {argv:?}; execs: {:?}", run.execs()))["seq"]
         .as_u64()
@@ -81,12 +89,18 @@ fn records_are_grouped_and_tree_deletions_judged_once() {
     assert!(run.output.status.success(), "{}", run.stderr());
     assert!(!sib.exists());
     // Every exec and file effect carries its action.
-    for e in run.events().filter(|e| e["op"] != "fork" && e["op"] != "exit") {
+    for e in run
+        .events()
+        .filter(|e| e["op"] != "fork" && e["op"] != "exit")
+    {
         assert!(e["action"].is_u64(), "record without action: {e}");
     }
     // git stash: its internal children (if any run) are inside it.
     let stash = exec_seq(&run, &["git", "stash", "-q"]);
-    for e in run.events().filter(|e| e["action"] == stash && e["op"] == "exec" && e["seq"] != stash) {
+    for e in run
+        .events()
+        .filter(|e| e["action"] == stash && e["op"] == "exec" && e["seq"] != stash)
+    {
         assert_eq!(e["verdict"]["rule"], "action.inside", "{e}");
     }
     assert_eq!(action_note(&run, stash)["treatment"], "accept");
@@ -94,7 +108,10 @@ fn records_are_grouped_and_tree_deletions_judged_once() {
     let rm = exec_seq(&run, &["rm", "-rf", "../sib"]);
     let rm_exec = run.events().find(|e| e["seq"] == rm).unwrap();
     assert_eq!(rm_exec["action"], rm);
-    assert_eq!(rm_exec["verdict"]["rule"], "action.destroy-outside", "{rm_exec}");
+    assert_eq!(
+        rm_exec["verdict"]["rule"], "action.destroy-outside",
+        "{rm_exec}"
+    );
     assert_eq!(rm_exec["verdict"]["treatment"], "confirm");
     let reason = rm_exec["verdict"]["reason"].as_str().unwrap();
     assert!(reason.contains("4 untracked"), "{reason}");
@@ -151,7 +168,9 @@ fn enforce_asks_once_per_action_and_a_refusal_sticks() {
     // git stash and pop complete: their internal children are not judged
     // like a user's `git reset --hard`.
     assert_ne!(run.output.status.code(), Some(9), "{}", run.stderr());
-    assert!(std::fs::read_to_string(ws.join("f1.txt")).unwrap().contains("changed"));
+    assert!(std::fs::read_to_string(ws.join("f1.txt"))
+        .unwrap()
+        .contains("changed"));
     // The sibling project is untouched, and only one question was asked.
     for f in ["s1", "u1", "u4", ".git/HEAD"] {
         assert!(sib.join(f).exists(), "{f} was deleted");
@@ -161,15 +180,24 @@ fn enforce_asks_once_per_action_and_a_refusal_sticks() {
         .iter()
         .filter(|r| r["type"] == "note" && r["body"]["decision"] == "pending")
         .collect();
-    assert_eq!(pending.len(), 1, "one question for two identical attempts: {pending:?}");
+    assert_eq!(
+        pending.len(),
+        1,
+        "one question for two identical attempts: {pending:?}"
+    );
     assert!(
-        pending[0]["body"]["reason"].as_str().unwrap().contains("4 untracked"),
+        pending[0]["body"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("4 untracked"),
         "{}",
         pending[0]
     );
     let denied: Vec<&Value> = run
         .events()
-        .filter(|e| e["op"] == "exec" && e["argv"][0] == "rm" && e["result_note"] == "denied_by_seccomp")
+        .filter(|e| {
+            e["op"] == "exec" && e["argv"][0] == "rm" && e["result_note"] == "denied_by_seccomp"
+        })
         .collect();
     assert_eq!(denied.len(), 2, "both attempts refused");
     assert_eq!(denied[1]["enforcement"]["decided_by"], "action");
