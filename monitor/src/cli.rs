@@ -136,7 +136,7 @@ pub fn main() -> i32 {
             .and_then(|rt| rt.block_on(run::run(a))),
         Command::Doctor(a) => doctor(a),
         Command::Policy(a) => policy::cmd::policy(a),
-        Command::Replay(a) => policy::cmd::replay(a),
+        Command::Replay(a) => policy::replay::replay(a),
         Command::Verify(a) => trace::cmd::verify(a),
         Command::Oracle(a) => oracle::cmd::oracle(a),
         Command::Score(a) => oracle::cmd::score(a),

@@ -12,6 +12,8 @@
 //!   event loop `abm run` and the daemon both drive.
 //! - [`kernel`]: loading and attaching the kernel programs, scope, the
 //!   ring buffer, decoding, loss accounting, cgroups.
+//! - [`action`]: logical actions, measured recoverability, one decision
+//!   per action (used by the pipeline and the enforcement backends).
 //! - [`policy`]: policy files, verdicts, `abm policy` and `abm replay`;
 //!   [`trace`]: the tamper-evident trace writer and `abm verify`;
 //!   [`summary`]: the end-of-run summary; [`protect`]: keeping the trace
@@ -19,6 +21,7 @@
 //! - [`record`]: the action record shared by the trace, policy and oracle;
 //!   [`core`]: clocks and system facts.
 
+pub mod action;
 pub mod cli;
 pub mod core;
 pub mod daemon;

@@ -254,6 +254,8 @@ pub(crate) struct Shared {
     pub socket_path: PathBuf,
     /// BPF LSM backend (enforce::lsm): its requests, when it runs.
     pub lsm: OnceLock<lsm::Approvals>,
+    /// Answers per logical action (crate::action): one question each.
+    pub decisions: crate::action::SharedDecisions,
 }
 
 /// Locks a mutex; a thread that panicked while holding it left the data
@@ -281,6 +283,7 @@ impl Shared {
             .pending()
             .remove(&id)
             .ok_or_else(|| format!("no pending request {id} in run {}", self.run_id))?;
+        lock(&self.decisions).record(&p.action, approve);
         let l = self.listener.get().ok_or("the supervisor is not running")?;
         let now = SystemTime::now();
         let waited_ms = p.requested.elapsed().as_millis() as u64;
@@ -466,6 +469,7 @@ impl Enforcer {
             run_id: run_id.clone(),
             socket_path: socket_path.clone(),
             lsm: OnceLock::new(),
+            decisions: Default::default(),
         });
         let control = control::Server::start(&socket_path, shared.clone()).with_context(|| {
             format!(
@@ -495,6 +499,7 @@ impl Enforcer {
             guarded,
             reader: target::Reader::new(),
             stats: Default::default(),
+            judge: crate::action::Judge::live(info.ctx),
         };
         let supervisor = std::thread::Builder::new()
             .name("abm-seccomp".into())

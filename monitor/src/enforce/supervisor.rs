@@ -44,6 +44,8 @@ pub(crate) struct Supervisor {
     pub guarded: Vec<String>,
     pub reader: Reader,
     pub stats: Stats,
+    /// Groups calls into actions and measures them before they run.
+    pub judge: crate::action::Judge,
 }
 
 /// Supervisor timing: how long the thread spends per notification, from
@@ -212,7 +214,16 @@ impl Supervisor {
             return;
         }
         action.ktime_ns = ktime;
-        let verdict = self.judge(&action);
+        let verdict = self.judge(&mut action);
+        // One decision per logical action (crate::action).
+        match crate::action::prior(&self.shared.decisions, &action, &verdict) {
+            Some(false) => return self.deny(l, n.id, action, verdict, ktime, "action", None),
+            Some(true) if verdict.treatment == Treatment::Confirm => {
+                let _ = l.allow(n.id);
+                return;
+            }
+            _ => {}
+        }
         match verdict.treatment {
             Treatment::Accept | Treatment::Audit => {
                 let _ = l.allow(n.id);
@@ -223,7 +234,7 @@ impl Supervisor {
         }
     }
 
-    fn judge(&self, a: &Action) -> Verdict {
+    fn judge(&mut self, a: &mut Action) -> Verdict {
         let guarded = |p: &Option<String>| {
             p.as_deref().is_some_and(|p| {
                 self.guarded
@@ -240,7 +251,10 @@ impl Supervisor {
                 reason: "the quarantine and the control socket belong to the monitor".into(),
             };
         }
-        self.policy.evaluate(a, &self.ctx)
+        self.judge.judge(a, &self.policy, &self.ctx);
+        a.verdict
+            .take()
+            .unwrap_or_else(|| self.policy.evaluate(a, &self.ctx))
     }
 
     #[allow(clippy::too_many_arguments)]

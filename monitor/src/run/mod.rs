@@ -418,13 +418,17 @@ impl Session<'_> {
             &mut self.writer,
             force,
         )?;
-        for a in acts {
+        for mut a in acts {
+            self.pipeline
+                .judge
+                .bind(&mut a, self.writer.records_written());
             let seq = self.writer.append_event(&a)?;
             if self.args.verbose {
                 eprintln!("abm: {}", crate::summary::one_line(seq, &a));
             }
             self.summary.add(&a);
         }
+        crate::action::write_ended(&mut self.pipeline.judge, &mut self.writer, false)?;
         Ok(())
     }
 
@@ -457,6 +461,7 @@ impl Session<'_> {
         // Final drain: everything the kernel produced before the tree ended.
         ring::drain_all(ring, |b| self.push(b));
         self.release(true)?;
+        crate::action::write_ended(&mut self.pipeline.judge, &mut self.writer, true)?;
         self.account_losses()?;
         if self.pipeline.unpaired_exits > 0 {
             // Results whose syscall entry record was lost (counted as a loss
