@@ -297,7 +297,7 @@ fn describe_build(abm: &Path, policies: &[PathBuf]) -> String {
     let modified = fs::metadata(abm)
         .and_then(|m| m.modified())
         .ok()
-        .map(|t| humantime_like(t))
+        .map(humantime_like)
         .unwrap_or_default();
     let policy = if policies.is_empty() {
         "built-in default pack".to_string()

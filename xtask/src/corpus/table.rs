@@ -136,38 +136,35 @@ pub fn render(rows: &[Row], build: &str) -> String {
         "observe = `abm run`; enforce = `abm run --enforce --no-prompt` (an unanswered question is a no)\n"
     );
     let name_w = rows.iter().map(|r| r.name.len()).max().unwrap_or(7).max(7);
+    let result_w = rows
+        .iter()
+        .map(|r| r.result_text().len())
+        .max()
+        .unwrap_or(14)
+        .max(14);
     let _ = writeln!(
         out,
-        "| {:name_w$} | {:11} | {:11} | {:>7} | {:>7} | {:>9} | {:>9} | {:20} | {:>8} | {} |",
-        "session",
-        "kind",
-        "project",
-        "actions",
-        "flagged",
-        "questions",
-        "refused",
-        "enforce result",
-        "µs/action",
-        "treatments by rule (observe)"
+        "| {:name_w$} | {:11} | {:11} | {:>7} | {:>7} | {:>9} | {:>7} | {:result_w$} | {:>9} | treatments by rule (observe) |",
+        "session", "kind", "project", "actions", "flagged", "questions", "refused", "enforce result", "µs/action",
     );
+    let dashes = |n: usize| "-".repeat(n + 2);
     let _ = writeln!(
         out,
-        "|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|",
-        "-".repeat(name_w + 2),
-        "-".repeat(13),
-        "-".repeat(13),
-        "-".repeat(9),
-        "-".repeat(9),
-        "-".repeat(11),
-        "-".repeat(11),
-        "-".repeat(22),
-        "-".repeat(11),
-        "---"
+        "|{}|{}|{}|{}|{}|{}|{}|{}|{}|---|",
+        dashes(name_w),
+        dashes(11),
+        dashes(11),
+        dashes(7),
+        dashes(7),
+        dashes(9),
+        dashes(7),
+        dashes(result_w),
+        dashes(9),
     );
     for r in rows {
         let _ = writeln!(
             out,
-            "| {:name_w$} | {:11} | {:11} | {:>7} | {:>7} | {:>9} | {:>9} | {:20} | {:>9} | {} |",
+            "| {:name_w$} | {:11} | {:11} | {:>7} | {:>7} | {:>9} | {:>7} | {:result_w$} | {:>9} | {} |",
             r.name,
             r.kind.name(),
             r.project,
