@@ -73,6 +73,10 @@ enum Cmd {
         /// Not under /tmp: the default pack treats /tmp as scratch.
         #[arg(long, value_name = "DIR", default_value = "/home/abm-corpus")]
         work: PathBuf,
+        /// Where the project templates, every run's trace and log, and the
+        /// last table go. Default: target/corpus.
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
         /// `--confirm-timeout` for the enforced runs: with --no-prompt an
         /// unanswered question is denied after this many seconds.
         #[arg(long, value_name = "SECS", default_value = "1")]
@@ -213,6 +217,7 @@ fn main() -> Result<()> {
             policy,
             only,
             work,
+            out,
             confirm_timeout,
             fetch_only,
             label,
@@ -222,6 +227,7 @@ fn main() -> Result<()> {
             policies: policy,
             only,
             work,
+            out: out.unwrap_or_else(|| root().join("target/corpus")),
             confirm_timeout,
             fetch_only,
             label,

@@ -62,6 +62,7 @@ pub struct Opts {
     pub policies: Vec<PathBuf>,
     pub only: Vec<String>,
     pub work: PathBuf,
+    pub out: PathBuf,
     pub confirm_timeout: String,
     pub fetch_only: bool,
     pub label: Option<String>,
@@ -171,7 +172,7 @@ pub fn corpus(opts: Opts) -> Result<()> {
     let cache = projects::Cache {
         dir: root.join("target/corpus-cache"),
     };
-    let build = root.join("target/corpus");
+    let build = std::path::absolute(&opts.out).context("--out")?;
     let templates = build.join("templates");
     fs::create_dir_all(&templates)?;
     projects::prepare_venv(&cache, &manifest.python_tools)?;
@@ -210,12 +211,13 @@ pub fn corpus(opts: Opts) -> Result<()> {
         .iter()
         .map(|p| fs::canonicalize(p).with_context(|| format!("--policy {}", p.display())))
         .collect::<Result<Vec<_>>>()?;
-    if opts.work.starts_with("/tmp") || opts.work.starts_with("/var/tmp") {
+    let work = std::path::absolute(&opts.work).context("--work")?;
+    if work.starts_with("/tmp") || work.starts_with("/var/tmp") {
         bail!("--work must not be under /tmp or /var/tmp: the default pack treats those as scratch, which would measure another situation than a developer's home");
     }
     let runner = Runner {
         id: 0,
-        home: opts.work.join("dev"),
+        home: work.join("dev"),
         templates,
         out: build.join("runs"),
         venv_bin: cache.venv().join("bin"),
@@ -230,7 +232,7 @@ pub fn corpus(opts: Opts) -> Result<()> {
     let workers: Vec<Runner> = (0..jobs)
         .map(|i| Runner {
             id: i,
-            home: opts.work.join(format!("dev{i}")),
+            home: work.join(format!("dev{i}")),
             ..runner.clone()
         })
         .collect();
