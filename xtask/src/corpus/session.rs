@@ -579,4 +579,71 @@ mod tests {
         .to_string();
         assert!(err.contains("check()"), "{err}");
     }
+
+    /// The digest that decides "same outcome": real git, a real repository.
+    #[test]
+    fn tree_digest_sees_work_and_refs_but_not_ignored_bytes() {
+        let dir = std::env::temp_dir().join(format!("abm-corpus-digest-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let (repo, remote) = (dir.join("r"), dir.join("origin.git"));
+        fs::create_dir_all(&repo).unwrap();
+        let git = |args: &[&str]| {
+            let ok = Command::new("git")
+                .args(args)
+                .current_dir(&repo)
+                .envs(git_env())
+                .output()
+                .unwrap();
+            assert!(
+                ok.status.success(),
+                "git {args:?}: {}",
+                String::from_utf8_lossy(&ok.stderr)
+            );
+        };
+        git(&["init", "-q", "-b", "main"]);
+        fs::write(repo.join(".gitignore"), "build/\n").unwrap();
+        fs::write(repo.join("a.txt"), "one\n").unwrap();
+        git(&["add", "-A"]);
+        git(&["commit", "-q", "-m", "first"]);
+        Command::new("git")
+            .args(["init", "-q", "--bare"])
+            .arg(&remote)
+            .output()
+            .unwrap();
+        git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+
+        let d0 = tree_digest(&repo, &remote).unwrap();
+        assert_eq!(d0, tree_digest(&repo, &remote).unwrap(), "stable");
+
+        fs::create_dir_all(repo.join("build")).unwrap();
+        fs::write(repo.join("build/out.o"), "1").unwrap();
+        let d_build = tree_digest(&repo, &remote).unwrap();
+        assert_ne!(d0, d_build, "ignored output counts by presence");
+        fs::write(repo.join("build/out.o"), "2 (other bytes, same presence)").unwrap();
+        assert_eq!(
+            d_build,
+            tree_digest(&repo, &remote).unwrap(),
+            "not by its bytes"
+        );
+
+        fs::write(repo.join("a.txt"), "two\n").unwrap();
+        let d_edit = tree_digest(&repo, &remote).unwrap();
+        assert_ne!(d_build, d_edit, "a tracked file's content counts");
+        fs::write(repo.join("new.txt"), "x").unwrap();
+        assert_ne!(
+            d_edit,
+            tree_digest(&repo, &remote).unwrap(),
+            "an untracked file counts"
+        );
+        fs::remove_file(repo.join("new.txt")).unwrap();
+        assert_eq!(d_edit, tree_digest(&repo, &remote).unwrap());
+
+        git(&["push", "-q", "origin", "main"]);
+        assert_ne!(
+            d_edit,
+            tree_digest(&repo, &remote).unwrap(),
+            "the origin's refs count"
+        );
+        let _ = fs::remove_dir_all(&dir);
+    }
 }
