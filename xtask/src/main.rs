@@ -9,6 +9,7 @@ use anyhow::{bail, Context as _, Result};
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod corpus;
 mod setup;
 mod vm;
 
@@ -53,6 +54,43 @@ enum Cmd {
         /// Only these workloads (burst, git, build, outside).
         #[arg(long)]
         only: Vec<String>,
+    },
+    /// Measure the policy on a corpus of real developer sessions and real
+    /// mistakes in real public projects (see docs/corpus.md). Prints the
+    /// table of false asks, breakage, stopped mistakes and questions.
+    Corpus {
+        /// The abm binary to measure. Default: build target/release/abm.
+        #[arg(long, value_name = "PATH")]
+        abm: Option<PathBuf>,
+        /// Policy file(s) passed to every `abm run` as `--policy`.
+        #[arg(long, value_name = "FILE")]
+        policy: Vec<PathBuf>,
+        /// Only sessions with this name (or name prefix, or `benign` /
+        /// `destructive`). Repeatable.
+        #[arg(long, value_name = "NAME")]
+        only: Vec<String>,
+        /// Where each run's home (projects, origins, dotfiles) is made.
+        /// Not under /tmp: the default pack treats /tmp as scratch.
+        #[arg(long, value_name = "DIR", default_value = "/home/abm-corpus")]
+        work: PathBuf,
+        /// Where the project templates, every run's trace and log, and the
+        /// last table go. Default: target/corpus.
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// `--confirm-timeout` for the enforced runs: with --no-prompt an
+        /// unanswered question is denied after this many seconds.
+        #[arg(long, value_name = "SECS", default_value = "1")]
+        confirm_timeout: String,
+        /// Only fetch and prepare the projects (the online step).
+        #[arg(long)]
+        fetch_only: bool,
+        /// Label for the table's first line. Default: the binary's path,
+        /// build time and policy.
+        #[arg(long)]
+        label: Option<String>,
+        /// Sessions run at the same time (each in its own home).
+        #[arg(long, default_value_t = 2)]
+        jobs: usize,
     },
 }
 
@@ -175,5 +213,26 @@ fn main() -> Result<()> {
             let abm = build_release()?;
             bench::bench(&abm, runs, &only)
         }
+        Cmd::Corpus {
+            abm,
+            policy,
+            only,
+            work,
+            out,
+            confirm_timeout,
+            fetch_only,
+            label,
+            jobs,
+        } => corpus::corpus(corpus::Opts {
+            abm,
+            policies: policy,
+            only,
+            work,
+            out: out.unwrap_or_else(|| root().join("target/corpus")),
+            confirm_timeout,
+            fetch_only,
+            label,
+            jobs,
+        }),
     }
 }
