@@ -208,6 +208,10 @@ impl RenameSide {
 
 /// What a rule matches: file operations on paths, or program executions.
 #[derive(Clone, Debug)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "a spec holds a few dozen rules, built once per run"
+)]
 pub enum Matcher {
     Files {
         /// Operations; never empty.
