@@ -20,6 +20,8 @@ pub mod cli;
 pub mod daemon;
 pub mod enforce;
 pub mod events;
+pub mod hook;
+pub mod lifeline;
 pub mod lsm;
 pub mod oracle;
 pub mod order;

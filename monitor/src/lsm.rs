@@ -978,6 +978,8 @@ pub struct LsmBackend {
     held: Vec<Held>,
     pub attached: Vec<&'static str>,
     quiet: bool,
+    /// The reason line on a refused caller's stderr (enforce::notify).
+    pub(crate) notify: Option<std::sync::Arc<crate::enforce::notify::Notifier>>,
 }
 
 fn take<T>(
@@ -1157,6 +1159,7 @@ impl LsmBackend {
             held: Vec::new(),
             attached,
             quiet,
+            notify: None,
         })
     }
 
@@ -1305,11 +1308,35 @@ impl LsmBackend {
         enf["decision"] = json!(name);
         *st.counts.entry(name.to_owned()).or_default() += 1;
         drop(st);
+        self.tell(&a, d.decision, &rule, &enf);
         a.enforcement = Some(enf.clone());
         self.held.push(Held {
             action: a,
             enforcement: enf,
         });
+    }
+
+    /// Tells the refused caller why (enforce::notify). The kernel already
+    /// answered: the caller may have exited, then its parent is told.
+    fn tell(&self, a: &Action, d: u32, rule: &str, enf: &Value) {
+        use crate::enforce::notify::Outcome;
+        let Some(n) = &self.notify else { return };
+        let outcome = match d {
+            decision::DENIED => Outcome::Denied,
+            decision::CONFIRM_PENDING => Outcome::AwaitingApproval,
+            decision::PRESERVE_PENDING if enf.get("error").is_some() => Outcome::Denied,
+            _ => return,
+        };
+        let reason = self
+            .policy
+            .rules()
+            .iter()
+            .find(|r| r.id == rule)
+            .map_or("", |r| r.reason.as_str());
+        let request = (outcome == Outcome::AwaitingApproval)
+            .then(|| enf["request"].as_u64())
+            .flatten();
+        n.tell(outcome, a, rule, reason, request);
     }
 
     /// Attaches held decisions to the released syscall records of the same
@@ -1417,8 +1444,9 @@ pub fn attach(
         ctx.trace_path.clone().unwrap_or_default(),
         ctx.workspace.clone(),
     );
-    let b = LsmBackend::start(probes, policy, ctx, quarantine, quiet)
+    let mut b = LsmBackend::start(probes, policy, ctx, quarantine, quiet)
         .map_err(|err| anyhow::anyhow!("--enforce (BPF LSM backend): {err}"))?;
+    b.notify = Some(e.notifier());
     if !quiet {
         let enforced = b
             .report()

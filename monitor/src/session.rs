@@ -8,6 +8,8 @@ use std::{
     time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
 
+use std::io::Write as _;
+
 use anyhow::{bail, Context as _};
 use monitor_common::{EventKind, LossCause};
 use tokio::{io::unix::AsyncFd, signal::unix::SignalKind};
@@ -336,7 +338,12 @@ fn write_actions(
     for a in actions {
         let seq = writer.append_event(&a)?;
         if verbose {
-            eprintln!("abm: {}", crate::summary::one_line(seq, &a));
+            // A closed terminal must not stop the run: errors are ignored.
+            let _ = writeln!(
+                std::io::stderr(),
+                "abm: {}",
+                crate::summary::one_line(seq, &a)
+            );
         }
         summary.add(&a);
     }
@@ -387,6 +394,14 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
         probes.add_cgroup(cg.id, 1)?;
         crate::daemon::cgroup::set_watched_levels(&mut probes, [cg.level]);
     }
+    // If abm dies, the tree dies too (crate::lifeline). Forked before the
+    // trace, the control socket and the seccomp listener exist.
+    let lifeline = crate::lifeline::Lifeline::start(
+        probes.scope_fd(),
+        run_cgroup.as_ref().map(|c| c.path.as_path()),
+        &trace_abs,
+    )
+    .context("starting the lifeline process")?;
     let home = std::env::var_os("HOME")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/root"));
@@ -463,7 +478,11 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
     // so its very first syscall is already traced.
     let scope_fd = probes.scope_fd();
     let cgroup_fd = run_cgroup.as_ref().map(|c| c.procs_fd());
-    let mut cmd = tokio::process::Command::new(&args.command[0]);
+    // abm searches PATH itself, so the child execs the program directly:
+    // its failed execs of the other PATH entries would be recorded as the
+    // command's own failed actions.
+    let mut cmd = tokio::process::Command::new(search_path(&args.command[0]));
+    cmd.arg0(&args.command[0]);
     cmd.args(&args.command[1..])
         .current_dir(std::env::current_dir()?);
     // With --enforce the child also installs the seccomp filter and sends
@@ -479,6 +498,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
                 crate::daemon::cgroup::join_cgroup(fd)?;
             }
             probes::self_into_scope(scope_fd, 1)?;
+            crate::lifeline::child_setup()?;
             if let Some(s) = &seccomp_setup {
                 s.install()?;
             }
@@ -516,13 +536,18 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
     let mut tick = tokio::time::interval(Duration::from_millis(crate::session::DRAIN_INTERVAL_MS));
     let mut sigint = tokio::signal::unix::signal(SignalKind::interrupt())?;
     let mut sigterm = tokio::signal::unix::signal(SignalKind::terminate())?;
+    // A closed terminal or SSH session: SIGHUP, handled like SIGTERM.
+    let mut sighup = tokio::signal::unix::signal(SignalKind::hangup())?;
+    let mut signal_name: Option<&'static str> = None;
     let mut exit_code: Option<i32> = None;
     let mut deadline: Option<Instant> = None;
     let mut interrupted = false;
     let mut last_flush = Instant::now();
     let mut reported_decode = 0;
 
-    loop {
+    // Any error inside the loop (a failed trace write) stops the command
+    // and seals what can be sealed below, instead of leaving it running.
+    let loop_result: anyhow::Result<()> = async { loop {
         tokio::select! {
             guard = ring.readable_mut() => {
                 let mut guard = guard?;
@@ -543,8 +568,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
                 exit_code = Some(status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0)));
                 deadline = Some(Instant::now() + Duration::from_secs_f64(args.linger.max(0.0)));
             }
-            _ = sigint.recv() => { interrupted = true; }
-            _ = sigterm.recv() => { interrupted = true; }
+            _ = sigint.recv() => { interrupted = true; signal_name = Some("SIGINT"); }
+            _ = sigterm.recv() => { interrupted = true; signal_name = Some("SIGTERM"); }
+            _ = sighup.recv() => { interrupted = true; signal_name = Some("SIGHUP"); }
         }
         let acts = crate::enforce::release(&mut enforcer, &mut pipeline, &mut writer, false)?;
         write_actions(&mut writer, acts, &mut summary, args.verbose)?;
@@ -564,7 +590,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
             let pids = scoped_pids(&probes, run_cgroup.as_ref());
             writer.append_note(
                 "interrupted",
-                serde_json::json!({ "terminated_pids": pids }),
+                serde_json::json!({ "terminated_pids": pids, "signal": signal_name }),
             )?;
             terminate(&probes, run_cgroup.as_ref(), libc::SIGTERM);
             if exit_code.is_none() {
@@ -605,6 +631,30 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
             }
         }
     }
+    Ok(())
+    }
+    .await;
+    if let Err(e) = loop_result {
+        // Stop the tree first: nothing it does can be recorded any more.
+        terminate(&probes, run_cgroup.as_ref(), libc::SIGKILL);
+        let _ = child.kill().await;
+        let _ = writer.append_note(
+            "run_error",
+            serde_json::json!({ "error": format!("{e:#}"), "terminated": true }),
+        );
+        let _ = crate::enforce::finish(&mut enforcer, &mut pipeline, &mut writer);
+        let sealed = writer.seal(SealInfo {
+            end_time: rfc3339(SystemTime::now()),
+            lost_by_cause: losses.total.clone(),
+            exit_code: None,
+        });
+        crate::protect::release_trace(&trace_abs);
+        drop(lifeline);
+        return Err(e.context(match sealed {
+            Ok(_) => "the run stopped the command; the trace is sealed".to_owned(),
+            Err(s) => format!("the run stopped the command; the trace could not be sealed ({s})"),
+        }));
+    }
 
     crate::enforce::finish(&mut enforcer, &mut pipeline, &mut writer)?;
     // Final drain: everything the kernel produced before the tree ended.
@@ -632,6 +682,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
         exit_code,
     })?;
     crate::protect::release_trace(&trace_abs);
+    lifeline.disarm();
     let code = exit_code.unwrap_or(1);
     if !args.quiet {
         summary.finish(
@@ -641,13 +692,16 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
             &seal,
             pipeline.unpaired_exits,
         );
+        // After SIGHUP stderr may be a closed terminal: write errors are
+        // ignored (the trace is sealed already).
+        let mut err = std::io::stderr();
         if args.summary_json {
-            eprintln!("{}", serde_json::to_string_pretty(&summary.to_json())?);
+            let _ = writeln!(err, "{}", serde_json::to_string_pretty(&summary.to_json())?);
         } else {
-            eprint!("{}", summary.render());
+            let _ = write!(err, "{}", summary.render());
         }
         if let Some(e) = &enforcer {
-            eprint!("{}", e.summary());
+            let _ = write!(err, "{}", e.summary());
         }
     }
     if enforcer.is_none() && summary.by_treatment.contains_key(&Treatment::Deny) {
@@ -674,6 +728,31 @@ fn scoped_pids(probes: &Probes, cg: Option<&crate::daemon::cgroup::RunCgroup>) -
         pids.dedup();
     }
     pids
+}
+
+/// The file `execvp` would run for `prog`: the first executable regular
+/// file named `prog` in PATH; `prog` itself when it has a `/` or nothing
+/// is found (the spawn then reports the error).
+fn search_path(prog: &std::ffi::OsStr) -> PathBuf {
+    use std::os::unix::{ffi::OsStrExt as _, fs::PermissionsExt as _};
+    if prog.as_bytes().contains(&b'/') || prog.is_empty() {
+        return PathBuf::from(prog);
+    }
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+    for dir in std::env::split_paths(&path) {
+        let dir = if dir.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            dir
+        };
+        let cand = dir.join(prog);
+        if let Ok(m) = std::fs::metadata(&cand) {
+            if m.is_file() && m.permissions().mode() & 0o111 != 0 {
+                return cand;
+            }
+        }
+    }
+    PathBuf::from(prog)
 }
 
 fn absolute(p: &Path) -> PathBuf {
