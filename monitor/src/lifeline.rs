@@ -67,6 +67,9 @@ impl Lifeline {
             return Err(std::io::Error::last_os_error());
         }
         if pid == 0 {
+            // SAFETY: the lifeline keeps only the read end: the pipe reads
+            // end-of-file when abm's write end closes.
+            unsafe { libc::close(fds[1]) };
             watch(fds[0], scope_fd, cg_kill.as_deref(), trace_c.as_deref());
         }
         // SAFETY: closing our copy of the read end.
