@@ -80,6 +80,14 @@ impl Lifeline {
         })
     }
 
+    /// The trace file is created (and protected): the lifeline may clear
+    /// its append-only flag when abm dies. Before this it never touches
+    /// the path (it could be another run's trace).
+    pub fn trace_created(&self) {
+        // SAFETY: writing one byte to our pipe end.
+        unsafe { libc::write(self.write_fd, b"t".as_ptr().cast(), 1) };
+    }
+
     /// The run ended cleanly: the lifeline exits without killing anything
     /// (processes left on purpose with --keep-orphans stay).
     pub fn disarm(self) {
@@ -131,16 +139,23 @@ fn watch(
         // probes are loaded and before anything else (trace, control
         // socket, seccomp listener) exists, and holding the BPF program
         // fds keeps the scope map following forks after abm is gone.
+        // 't': the trace exists and is this run's (its append-only flag
+        // may be cleared); 'd': disarmed; end-of-file: abm is gone.
+        let mut own_trace = false;
         let mut b = [0u8; 1];
-        let n = loop {
+        loop {
             let n = libc::read(read_fd, b.as_mut_ptr().cast(), 1);
             if n < 0 && *libc::__errno_location() == libc::EINTR {
                 continue;
             }
-            break n;
-        };
-        if n == 1 && b[0] == b'd' {
-            libc::_exit(0);
+            if n == 1 && b[0] == b't' {
+                own_trace = true;
+                continue;
+            }
+            if n == 1 && b[0] == b'd' {
+                libc::_exit(0);
+            }
+            break;
         }
         // abm is gone: stop the tree.
         let me = libc::getpid() as u32;
@@ -172,7 +187,7 @@ fn watch(
             };
             libc::nanosleep(&ts, std::ptr::null_mut());
         }
-        if let Some(t) = trace {
+        if let Some(t) = trace.filter(|_| own_trace) {
             let fd = libc::open(t.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
             if fd >= 0 {
                 let mut flags: libc::c_long = 0;

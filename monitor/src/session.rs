@@ -464,6 +464,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
     }
     let mut writer = TraceWriter::create(&trace, key, header)
         .with_context(|| format!("cannot create trace {}", trace.display()))?;
+    lifeline.trace_created();
     let protection = crate::protect::protect_trace(&trace_abs);
     if let Err(e) = &protection {
         tracing::warn!("trace file left unprotected: {e}");

@@ -242,6 +242,8 @@ pub(crate) struct Pending {
     pub deadline: Instant,
     /// What the action would destroy, when known (enforce::answers::preview).
     pub would: Option<String>,
+    /// An identical call that waits for this request's answer.
+    pub follows: Option<u64>,
 }
 
 /// State shared by the supervisor, the control socket and the prompt.
@@ -383,6 +385,7 @@ impl Shared {
             .lock()
             .unwrap()
             .iter()
+            .filter(|(_, p)| p.follows.is_none())
             .map(|(id, p)| {
                 json!({
                     "id": id,

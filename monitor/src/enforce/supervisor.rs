@@ -398,6 +398,7 @@ impl Supervisor {
                 requested: Instant::now(),
                 deadline: Instant::now() + timeout,
                 would,
+                follows: leader,
             },
         );
         if leader.is_some() {

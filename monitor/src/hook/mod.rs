@@ -6,7 +6,9 @@
 //!
 //! - before a shell command runs (PreToolUse), abm splits the command line
 //!   into simple commands ([`shell`]), judges each one's argv with the
-//!   policy's exec rules (and each `>` target as a truncation) and answers
+//!   policy's exec rules (each `>` target as a truncation, and the file
+//!   operands of `rm`, `rmdir`, `mv`, `chmod`... as the calls they would
+//!   make, see [`file_effects`]) and answers
 //!   `deny` (a `deny` verdict), `ask` (a `confirm` verdict) or `allow`,
 //!   with the rule ids and reasons, in the harness's own JSON. A line that
 //!   could not be fully parsed is never answered `allow`: the harness's
@@ -104,8 +106,9 @@ pub fn judge_command(
         if !c.argv.is_empty() {
             acts.push(exec_action(&c.argv, cwd));
         }
+        acts.extend(file_effects(&c.argv, cwd));
         for (paths, op) in [(&c.truncates, Op::Truncate), (&c.appends, Op::Write)] {
-            for p in paths {
+            for p in paths.iter().filter(|p| !p.starts_with("/dev/")) {
                 acts.push(Action {
                     op: Some(op),
                     path: Some(join(cwd, p)),
@@ -184,7 +187,7 @@ pub fn judge_command(
             "abm: nothing in the command is denied or needs confirmation.".to_owned(),
         ),
     };
-    let reason = if flagged.is_empty() || decision == "allow" && flagged.is_empty() {
+    let reason = if flagged.len() < 2 {
         reason
     } else {
         format!("{reason} Judged: {}.", flagged.join("; "))
@@ -195,6 +198,65 @@ pub fn judge_command(
         commands,
         unparsed: parsed.unparsed,
     }
+}
+
+/// The file effects a few well-known programs announce in their argv:
+/// `rm`/`unlink`/`shred` (unlink, and rmdir with `-r`/`-d`), `rmdir`,
+/// `truncate`, `chmod`, `chown`, `mv` (rename of each source to the last
+/// argument). Judged like the calls they would make, so path rules (system
+/// directories, credentials, protected files) answer before the command
+/// runs. Other programs are judged by their exec rules only.
+fn file_effects(argv: &[String], cwd: &Path) -> Vec<Action> {
+    let Some(prog) = argv.first().map(|p| p.rsplit('/').next().unwrap_or(p)) else {
+        return Vec::new();
+    };
+    let mut opts_done = false;
+    let mut flags = String::new();
+    let mut paths = Vec::new();
+    for a in &argv[1..] {
+        if !opts_done && a == "--" {
+            opts_done = true;
+        } else if !opts_done && a.starts_with('-') && a.len() > 1 {
+            flags.push_str(a);
+            flags.push(' ');
+        } else {
+            paths.push(join(cwd, a));
+        }
+    }
+    let recursive = flags.split_whitespace().any(|f| {
+        f == "--recursive"
+            || f == "--dir"
+            || (!f.starts_with("--") && (f.contains('r') || f.contains('R') || f.contains('d')))
+    });
+    let act = |op: Op, path: &str, path2: Option<&str>| Action {
+        op: Some(op),
+        path: Some(path.to_owned()),
+        path2: path2.map(str::to_owned),
+        pid: std::process::id(),
+        ..Default::default()
+    };
+    let mut out = Vec::new();
+    match prog {
+        "rm" | "unlink" | "shred" => {
+            for p in &paths {
+                out.push(act(Op::Unlink, p, None));
+                if recursive && prog == "rm" {
+                    out.push(act(Op::Rmdir, p, None));
+                }
+            }
+        }
+        "rmdir" => out.extend(paths.iter().map(|p| act(Op::Rmdir, p, None))),
+        "truncate" => out.extend(paths.iter().map(|p| act(Op::Truncate, p, None))),
+        // The first operand is the mode/owner.
+        "chmod" => out.extend(paths.iter().skip(1).map(|p| act(Op::Chmod, p, None))),
+        "chown" | "chgrp" => out.extend(paths.iter().skip(1).map(|p| act(Op::Chown, p, None))),
+        "mv" if paths.len() >= 2 => {
+            let (dst, srcs) = paths.split_last().expect("two or more");
+            out.extend(srcs.iter().map(|p| act(Op::Rename, p, Some(dst))));
+        }
+        _ => {}
+    }
+    out
 }
 
 fn join(cwd: &Path, p: &str) -> String {
@@ -642,6 +704,12 @@ mod tests {
         );
         let j = judge("ls $DIR");
         assert_eq!(j.decision, "none", "{}", j.reason);
+        // A path rule answers for `rm` of a system directory's files.
+        let j = judge("sudo rm -rf /usr/lib/python3");
+        assert_ne!(j.decision, "allow", "{}", j.reason);
+        assert!(j.reason.contains("host."), "{}", j.reason);
+        let j = judge("echo hi > /dev/null");
+        assert_eq!(j.decision, "allow", "{}", j.reason);
     }
 
     #[test]
