@@ -138,8 +138,7 @@ fn unwrap(mut c: Simple, p: &mut Parsed, depth: usize) -> Vec<Simple> {
     }
     c.argv.drain(..i);
     // Wrappers that run their arguments as a command.
-    loop {
-        let Some(first) = c.argv.first() else { break };
+    while let Some(first) = c.argv.first() {
         let base = first.rsplit('/').next().unwrap_or(first).to_owned();
         let skip = match base.as_str() {
             "sudo" | "doas" | "nohup" | "time" | "command" | "exec" | "nice" | "env"
