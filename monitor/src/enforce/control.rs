@@ -167,7 +167,7 @@ fn handle(s: UnixStream, shared: &Shared) -> io::Result<()> {
             json!({ "ok": true, "run": shared.run_id, "pending": shared.pending_list() })
         }
         Some("recent") => {
-            let now = crate::session::monotonic_ns();
+            let now = crate::core::monotonic_ns();
             let since = req["since_ns"].as_u64().unwrap_or(0);
             let until = req["until_ns"].as_u64().unwrap_or(now);
             let mut v = shared.recent.window(since, until);

@@ -29,9 +29,9 @@ use anyhow::{bail, Context as _};
 use serde_json::{json, Value};
 
 use crate::{
+    core::monotonic_ns,
     policy::{Context, Policy},
     record::{Action, Op, Treatment, Verdict},
-    session::monotonic_ns,
 };
 
 pub mod shell;
