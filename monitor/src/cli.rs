@@ -54,6 +54,9 @@ pub enum Command {
     Pending(crate::enforce::control::PendingArgs),
     /// Restore what `preserve` kept during an enforcing run.
     Undo(crate::enforce::undo::UndoArgs),
+    /// Agent-harness hook: judge a shell command before it runs, report
+    /// what abm decided after (docs/agents.md).
+    Hook(crate::hook::HookArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -148,6 +151,7 @@ pub fn main() -> i32 {
         Command::Deny(a) => crate::enforce::control::decide(a, false),
         Command::Pending(a) => crate::enforce::control::pending(a),
         Command::Undo(a) => crate::enforce::undo::undo(a),
+        Command::Hook(a) => crate::hook::hook(a),
     };
     match result {
         Ok(code) => code,

@@ -14,6 +14,8 @@ pub struct LsmBackend {
     pub(super) held: Vec<Held>,
     pub attached: Vec<&'static str>,
     pub(super) quiet: bool,
+    /// The reason line on a refused caller's stderr (enforce::notify).
+    pub(crate) notify: Option<std::sync::Arc<crate::enforce::notify::Notifier>>,
 }
 
 pub(super) fn take<T>(
@@ -193,6 +195,7 @@ impl LsmBackend {
             held: Vec::new(),
             attached,
             quiet,
+            notify: None,
         })
     }
 
@@ -341,11 +344,35 @@ impl LsmBackend {
         enf["decision"] = json!(name);
         *st.counts.entry(name.to_owned()).or_default() += 1;
         drop(st);
+        self.tell(&a, d.decision, &rule, &enf);
         a.enforcement = Some(enf.clone());
         self.held.push(Held {
             action: a,
             enforcement: enf,
         });
+    }
+
+    /// Tells the refused caller why (enforce::notify). The kernel already
+    /// answered: the caller may have exited, then its parent is told.
+    fn tell(&self, a: &Action, d: u32, rule: &str, enf: &Value) {
+        use crate::enforce::notify::Outcome;
+        let Some(n) = &self.notify else { return };
+        let outcome = match d {
+            decision::DENIED => Outcome::Denied,
+            decision::CONFIRM_PENDING => Outcome::AwaitingApproval,
+            decision::PRESERVE_PENDING if enf.get("error").is_some() => Outcome::Denied,
+            _ => return,
+        };
+        let reason = self
+            .policy
+            .rules()
+            .iter()
+            .find(|r| r.id == rule)
+            .map_or("", |r| r.reason.as_str());
+        let request = (outcome == Outcome::AwaitingApproval)
+            .then(|| enf["request"].as_u64())
+            .flatten();
+        n.tell(outcome, a, rule, reason, request);
     }
 
     /// Attaches held decisions to the released syscall records of the same
@@ -452,7 +479,7 @@ pub fn attach(
         ctx.trace_path.clone().unwrap_or_default(),
         ctx.workspace.clone(),
     );
-    let b = LsmBackend::start(probes, policy, ctx, quarantine, quiet)
+    let mut b = LsmBackend::start(probes, policy, ctx, quarantine, quiet)
         .map_err(|err| anyhow::anyhow!("--enforce (BPF LSM backend): {err}"))?;
     if !quiet {
         let enforced = b
@@ -465,6 +492,7 @@ pub fn attach(
             b.attached.join(", ")
         );
     }
+    b.notify = Some(e.notifier());
     e.set_lsm(b);
     Ok(())
 }
