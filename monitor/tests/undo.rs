@@ -537,3 +537,34 @@ fn the_quarantine_limit_refuses_what_it_cannot_cover() {
         text(&o)
     );
 }
+
+#[test]
+fn an_unchanged_file_is_copied_once() {
+    require_enforcement();
+    let t = TempDir::new("undo-once");
+    let ws = TempDir::new("undo-once-ws");
+    sh("head -c 5000 /dev/urandom > data.bin", ws.path());
+    let before = std::fs::read(ws.join("data.bin")).unwrap();
+    // truncate opens the file for writing (a copy), then ftruncates it,
+    // unchanged since the copy: the second entry shares the first copy.
+    let run = enforced(&t, ws.path(), &[], &["truncate", "-s", "10", "data.bin"]);
+    assert!(run.output.status.success(), "{}", run.stderr());
+    let kept: Vec<Value> = manifest(&t)
+        .into_iter()
+        .filter(|e| e["kind"] == "file" && e["path"] == ws.s("data.bin"))
+        .collect();
+    assert_eq!(kept.len(), 2, "{kept:?}");
+    assert_eq!(kept[0]["method"], "copy");
+    assert_eq!(kept[1]["method"], "hardlink");
+    assert_eq!(kept[1]["shares"], kept[0]["quarantine"]);
+    let ino = |e: &Value| {
+        std::fs::metadata(t.join("quarantine").join(e["quarantine"].as_str().unwrap()))
+            .unwrap()
+            .ino()
+    };
+    assert_eq!(ino(&kept[0]), ino(&kept[1]), "one copy on disk");
+    let listing = undo_ok(&[&t.s("quarantine")]);
+    assert!(listing.contains("2 entries, 4.9 KiB kept"), "{listing}");
+    undo_ok(&[run.trace.to_str().unwrap(), "--all"]);
+    assert_eq!(std::fs::read(ws.join("data.bin")).unwrap(), before);
+}

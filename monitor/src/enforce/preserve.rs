@@ -94,6 +94,19 @@ pub struct Quarantine {
     /// Whether the limit was reported already.
     limit_reported: bool,
     notes: Vec<Value>,
+    /// The last copy of each inode (dev, ino): data file, and the file's
+    /// size, times and sha256 then; a later copy of an unchanged file
+    /// hard-links it instead of copying again.
+    copies: std::collections::HashMap<(u64, u64), Copy>,
+}
+
+#[derive(Clone)]
+struct Copy {
+    rel: String,
+    size: u64,
+    mtime_ns: i128,
+    ctime_ns: i128,
+    sha: Option<String>,
 }
 
 /// Parses a size: a number of bytes with an optional `K`, `M`, `G` or `T`
@@ -213,6 +226,7 @@ impl Quarantine {
             used: 0,
             limit_reported: false,
             notes: Vec::new(),
+            copies: std::collections::HashMap::new(),
         }
     }
 
@@ -459,11 +473,44 @@ impl Quarantine {
                     out.push(self.recoverable_entry(a, rule, &real, &m, how)?);
                     return Ok(out);
                 }
-                self.reserve(&real, m.len())?;
+                // Unchanged since its last copy (a write open, then
+                // ftruncate): share that copy instead of copying again.
+                let key = (m.dev(), m.ino());
+                let (mtime_ns, ctime_ns) = (
+                    m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128,
+                    m.ctime() as i128 * 1_000_000_000 + m.ctime_nsec() as i128,
+                );
+                let unchanged = self.copies.get(&key).cloned().filter(|c| {
+                    c.size == m.len()
+                        && c.mtime_ns == mtime_ns
+                        && c.ctime_ns == ctime_ns
+                        && (m.len() > HASH_LIMIT || c.sha == hash_file(&source).ok())
+                });
                 let mut e = self.entry(a, rule, "file");
                 let id = e["id"].as_u64().unwrap_or(0);
                 let rel = format!("data/{id:06}");
-                let (method, sha) = copy_file(&source, &self.dir.join(&rel), &m)?;
+                let shared = unchanged
+                    .filter(|c| fs::hard_link(self.dir.join(&c.rel), self.dir.join(&rel)).is_ok());
+                let (method, sha) = match &shared {
+                    Some(c) => {
+                        e["shares"] = json!(c.rel);
+                        ("hardlink", c.sha.clone())
+                    }
+                    None => {
+                        self.reserve(&real, m.len())?;
+                        copy_file(&source, &self.dir.join(&rel), &m)?
+                    }
+                };
+                self.copies.insert(
+                    key,
+                    Copy {
+                        rel: rel.clone(),
+                        size: m.len(),
+                        mtime_ns,
+                        ctime_ns,
+                        sha: sha.clone(),
+                    },
+                );
                 put_path(&mut e, "path", &real);
                 e["quarantine"] = json!(rel);
                 e["method"] = json!(method);
@@ -681,7 +728,8 @@ pub struct Entry {
 impl Entry {
     /// Bytes of file data this entry holds in the quarantine.
     pub fn kept_bytes(&self) -> u64 {
-        if self.quarantine.is_some() && self.meta["type"] == "file" {
+        if self.quarantine.is_some() && self.meta["type"] == "file" && self.raw["shares"].is_null()
+        {
             self.meta["size"].as_u64().unwrap_or(0)
         } else {
             0

@@ -381,7 +381,7 @@ pub fn undo(a: UndoArgs) -> anyhow::Result<i32> {
     // (--all and --to undo everything after the point, so none is).
     let chosen: BTreeSet<u64> = selected.iter().filter_map(|e| run.action(e)).collect();
     let foreign =
-        |x: u64| !(a.all || a.to.is_some()) && !chosen.contains(&x) && !run.undone.contains(&x);
+        |x: u64| !(a.all || a.to.is_some() || chosen.contains(&x) || run.undone.contains(&x));
     // What each path should hold now: what the last undo left, else the
     // state at the end of the run.
     let mut expected = HashMap::new();
