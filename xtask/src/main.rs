@@ -114,6 +114,7 @@ const TEST_PACKAGES: &[&str] = &[
     "make",
     "perl",
     "python3",
+    "bubblewrap",
 ];
 
 fn test(no_vm: bool) -> Result<()> {

@@ -32,7 +32,7 @@ use super::{
     preserve::{read_manifest, read_run, read_seals, Entry, MANIFEST, RESTORED},
     restore::{show, Origin, Outcome, St, World},
 };
-use crate::session::rfc3339;
+use crate::core::rfc3339;
 
 #[derive(Debug, clap::Args)]
 pub struct UndoArgs {
