@@ -48,10 +48,12 @@ use crate::{
 
 pub mod answers;
 pub mod control;
+pub mod history;
 pub mod lsm;
 pub mod notify;
 pub mod preserve;
 mod prompt;
+mod restore;
 pub mod seccomp;
 mod supervisor;
 mod target;
@@ -98,6 +100,10 @@ pub struct EnforceArgs {
     /// /var/lib/abm/quarantine/<run id>/.
     #[arg(long, value_name = "DIR")]
     pub quarantine: Option<PathBuf>,
+    /// Most file data `preserve` may keep for this run (bytes, or with a
+    /// K/M/G/T suffix). A call whose copy would exceed it is refused.
+    #[arg(long, default_value = "4G", value_parser = preserve::parse_size, value_name = "SIZE")]
+    pub quarantine_limit: u64,
     /// Never prompt on the terminal for `confirm` (only the control socket
     /// answers).
     #[arg(long)]
@@ -471,6 +477,7 @@ pub struct Enforcer {
     pub run_id: String,
     pub socket_path: PathBuf,
     pub quarantine_dir: PathBuf,
+    pub quarantine_limit: u64,
     denied_verdicts: HashMap<(u32, u64), Verdict>,
     annotations: HashMap<u32, Vec<Annotation>>,
     counts: BTreeMap<String, u64>,
@@ -548,7 +555,8 @@ impl Enforcer {
             run_id.clone(),
             info.trace.to_path_buf(),
             info.ctx.workspace.clone(),
-        );
+        )
+        .with_limit(args.quarantine_limit);
         let sup = supervisor::Supervisor {
             shared: shared.clone(),
             policy: info.policy.clone(),
@@ -582,6 +590,7 @@ impl Enforcer {
             run_id,
             socket_path,
             quarantine_dir,
+            quarantine_limit: args.quarantine_limit,
             denied_verdicts: HashMap::new(),
             annotations: HashMap::new(),
             counts: BTreeMap::new(),
@@ -785,7 +794,7 @@ impl Enforcer {
         ));
         if self.preserved_entries > 0 {
             s.push_str(&format!(
-                "abm: quarantine {} ({} entries; restore with `abm undo {} --all`)\n",
+                "abm: quarantine {} ({} entries; list them with `abm undo {}`)\n",
                 self.quarantine_dir.display(),
                 self.preserved_entries,
                 self.quarantine_dir.display()

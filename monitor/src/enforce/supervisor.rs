@@ -110,6 +110,7 @@ impl Supervisor {
                 last_sweep = Instant::now();
             }
         }
+        self.quarantine.seal();
         let st = &self.stats;
         let _ = self
             .shared
@@ -328,6 +329,9 @@ impl Supervisor {
                 let _ = l.allow(id);
             }
             Err(e) => {
+                for n in self.quarantine.take_notes() {
+                    let _ = self.shared.tx.send(Msg::Note(Note::QuarantineLimit(n)));
+                }
                 // No copy, no destruction: fail closed.
                 self.deny(
                     l,

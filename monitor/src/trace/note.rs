@@ -53,6 +53,9 @@ pub enum Note {
     EnforcementSummary(EnforcementSummary),
     /// The BPF LSM backend at the end of the run.
     LsmSummary(Value),
+    /// `preserve` refused a call whose copy would exceed
+    /// `--quarantine-limit` (docs/enforcement.md); written once per run.
+    QuarantineLimit(Value),
 }
 
 /// Body of the notes that end a daemon target.

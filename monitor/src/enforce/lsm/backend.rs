@@ -321,6 +321,9 @@ impl LsmBackend {
                             }
                         }
                         Err(e) => {
+                            for n in self.quarantine.take_notes() {
+                                st.notes.push(Note::QuarantineLimit(n));
+                            }
                             enf["error"] = json!(format!(
                                 "could not keep a copy, the call stays refused: {e}"
                             ));
@@ -423,6 +426,7 @@ impl LsmBackend {
 
     /// Closes what still waits; returns the summary note.
     pub fn stop(&mut self) -> Value {
+        self.quarantine.seal();
         let mut st = self.approvals.lock();
         let left: Vec<u64> = st.pending.keys().copied().collect();
         st.pending.clear();
@@ -478,7 +482,8 @@ pub fn attach(
         e.run_id.clone(),
         ctx.trace_path.clone().unwrap_or_default(),
         ctx.workspace.clone(),
-    );
+    )
+    .with_limit(e.quarantine_limit);
     let mut b = LsmBackend::start(probes, policy, ctx, quarantine, quiet)
         .map_err(|err| anyhow::anyhow!("--enforce (BPF LSM backend): {err}"))?;
     if !quiet {
