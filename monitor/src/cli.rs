@@ -37,6 +37,8 @@ pub enum Command {
     Oracle(oracle::cmd::OracleArgs),
     /// Aggregate oracle verdicts into rates.
     Score(oracle::cmd::ScoreArgs),
+    /// Write a self-contained HTML report of one or more traces.
+    Report(crate::report::ReportArgs),
     /// Run the long-running monitor: watch containers, pods and process
     /// trees from a config file, one trace per target (docs/daemon.md).
     Daemon(crate::daemon::DaemonArgs),
@@ -140,6 +142,7 @@ pub fn main() -> i32 {
         Command::Verify(a) => trace::cmd::verify(a),
         Command::Oracle(a) => oracle::cmd::oracle(a),
         Command::Score(a) => oracle::cmd::score(a),
+        Command::Report(a) => crate::report::report(a),
         Command::Daemon(a) => crate::daemon::main(a),
         Command::Status(a) => crate::daemon::cmd::status(a),
         Command::Watch(a) => crate::daemon::cmd::watch(a),

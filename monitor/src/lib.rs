@@ -14,6 +14,7 @@
 //! - [`oracle`]: benchmark verdicts from traces (`abm oracle`, `abm score`).
 //! - [`enforce`]: the guardrail: seccomp fallback, confirmation, preservation, undo.
 //! - [`lsm`]: the BPF LSM enforcement backend.
+//! - [`report`]: `abm report`, an HTML page of one or more runs.
 //! - [`cli`]: the command line.
 
 pub mod cli;
@@ -27,6 +28,7 @@ pub mod policy;
 pub mod probes;
 pub mod protect;
 pub mod record;
+pub mod report;
 pub mod resolve;
 pub mod session;
 pub mod summary;
