@@ -101,16 +101,33 @@ pub fn init_logging(filter: Option<&str>) {
         .init();
 }
 
+/// Format of the daemon's diagnostics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
 /// Logging of `abm daemon`, journald-friendly: level `info` by default, no
 /// ANSI colours unless stderr is a terminal, no timestamps under systemd
-/// (JOURNAL_STREAM set: the journal stamps each line itself).
-pub fn init_daemon_logging(filter: Option<&str>) {
+/// (JOURNAL_STREAM set: the journal stamps each line itself). With
+/// `LogFormat::Json`, one JSON object per line with an RFC 3339 timestamp.
+pub fn init_daemon_logging(filter: Option<&str>, format: LogFormat) {
     use std::io::IsTerminal as _;
     use tracing_subscriber::EnvFilter;
     let filter = filter
         .map(EnvFilter::new)
         .or_else(|| EnvFilter::try_from_env("ABM_LOG").ok())
         .unwrap_or_else(|| EnvFilter::new("info"));
+    if format == LogFormat::Json {
+        tracing_subscriber::fmt()
+            .json()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .with_target(false)
+            .init();
+        return;
+    }
     let b = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -125,8 +142,8 @@ pub fn init_daemon_logging(filter: Option<&str>) {
 
 pub fn main() -> i32 {
     let cli = Cli::parse();
-    if matches!(cli.command, Command::Daemon(_)) {
-        init_daemon_logging(cli.log.as_deref());
+    if let Command::Daemon(d) = &cli.command {
+        init_daemon_logging(cli.log.as_deref(), d.log_format);
     } else {
         init_logging(cli.log.as_deref());
     }

@@ -68,7 +68,7 @@ fn chromium(dir: &TempDir, page: &Path, extra: &[&str]) -> Output {
 }
 
 /// The DOM after the page's script ran.
-fn dom(dir: &TempDir, page: &Path) -> String {
+fn render_dom(dir: &TempDir, page: &Path) -> String {
     let out = chromium(dir, page, &["--dump-dom", "--virtual-time-budget=5000"]);
     let dom = String::from_utf8(out.stdout).expect("the DOM is UTF-8");
     assert!(
@@ -224,7 +224,7 @@ fn report_of_a_real_enforced_run_shows_deletions_and_the_blocked_action() {
     for remote in ["http://", "https://", "<link", "src=\""] {
         assert!(!html.contains(remote), "the page loads {remote}");
     }
-    let dom = dom(&t, &page);
+    let dom = render_dom(&t, &page);
 
     // Header: command, verification, policy digest, backends.
     let header = text(element(&dom, "dl", "id=\"run-header\""));
@@ -317,7 +317,7 @@ fn several_runs_are_compared_and_bad_traces_are_refused() {
 
     let (page, o) = report(&t, &[&a.trace, &b.trace], &[]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let dom = dom(&t, &page);
+    let dom = render_dom(&t, &page);
     let table = element(&dom, "table", "id=\"comparison-table\"");
     let rows: Vec<String> = table
         .split("<tr data-run=")
@@ -357,7 +357,7 @@ fn several_runs_are_compared_and_bad_traces_are_refused() {
     assert!(!page.exists(), "nothing is written for a refused trace");
     let (page, o) = report(&t, &[&bad], &["--unverified"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let dom = dom(&t, &page);
+    let dom = render_dom(&t, &page);
     let header = text(element(&dom, "dl", "id=\"run-header\""));
     assert!(header.contains("BROKEN") && header.contains("modified"), "{header}");
 }

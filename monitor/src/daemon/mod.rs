@@ -10,6 +10,7 @@
 //! - [`target`]: one target's trace and pipeline.
 //! - [`control`]: the control socket; [`cmd`]: `abm status`, `abm watch`,
 //!   `abm tail`.
+//! - [`metrics`]: the Prometheus endpoint and health checks.
 //!
 //! One kernel object is loaded with cgroup scoping on. Scope is decided in
 //! the kernel (pid table, cgroup id, nearest watched ancestor cgroup);
@@ -51,6 +52,7 @@ pub mod cgroup;
 pub mod cmd;
 pub mod config;
 pub mod control;
+pub mod metrics;
 pub mod mounts;
 pub mod target;
 
@@ -69,7 +71,11 @@ pub struct DaemonArgs {
     /// Check the config and the policy files, print the config with its
     /// defaults filled in, and exit.
     #[arg(long)]
-    pub check: bool,
+    pub check: bool,    /// Format of the daemon's own diagnostics on stderr: `text`, or `json`
+    /// (one object per line with `timestamp`, `level` and `fields`, for a
+    /// log pipeline).
+    #[arg(long, value_enum, default_value_t = crate::cli::LogFormat::Text)]
+    pub log_format: crate::cli::LogFormat,
 }
 
 /// Ended targets kept for `abm status`.
@@ -137,6 +143,7 @@ struct Daemon {
     kernel: String,
     k8s: Option<K8s>,
     last_retention: Instant,
+    metrics: Option<metrics::Metrics>,
 }
 
 async fn run(cfg: Config, config_path: PathBuf, policy: Policy) -> anyhow::Result<i32> {
@@ -177,7 +184,17 @@ async fn run(cfg: Config, config_path: PathBuf, policy: Policy) -> anyhow::Resul
     let (host, kernel) = uname();
     let (tail, _) = broadcast::channel(4096);
     let losses = LossTracker::new(&probes);
+    let metrics = match &cfg.metrics {
+        Some(addr) => {
+            let m = metrics::Metrics::new(u64::from(cfg.ringbuf_kib) * 1024, policy.digest());
+            metrics::spawn(metrics::bind(addr).await?, m.clone());
+            tracing::info!("metrics on http://{addr}/metrics, health on /healthz and /readyz");
+            Some(m)
+        }
+        None => None,
+    };
     let mut d = Daemon {
+        metrics,
         stdout: cfg.stdout,
         k8s: cfg.kubernetes.as_ref().map(|_| K8s {
             pods_mtime: None,
@@ -240,7 +257,9 @@ async fn run(cfg: Config, config_path: PathBuf, policy: Policy) -> anyhow::Resul
                 let mut guard = guard?;
                 // A bounded batch keeps memory flat under bursts; the rest
                 // is read on the next turn of the loop.
-                let n = crate::session::drain_ring(guard.get_inner_mut(), crate::session::DRAIN_BATCH, |b| d.push(b));
+                let mut bytes = 0;
+                let n = crate::session::drain_ring(guard.get_inner_mut(), crate::session::DRAIN_BATCH, |b| { bytes += b.len(); d.push(b) });
+                if let Some(m) = &d.metrics { m.drained(n, bytes, n == crate::session::DRAIN_BATCH); }
                 if n < crate::session::DRAIN_BATCH {
                     guard.clear_ready();
                 }
@@ -276,6 +295,7 @@ async fn run(cfg: Config, config_path: PathBuf, policy: Policy) -> anyhow::Resul
         if last_flush.elapsed() >= Duration::from_millis(500) {
             d.account_losses()?;
             d.flush();
+            d.refresh_metrics();
             last_flush = Instant::now();
         }
         if last_poll.elapsed() >= d.cfg.poll_interval {
@@ -373,6 +393,9 @@ impl Daemon {
             return Ok(());
         }
         let written = t.write(acts)?;
+        if let Some(m) = &self.metrics {
+            m.written(t.name(), &written, crate::session::monotonic_ns());
+        }
         let want_lines = self.stdout || self.tail.receiver_count() > 0;
         if want_lines {
             let name = t.name().to_owned();
@@ -385,7 +408,12 @@ impl Daemon {
 
     /// Sends one JSON line to the live stream and, with `stdout = true`,
     /// to stdout.
-    fn emit(&mut self, target: Option<&str>, v: Value) {
+    fn emit(&mut self, target: Option<&str>, mut v: Value) {
+        // Every line carries an RFC 3339 `time` (events: their syscall's).
+        if let Some(o) = v.as_object_mut() {
+            o.entry("time")
+                .or_insert_with(|| json!(rfc3339(SystemTime::now())));
+        }
         let line = v.to_string();
         if self.stdout {
             let mut out = std::io::stdout().lock();
@@ -433,6 +461,9 @@ impl Daemon {
         }
         for loss in &all {
             tracing::warn!("lost {} event(s): {}", loss.count, loss.cause);
+        }
+        if let Some(m) = &self.metrics {
+            m.lost(&all);
         }
         for id in self.live_ids() {
             let t = self.targets.get_mut(&id).expect("live id");
@@ -786,6 +817,9 @@ impl Daemon {
                 let digest = p.digest();
                 self.reload_error = None;
                 self.next_policy = Some((p, Instant::now()));
+                if let Some(m) = &self.metrics {
+                    m.reloaded(true, &digest);
+                }
                 json!({ "ok": true, "policy_digest": digest })
             }
             Err(e) => {
@@ -795,6 +829,9 @@ impl Daemon {
                     short(&self.policy.digest())
                 );
                 self.reload_error = Some(msg.clone());
+                if let Some(m) = &self.metrics {
+                    m.reloaded(false, &self.policy.digest());
+                }
                 json!({ "ok": false, "error": msg, "policy_digest": self.policy.digest() })
             }
         }
