@@ -267,7 +267,9 @@ async fn run(cfg: Config, config_path: PathBuf, policy: Policy) -> anyhow::Resul
             // The kernel wakes this loop only once the ring is 1/8 full; the
             // timer drains what a quiet ring holds.
             _ = tick.tick() => {
-                crate::session::drain_ring(ring.get_mut(), crate::session::DRAIN_BATCH, |b| d.push(b));
+                let mut bytes = 0;
+                let n = crate::session::drain_ring(ring.get_mut(), crate::session::DRAIN_BATCH, |b| { bytes += b.len(); d.push(b) });
+                if let Some(m) = &d.metrics { m.drained(n, bytes, n == crate::session::DRAIN_BATCH); }
             }
             conn = listener.accept() => {
                 match conn {

@@ -17,7 +17,7 @@ pub const BINS: u32 = 1000;
 pub const MAX_LANES: usize = 250;
 /// Children kept per directory of the path tree; the rest are summed into
 /// one "more" entry.
-pub const MAX_CHILDREN: usize = 200;
+pub const MAX_CHILDREN: usize = 100;
 /// Rows kept in the decision and process tables.
 pub const MAX_ROWS: usize = 3000;
 /// Decision marks kept on the timeline.

@@ -183,7 +183,7 @@
       g.clearRect(0, 0, width, height);
       g.font = "12px system-ui, sans-serif";
       var W = width - LABEL - 8, span = state.v1 - state.v0;
-      var bw = Math.max(1, W / span);
+      var bw = Math.max(3, W / span);
       // axis
       g.fillStyle = "#5f6b76"; g.strokeStyle = "#d8dee4";
       for (var k = 0; k <= 8; k++) {
