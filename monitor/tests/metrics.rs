@@ -200,9 +200,7 @@ fn prometheus_scrapes_the_unlink_count_of_a_watched_rm() {
         Some(1.0)
     );
     assert!(prom_query(prom_port, "abm_trace_bytes{target=\"agent\"}").is_some_and(|b| b > 0.0));
-    assert!(
-        prom_query(prom_port, "abm_decision_latency_seconds_count").is_some_and(|n| n >= 3.0)
-    );
+    assert!(prom_query(prom_port, "abm_decision_latency_seconds_count").is_some_and(|n| n >= 3.0));
 
     // Stop: SIGTERM seals the trace.
     std::fs::write(ws.join("STOP"), "").unwrap();
@@ -217,7 +215,10 @@ fn prometheus_scrapes_the_unlink_count_of_a_watched_rm() {
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
         .collect();
     let kinds: Vec<&str> = lines.iter().filter_map(|l| l["type"].as_str()).collect();
-    assert!(kinds.contains(&"target") && kinds.contains(&"event"), "{kinds:?}");
+    assert!(
+        kinds.contains(&"target") && kinds.contains(&"event"),
+        "{kinds:?}"
+    );
     for l in &lines {
         let t = l["time"].as_str().unwrap_or_else(|| panic!("no time: {l}"));
         assert!(
@@ -237,7 +238,9 @@ fn prometheus_scrapes_the_unlink_count_of_a_watched_rm() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l}: {e}")))
         .collect();
-    assert!(diag.iter().all(|d| d["timestamp"].is_string() && d["level"].is_string()));
+    assert!(diag
+        .iter()
+        .all(|d| d["timestamp"].is_string() && d["level"].is_string()));
     assert!(
         diag.iter().any(|d| d["fields"]["message"]
             .as_str()

@@ -44,7 +44,9 @@ fn chromium(dir: &TempDir, page: &Path, extra: &[&str]) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap_or_else(|e| {
-            panic!("cannot start chromium ({e}): install Debian's `chromium` (cargo xtask test does)")
+            panic!(
+                "cannot start chromium ({e}): install Debian's `chromium` (cargo xtask test does)"
+            )
         });
     // Chromium prints the DOM then exits; bound it so a hang fails the test.
     let end = Instant::now() + Duration::from_secs(50);
@@ -91,6 +93,16 @@ fn element<'a>(dom: &'a str, tag: &str, marker: &str) -> &'a str {
         .map(|e| at + e)
         .expect("closing tag");
     &dom[start..end]
+}
+
+/// From the element with `marker` to the next section heading: a whole
+/// section, however its elements nest.
+fn section<'a>(dom: &'a str, marker: &str) -> &'a str {
+    let at = dom
+        .find(marker)
+        .unwrap_or_else(|| panic!("no element with {marker} in the DOM"));
+    let end = dom[at..].find("<h2").map_or(dom.len(), |e| at + e);
+    &dom[at..end]
 }
 
 /// The text of an HTML fragment (tags removed, entities of the report
@@ -244,7 +256,7 @@ fn report_of_a_real_enforced_run_shows_deletions_and_the_blocked_action() {
         format!("{obj}/deep"),
         obj.clone(),
     ];
-    let tree = element(&dom, "div", "id=\"paths\"");
+    let tree = section(&dom, "id=\"paths\"");
     for p in &deleted[..4] {
         assert!(
             tree.contains(&format!("data-path=\"{p}\"")),
@@ -278,14 +290,17 @@ fn report_of_a_real_enforced_run_shows_deletions_and_the_blocked_action() {
         "EPERM",
         "rm",
     ] {
-        assert!(row.contains(want), "{want:?} not in the decision row: {row}");
+        assert!(
+            row.contains(want),
+            "{want:?} not in the decision row: {row}"
+        );
     }
     // Its logical action is the `rm keep/notes.txt` program run.
     let actions = text(element(&dom, "table", "id=\"actions\""));
     assert!(actions.contains("rm keep/notes.txt"), "{actions}");
     assert!(actions.contains("rm -rf build/obj"), "{actions}");
     // The process tree shows the shell and its children with argv.
-    let procs = text(element(&dom, "div", "id=\"processes\""));
+    let procs = text(section(&dom, "id=\"processes\""));
     assert!(procs.contains("rm -rf build/obj"), "{procs}");
     assert!(procs.contains("chmod 700 build/run.sh"), "{procs}");
 
@@ -326,13 +341,17 @@ fn several_runs_are_compared_and_bad_traces_are_refused() {
         .collect();
     assert_eq!(rows.len(), 2, "{}", text(table));
     // run, command, verify, events, deleted, rewritten, chmod, ...
-    let cells = |r: &str| -> Vec<String> { r.split(" ").map(str::to_owned).collect() };
+    let cells = |r: &str| -> Vec<String> { r.split(' ').map(str::to_owned).collect() };
     assert!(rows[0].contains("rm -rf build") && rows[0].contains("intact"));
     assert!(rows[1].contains("chmod 600 keep/notes.txt"));
     let a_events = a.events().count().to_string();
     assert!(cells(&rows[0]).contains(&a_events), "{}", rows[0]);
     // rm -rf build: 5 files and 3 directories deleted.
-    assert!(rows[0].contains(&format!("intact {a_events} 8 0 0")), "{}", rows[0]);
+    assert!(
+        rows[0].contains(&format!("intact {a_events} 8 0 0")),
+        "{}",
+        rows[0]
+    );
     assert!(rows[1].contains(" 0 0 1 "), "{}", rows[1]);
 
     // Not a trace.
@@ -346,7 +365,11 @@ fn several_runs_are_compared_and_bad_traces_are_refused() {
     // A modified trace: refused, then reported with --unverified.
     let text_ = std::fs::read_to_string(&a.trace).unwrap();
     let bad = t.join("modified.jsonl");
-    std::fs::write(&bad, text_.replacen("\"comm\":\"rm\"", "\"comm\":\"mv\"", 1)).unwrap();
+    std::fs::write(
+        &bad,
+        text_.replacen("\"comm\":\"rm\"", "\"comm\":\"mv\"", 1),
+    )
+    .unwrap();
     let (page, o) = report(&t, &[&bad], &[]);
     assert_eq!(o.status.code(), Some(3));
     let err = String::from_utf8_lossy(&o.stderr);
@@ -359,5 +382,8 @@ fn several_runs_are_compared_and_bad_traces_are_refused() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let dom = render_dom(&t, &page);
     let header = text(element(&dom, "dl", "id=\"run-header\""));
-    assert!(header.contains("BROKEN") && header.contains("modified"), "{header}");
+    assert!(
+        header.contains("BROKEN") && header.contains("modified"),
+        "{header}"
+    );
 }

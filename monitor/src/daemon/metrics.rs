@@ -307,12 +307,7 @@ impl Metrics {
             "abm_policy_info{{digest=\"{}\"}} 1",
             label(&r.policy_digest)
         );
-        head(
-            &mut o,
-            "abm_targets",
-            "gauge",
-            "Watched targets by state.",
-        );
+        head(&mut o, "abm_targets", "gauge", "Watched targets by state.");
         let mut states: BTreeMap<&str, u64> = ["active", "waiting", "gone", "removed"]
             .into_iter()
             .map(|s| (s, 0))
@@ -430,7 +425,11 @@ pub fn respond(metrics: &Metrics, method: &str, path: &str) -> (u16, &'static st
         return (405, TEXT, "only GET\n".into());
     }
     match path.split('?').next().unwrap_or("") {
-        "/metrics" => (200, "text/plain; version=0.0.4; charset=utf-8", metrics.render()),
+        "/metrics" => (
+            200,
+            "text/plain; version=0.0.4; charset=utf-8",
+            metrics.render(),
+        ),
         "/healthz" => match metrics.healthy() {
             Ok(()) => (200, TEXT, "ok\n".into()),
             Err(e) => (503, TEXT, format!("{e}\n")),
@@ -531,13 +530,21 @@ mod tests {
         );
         m.refresh(t, 0);
         let text = m.render();
+        assert!(
+            text.contains(
+                "abm_events_total{op=\"unlink\",treatment=\"audit\",target=\"agent \\\"a\\\"\"} 2"
+            ),
+            "{text}"
+        );
         assert!(text.contains(
-            "abm_events_total{op=\"unlink\",treatment=\"audit\",target=\"agent \\\"a\\\"\"} 2"
-        ), "{text}");
-        assert!(text.contains("abm_events_total{op=\"chmod\",treatment=\"deny\",target=\"agent \\\"a\\\"\"} 1"));
+            "abm_events_total{op=\"chmod\",treatment=\"deny\",target=\"agent \\\"a\\\"\"} 1"
+        ));
         assert!(text.contains("abm_lost_events_total{cause=\"ringbuf_full\"} 7"));
         // 50 ms twice, 10 ms once.
-        assert!(text.contains("abm_decision_latency_seconds_bucket{le=\"0.01\"} 1"), "{text}");
+        assert!(
+            text.contains("abm_decision_latency_seconds_bucket{le=\"0.01\"} 1"),
+            "{text}"
+        );
         assert!(text.contains("abm_decision_latency_seconds_bucket{le=\"0.05\"} 3"));
         assert!(text.contains("abm_decision_latency_seconds_count 3"));
         assert!(text.contains("abm_policy_reloads_total{result=\"failed\"} 1"));
@@ -551,7 +558,8 @@ mod tests {
                 .trim_end_matches("_sum")
                 .trim_end_matches("_count");
             assert!(
-                text.contains(&format!("# TYPE {name} ")) || text.contains(&format!("# TYPE {family} histogram")),
+                text.contains(&format!("# TYPE {name} "))
+                    || text.contains(&format!("# TYPE {family} histogram")),
                 "{l}"
             );
         }

@@ -71,7 +71,8 @@ pub struct DaemonArgs {
     /// Check the config and the policy files, print the config with its
     /// defaults filled in, and exit.
     #[arg(long)]
-    pub check: bool,    /// Format of the daemon's own diagnostics on stderr: `text`, or `json`
+    pub check: bool,
+    /// Format of the daemon's own diagnostics on stderr: `text`, or `json`
     /// (one object per line with `timestamp`, `level` and `fields`, for a
     /// log pipeline).
     #[arg(long, value_enum, default_value_t = crate::cli::LogFormat::Text)]

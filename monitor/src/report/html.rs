@@ -63,7 +63,8 @@ mod tests {
 
     #[test]
     fn data_cannot_close_the_script_element() {
-        let s = script_json(&serde_json::json!({ "path": "/w/</script><script>alert(1)</script>" }));
+        let s =
+            script_json(&serde_json::json!({ "path": "/w/</script><script>alert(1)</script>" }));
         assert!(!s.contains("</script"));
         let back: serde_json::Value = serde_json::from_str(&s).unwrap();
         assert_eq!(back["path"], "/w/</script><script>alert(1)</script>");

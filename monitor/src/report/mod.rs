@@ -134,9 +134,10 @@ pub fn load(
         }
         Err(e) => return Err(e.into()),
     };
-    let name = path
-        .file_name()
-        .map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into());
+    let name = path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into(),
+    );
     Ok(model::build(
         name,
         path.display().to_string(),

@@ -425,7 +425,8 @@ pub fn build(
     let t1 = events.iter().map(|(_, a)| a.ktime_ns).max().unwrap_or(t0);
     let span = (t1 - t0).max(1);
     let ms = |k: u64| k.saturating_sub(t0) as f64 / 1e6;
-    let bin_of = |k: u64| ((k.saturating_sub(t0) as u128 * u128::from(BINS - 1)) / span as u128) as u32;
+    let bin_of =
+        |k: u64| ((k.saturating_sub(t0) as u128 * u128::from(BINS - 1)) / span as u128) as u32;
     v.span_ms = (t1 - t0) as f64 / 1e6;
 
     // Logical actions: summary notes (kind `action`) name them; without
@@ -904,7 +905,10 @@ mod tests {
         assert_eq!(d.result, "EPERM");
         assert_eq!(v.marks.len(), 1);
         assert_eq!(v.marks[0].3, 1);
-        assert_eq!(v.actions[0].treatment, treatment_code(Some(Treatment::Deny)));
+        assert_eq!(
+            v.actions[0].treatment,
+            treatment_code(Some(Treatment::Deny))
+        );
     }
 
     #[test]

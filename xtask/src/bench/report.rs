@@ -100,13 +100,18 @@ pub fn bench(abm: &Path, dir: &Path) -> Result<()> {
         bail!("abm report failed: {}", String::from_utf8_lossy(&o.stderr));
     }
     let text = fs::read_to_string(&trace)?;
-    let events = text.lines().filter(|l| l.starts_with("{\"type\":\"event\"")).count();
+    let events = text
+        .lines()
+        .filter(|l| l.starts_with("{\"type\":\"event\""))
+        .count();
     let lost: u64 = text
         .lines()
         .filter(|l| l.starts_with("{\"type\":\"loss\""))
         .filter_map(|l| {
             let c = &l[l.find("\"count\":")? + 8..];
-            c[..c.find(|ch: char| !ch.is_ascii_digit())?].parse::<u64>().ok()
+            c[..c.find(|ch: char| !ch.is_ascii_digit())?]
+                .parse::<u64>()
+                .ok()
         })
         .sum();
     let trace_bytes = fs::metadata(&trace)?.len();
@@ -134,7 +139,10 @@ pub fn bench(abm: &Path, dir: &Path) -> Result<()> {
         ms[0],
         ms[ms.len() - 1]
     );
-    println!("| page size / trace size | {:.3} | |", page_bytes as f64 / trace_bytes as f64);
+    println!(
+        "| page size / trace size | {:.3} | |",
+        page_bytes as f64 / trace_bytes as f64
+    );
     let ok = median <= MAX_RENDER_MS && page_bytes <= MAX_BYTES;
     println!(
         "\nreport: {}",
