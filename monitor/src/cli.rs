@@ -1,7 +1,7 @@
 //! The `abm` command line.
 use clap::{Parser, Subcommand};
 
-use crate::{oracle, policy, probes, session, trace};
+use crate::{kernel::probes, oracle, policy, run, trace};
 
 /// Action boundary monitor: records, judges and (optionally) blocks what AI
 /// coding agents do to a system, from the kernel.
@@ -24,7 +24,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a command under the monitor and record what its process tree does.
-    Run(session::RunArgs),
+    Run(run::RunArgs),
     /// Report which kernel backends this machine supports, and why.
     Doctor(DoctorArgs),
     /// Validate and explain policy files.
@@ -101,25 +101,18 @@ pub fn init_logging(filter: Option<&str>) {
         .init();
 }
 
-/// Format of the daemon's diagnostics.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum LogFormat {
-    Text,
-    Json,
-}
-
 /// Logging of `abm daemon`, journald-friendly: level `info` by default, no
 /// ANSI colours unless stderr is a terminal, no timestamps under systemd
 /// (JOURNAL_STREAM set: the journal stamps each line itself). With
 /// `LogFormat::Json`, one JSON object per line with an RFC 3339 timestamp.
-pub fn init_daemon_logging(filter: Option<&str>, format: LogFormat) {
+pub fn init_daemon_logging(filter: Option<&str>, format: crate::daemon::LogFormat) {
     use std::io::IsTerminal as _;
     use tracing_subscriber::EnvFilter;
     let filter = filter
         .map(EnvFilter::new)
         .or_else(|| EnvFilter::try_from_env("ABM_LOG").ok())
         .unwrap_or_else(|| EnvFilter::new("info"));
-    if format == LogFormat::Json {
+    if format == crate::daemon::LogFormat::Json {
         tracing_subscriber::fmt()
             .json()
             .with_env_filter(filter)
@@ -152,7 +145,7 @@ pub fn main() -> i32 {
             .enable_all()
             .build()
             .map_err(anyhow::Error::from)
-            .and_then(|rt| rt.block_on(session::run(a))),
+            .and_then(|rt| rt.block_on(run::run(a))),
         Command::Doctor(a) => doctor(a),
         Command::Policy(a) => policy::cmd::policy(a),
         Command::Replay(a) => policy::cmd::replay(a),

@@ -114,6 +114,7 @@ const TEST_PACKAGES: &[&str] = &[
     "make",
     "perl",
     "python3",
+    "bubblewrap",
     // abm report's tests render it in headless Chromium; the daemon's
     // metrics test scrapes it with a real Prometheus.
     "chromium",

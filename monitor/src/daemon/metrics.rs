@@ -63,7 +63,6 @@ struct Registry {
     losses: BTreeMap<String, u64>,
     ring_records: u64,
     ring_bytes: u64,
-    ring_full_batches: u64,
     ring_capacity_bytes: u64,
     latency: Histogram,
     reloads_ok: u64,
@@ -128,15 +127,11 @@ impl Metrics {
         }
     }
 
-    /// One drain of the kernel ring buffer: records and bytes read, and
-    /// whether the batch limit was reached (more was waiting).
-    pub fn drained(&self, records: usize, bytes: usize, full: bool) {
+    /// One kernel record read from the ring buffer.
+    pub fn drained(&self, bytes: usize) {
         let mut r = self.lock();
-        r.ring_records += records as u64;
+        r.ring_records += 1;
         r.ring_bytes += bytes as u64;
-        if full {
-            r.ring_full_batches += 1;
-        }
     }
 
     pub fn reloaded(&self, ok: bool, policy_digest: &str) {
@@ -251,17 +246,6 @@ impl Metrics {
             "Bytes of kernel records read from the ring buffer.",
         );
         let _ = writeln!(o, "abm_ring_buffer_bytes_total {}", r.ring_bytes);
-        head(
-            &mut o,
-            "abm_ring_buffer_full_batches_total",
-            "counter",
-            "Ring buffer drains that hit the batch limit with records still waiting (a backlog).",
-        );
-        let _ = writeln!(
-            o,
-            "abm_ring_buffer_full_batches_total {}",
-            r.ring_full_batches
-        );
         head(
             &mut o,
             "abm_decision_latency_seconds",

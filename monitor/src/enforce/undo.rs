@@ -29,7 +29,7 @@ use anyhow::{bail, Context as _};
 use serde_json::{json, Value};
 
 use super::preserve::{read_manifest, Entry, MANIFEST, RESTORED};
-use crate::session::rfc3339;
+use crate::core::rfc3339;
 
 #[derive(Debug, clap::Args)]
 pub struct UndoArgs {

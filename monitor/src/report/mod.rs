@@ -219,7 +219,7 @@ pub fn build(a: &ReportArgs) -> Result<Report, ReportError> {
     });
     Ok(Report {
         title,
-        generated: crate::session::rfc3339(std::time::SystemTime::now()),
+        generated: crate::core::rfc3339(std::time::SystemTime::now()),
         monitor_version: env!("CARGO_PKG_VERSION").to_owned(),
         categories: model::CATEGORIES,
         traces,

@@ -20,6 +20,7 @@ use crate::record::Action;
 
 pub mod cmd;
 pub mod format;
+pub mod note;
 mod read;
 mod verify;
 mod writer;
