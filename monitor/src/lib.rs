@@ -4,7 +4,8 @@
 //!
 //! - commands: [`cli`]; [`run`] (`abm run`) and [`daemon`] (`abm daemon`),
 //!   leaves that use nothing of each other; [`oracle`] (`abm oracle`,
-//!   `abm score`); [`hook`] (`abm hook`, agent harnesses).
+//!   `abm score`); [`hook`] (`abm hook`, agent harnesses); [`report`]
+//!   (`abm report`, an HTML page of runs).
 //! - [`enforce`]: the guardrail of `abm run --enforce`: the seccomp and
 //!   BPF LSM backends, confirmation, preservation, undo.
 //! - [`pipeline`]: from kernel record to judged action record: path
@@ -35,6 +36,7 @@ pub mod pipeline;
 pub mod policy;
 pub mod protect;
 pub mod record;
+pub mod report;
 pub mod run;
 pub mod summary;
 pub mod trace;

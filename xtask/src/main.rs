@@ -51,7 +51,7 @@ enum Cmd {
         /// Runs per configuration (alternated A B A B ...).
         #[arg(long, default_value_t = 5)]
         runs: usize,
-        /// Only these workloads (burst, git, build, outside).
+        /// Only these workloads (burst, git, build, outside, report).
         #[arg(long)]
         only: Vec<String>,
     },
@@ -153,6 +153,10 @@ const TEST_PACKAGES: &[&str] = &[
     "perl",
     "python3",
     "bubblewrap",
+    // abm report's tests render it in headless Chromium; the daemon's
+    // metrics test scrapes it with a real Prometheus.
+    "chromium",
+    "prometheus",
 ];
 
 fn test(no_vm: bool) -> Result<()> {
