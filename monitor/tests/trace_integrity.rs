@@ -142,13 +142,21 @@ fn killed_monitor_leaves_an_unsealed_but_verifiable_trace() {
             "--",
             "sh",
             "-c",
-            "for i in $(seq 1 40); do touch f$i; rm f$i; sleep 0.05; done",
+            "for i in $(seq 1 400); do touch f$i; rm f$i; sleep 0.05; done",
         ])
         .current_dir(ws.path())
         .spawn()
         .unwrap();
-    // Records are flushed at least every second: wait for some, then kill.
-    std::thread::sleep(std::time::Duration::from_millis(1800));
+    // Records are flushed at least every second: wait until some unlinks
+    // are on disk (a loaded machine starts abm slowly), then kill.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::time::Instant::now() < deadline {
+        let text = std::fs::read_to_string(&trace).unwrap_or_default();
+        if text.matches("\"op\":\"unlink\"").count() >= 5 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
     unsafe { libc::kill(abm.id() as i32, libc::SIGKILL) };
     abm.wait().unwrap();
     let (code, text, json) = verify(&trace, None);
@@ -166,7 +174,7 @@ fn killed_monitor_leaves_an_unsealed_but_verifiable_trace() {
         json["records"].as_u64().unwrap() >= recs.len() as u64 - 1,
         "{text}"
     );
-    let _ = Command::new("pkill").args(["-f", "seq 1 40"]).status();
+    let _ = Command::new("pkill").args(["-f", "seq 1 400"]).status();
 }
 
 /// Counts every kernel record a run produced: entries (events), results
