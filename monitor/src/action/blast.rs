@@ -161,7 +161,7 @@ pub fn preview(argv: &[String], cwd: &Path, m: &mut Measurer) -> Option<Blast> {
                     }
                 }
                 "reset" if rest.iter().any(|a| a == "--hard") => {
-                    worktree_changes(&root, &[root.clone()], m, &mut blast)
+                    worktree_changes(&root, std::slice::from_ref(&root), m, &mut blast)
                 }
                 "checkout" | "restore" | "switch"
                     if rest.iter().any(|a| {
