@@ -690,9 +690,9 @@ mod tests {
 
     #[test]
     fn default_pack_answers() {
-        let j = judge("git status && git reset --hard HEAD~1");
+        let j = judge("git status && git push --force origin main");
         assert_eq!(j.decision, "ask", "{}", j.reason);
-        assert!(j.reason.contains("repo.reset-hard"), "{}", j.reason);
+        assert!(j.reason.contains("repo.push-force"), "{}", j.reason);
         let j = judge("ls -la && cat README.md");
         assert_eq!(j.decision, "allow", "{}", j.reason);
         let j = judge("echo $(git reset --hard)");

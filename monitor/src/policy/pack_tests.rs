@@ -237,7 +237,7 @@ miss host.system-permissions | chmod /usr/local/bin/tool 0o755 | comm=chmod
 miss host.system-permissions | chmod /etc/x 0o644 | comm=dpkg
 
 hit  host.system-modify | write /etc/hosts | comm=tee
-hit  host.system-modify | rename /etc/sedAbc123 /etc/hosts | comm=sed
+hit  host.system-rewrite | rename /etc/sedAbc123 /etc/hosts | comm=sed
 miss host.system-modify | write /etc/hosts | comm=apt-get
 miss host.system-modify | write /usr/local/lib/python3.12/dist-packages/x.py | comm=pip
 miss host.system-modify | rename /usr/lib/python3.12/__pycache__/x.tmp /usr/lib/python3.12/__pycache__/x.pyc | comm=python3
@@ -1213,6 +1213,8 @@ fn pack_covers_the_nine_surfaces() {
     }
     for r in p.rules() {
         let surface = match r.id.split('.').next().unwrap() {
+            // Action rules judge logical actions across every surface.
+            "action" => continue,
             "builtin" => "monitor",
             s => s,
         };
