@@ -695,7 +695,7 @@ mod tests {
         assert!(j.reason.contains("repo.push-force"), "{}", j.reason);
         let j = judge("ls -la && cat README.md");
         assert_eq!(j.decision, "allow", "{}", j.reason);
-        let j = judge("echo $(git reset --hard)");
+        let j = judge("echo $(git push --force origin main)");
         assert_eq!(j.decision, "ask", "{}", j.reason);
         assert!(
             j.reason.contains("Not fully parsed (command substitution"),
