@@ -104,26 +104,19 @@ fn records_are_grouped_and_tree_deletions_judged_once() {
         assert_eq!(e["verdict"]["rule"], "action.inside", "{e}");
     }
     assert_eq!(action_note(&run, stash)["treatment"], "accept");
-    // rm -rf ../sib: one action, confirm on the exec naming the blast.
+    // rm -rf ../sib: one action. In observe mode the blast preview races
+    // with rm itself (the tree may already be gone when the exec record
+    // is judged), so the question and its counts are asserted under
+    // --enforce in the next test, where the exec waits for the verdict.
     let rm = exec_seq(&run, &["rm", "-rf", "../sib"]);
     let rm_exec = run.events().find(|e| e["seq"] == rm).unwrap();
     assert_eq!(rm_exec["action"], rm);
-    assert_eq!(
-        rm_exec["verdict"]["rule"], "action.destroy-outside",
-        "{rm_exec}"
-    );
-    assert_eq!(rm_exec["verdict"]["treatment"], "confirm");
-    let reason = rm_exec["verdict"]["reason"].as_str().unwrap();
-    assert!(reason.contains("4 untracked"), "{reason}");
-    assert!(reason.contains("3 recoverable from git"), "{reason}");
     let sib_s = sib.to_string_lossy();
     let u1 = format!("{sib_s}/u1");
     let unlink = run.one("unlink", &u1);
     assert_eq!(unlink["action"], rm);
     let note = action_note(&run, rm);
     assert_eq!(note["argv"][2], "../sib");
-    assert_eq!(note["counts"]["untracked"], 4, "{note}");
-    assert_eq!(note["treatment"], "confirm");
     // sed -i: the temporary file is made in this run; the rename is the
     // rewrite of f2.txt, an ordinary workspace edit.
     let sed = exec_seq(&run, &["sed", "-i", "s/b/B/", "f2.txt"]);
