@@ -375,7 +375,7 @@ impl Reader {
         }
         if let Some((dirfd, ptr)) = p.path1 {
             let raw = self.read_path(tid, ptr, &mut issues)?;
-            let host = self.resolve(tid, dirfd, &raw, &root, p.empty_path, &mut issues);
+            let host = self.resolve(tid, dirfd, &raw, &root, p.empty_path, &mut issues)?;
             set(&host, &mut a.path, &mut a.path_b64);
             if root != b"/" {
                 a.container_path = resolve::strip_root(&host, &root).map(|c| text_fields(&c).0);
@@ -393,7 +393,7 @@ impl Reader {
         }
         if let Some((dirfd, ptr)) = p.path2 {
             let raw = self.read_path(tid, ptr, &mut issues)?;
-            let host = self.resolve(tid, dirfd, &raw, &root, false, &mut issues);
+            let host = self.resolve(tid, dirfd, &raw, &root, false, &mut issues)?;
             set(&host, &mut a.path2, &mut a.path2_b64);
             if root != b"/" {
                 a.container_path2 = resolve::strip_root(&host, &root).map(|c| text_fields(&c).0);
@@ -483,14 +483,14 @@ impl Reader {
         root: &[u8],
         empty_path: bool,
         issues: &mut Vec<String>,
-    ) -> Vec<u8> {
+    ) -> Result<Vec<u8>, Unreadable> {
         if raw.is_empty() && empty_path {
             return if dirfd == AT_FDCWD {
                 readlink(&format!("/proc/{tid}/cwd"))
                     .map(|c| strip_deleted(c, issues))
-                    .unwrap_or_default()
+                    .ok_or(Unreadable(libc::EPERM))
             } else {
-                self.fd_path(tid, dirfd, issues)
+                Ok(self.fd_path(tid, dirfd, issues))
             };
         }
         let base = if raw.first() == Some(&b'/') {
@@ -498,21 +498,20 @@ impl Reader {
         } else if dirfd == AT_FDCWD {
             match readlink(&format!("/proc/{tid}/cwd")) {
                 Some(c) => strip_deleted(c, issues),
-                None => {
-                    add_issue(issues, "read_failed");
-                    b"/".to_vec()
-                }
+                // Never guess `/`: a relative path with an unknown base is
+                // refused (fail closed).
+                None => return Err(Unreadable(libc::EPERM)),
             }
         } else {
             let b = self.fd_path(tid, dirfd, issues);
             if b.first() == Some(&b'/') {
                 b
             } else {
-                add_issue(issues, "bad_fd");
-                b"/".to_vec()
+                // The kernel fails a relative path on a bad dirfd too.
+                return Err(Unreadable(libc::EBADF));
             }
         };
-        resolve::resolve_raw(&base, raw, root == b"/")
+        Ok(resolve::resolve_raw(&base, raw, root == b"/"))
     }
 
     fn read_argv(&mut self, tid: u32, ptr: u64) -> (Vec<Vec<u8>>, bool) {

@@ -298,6 +298,39 @@ impl Policy {
         self.verdict(rule, &view)
     }
 
+    /// The rule that could decide `action` more strictly than accept or
+    /// audit if its paths were other than recorded, for an action whose
+    /// paths are not known exactly (`path_issues`): in precedence order, a
+    /// rule that applies to the operation and whose conditions that do not
+    /// depend on a path all hold. A rule without path conditions that holds
+    /// decides for certain (`None` when it accepts or audits).
+    pub fn could_match_any_path(&self, action: &Action, ctx: &Context) -> Option<&Rule> {
+        let op = action.op?;
+        let view = self.view(action, op, ctx);
+        let path_dependent = |c: &Condition| {
+            c.field.kind() == FieldKind::Path
+                || matches!(c.field, Field::Location | Field::Object | Field::Recovery)
+        };
+        for r in &self.inner.rules {
+            if !r.applies_to(op)
+                || !r
+                    .conditions
+                    .iter()
+                    .all(|c| path_dependent(c) || c.matches(&view))
+            {
+                continue;
+            }
+            let strict = !matches!(r.treatment, Treatment::Accept | Treatment::Audit);
+            if strict {
+                return Some(r);
+            }
+            if !r.conditions.iter().any(path_dependent) {
+                return None;
+            }
+        }
+        None
+    }
+
     /// Like [`Policy::evaluate`], and also say which tests of which rules
     /// matched.
     pub fn explain(&self, action: &Action, ctx: &Context) -> Explanation {

@@ -72,7 +72,7 @@ pub struct RunArgs {
     pub ringbuf_kib: u32,
     /// After the command exits, keep watching its remaining descendants
     /// (e.g. daemons) for this many seconds, then terminate them.
-    #[arg(long, default_value_t = 2.0, value_name = "SECS")]
+    #[arg(long, default_value_t = 2.0, value_name = "SECS", value_parser = crate::core::parse_secs)]
     pub linger: f64,
     /// Leave descendants still running after --linger alive (untraced from
     /// then on) instead of terminating them.
