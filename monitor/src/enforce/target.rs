@@ -131,6 +131,10 @@ struct Plan {
     argv: Option<u64>,
     /// AT_EMPTY_PATH allowed: an empty path means the dirfd itself.
     empty_path: bool,
+    /// Address of an extended attribute's name.
+    xattr: Option<u64>,
+    /// Issues known from the arguments alone (`by_handle`, `flags_unread`).
+    issues: Vec<&'static str>,
 }
 
 fn open_op(flags: u64) -> Op {
@@ -153,6 +157,8 @@ fn plan(nrr: u32, a: &[u64; 6], pid: u32) -> Result<Option<Plan>, Unreadable> {
         owner: None,
         argv: None,
         empty_path: false,
+        xattr: None,
+        issues: Vec::new(),
     };
     match nrr {
         nr::UNLINK | nr::RMDIR => {
@@ -265,6 +271,78 @@ fn plan(nrr: u32, a: &[u64; 6], pid: u32) -> Result<Option<Plan>, Unreadable> {
             p.op = open_op(flags);
             p.mode = (flags & O_CREAT != 0).then_some(mode as u32 & 0o7777);
             p.path1 = Some((int(0), a[1]));
+        }
+        nr::OPEN_BY_HANDLE_AT => {
+            p.flags = a[2] & 0xffff_ffff;
+            p.op = open_op(p.flags);
+            // Named by a handle: the path is unknown (fails closed).
+            p.issues.push("by_handle");
+        }
+        nr::LINK | nr::SYMLINK => {
+            p.op = if nrr == nr::LINK {
+                Op::Link
+            } else {
+                Op::Symlink
+            };
+            p.path1 = Some((AT_FDCWD, a[0]));
+            p.path2 = Some((AT_FDCWD, a[1]));
+        }
+        nr::LINKAT => {
+            p.op = Op::Link;
+            p.flags = a[4];
+            p.empty_path = p.flags & AT_EMPTY_PATH != 0;
+            p.path1 = Some((int(0), a[1]));
+            p.path2 = Some((int(2), a[3]));
+        }
+        nr::SYMLINKAT => {
+            p.op = Op::Symlink;
+            p.path1 = Some((AT_FDCWD, a[0]));
+            p.path2 = Some((int(1), a[2]));
+        }
+        nr::UTIME | nr::UTIMES => {
+            p.op = Op::Utimes;
+            p.path1 = Some((AT_FDCWD, a[0]));
+        }
+        nr::FUTIMESAT | nr::UTIMENSAT => {
+            p.op = Op::Utimes;
+            if nrr == nr::UTIMENSAT {
+                p.flags = a[3];
+                p.empty_path = p.flags & AT_EMPTY_PATH != 0;
+            }
+            if a[1] == 0 {
+                p.target_fd = Some(int(0)); // futimens(fd)
+            } else {
+                p.path1 = Some((int(0), a[1]));
+            }
+        }
+        nr::SETXATTR | nr::LSETXATTR | nr::REMOVEXATTR | nr::LREMOVEXATTR => {
+            p.op = Op::Xattr;
+            if matches!(nrr, nr::SETXATTR | nr::LSETXATTR) {
+                p.flags = a[4];
+            }
+            p.path1 = Some((AT_FDCWD, a[0]));
+            p.xattr = Some(a[1]);
+        }
+        nr::FSETXATTR | nr::FREMOVEXATTR => {
+            p.op = Op::Xattr;
+            if nrr == nr::FSETXATTR {
+                p.flags = a[4];
+            }
+            p.target_fd = Some(int(0));
+            p.xattr = Some(a[1]);
+        }
+        nr::IOCTL => {
+            if !monitor_common::ioctl_cmd::is_traced(a[1] as u32) {
+                return Ok(None);
+            }
+            p.op = Op::Setflags;
+            p.target_fd = Some(int(0));
+            let mut b = [0u8; 4];
+            if read_mem(pid, a[2], &mut b) == 4 {
+                p.flags = u64::from(u32::from_ne_bytes(b));
+            } else {
+                p.issues.push("flags_unread");
+            }
         }
         nr::EXECVE => {
             p.op = Op::Exec;
@@ -399,6 +477,29 @@ impl Reader {
                 a.container_path2 = resolve::strip_root(&host, &root).map(|c| text_fields(&c).0);
             }
             set(&raw, &mut a.raw_path2, &mut a.raw_path2_b64);
+        }
+        if let Some(ptr) = p.xattr {
+            match read_cstr(tid, ptr, 256, &mut self.buf) {
+                Some(false) => a.xattr = Some(text_fields(&self.buf).0),
+                // The kernel fails an unreadable or over-long name too.
+                None => return Err(Unreadable(libc::EFAULT)),
+                Some(true) => return Err(Unreadable(libc::ERANGE)),
+            }
+        }
+        if p.op == Op::Symlink {
+            // The target is relative to the new link's directory.
+            if let (Some(raw), Some(link)) = (&a.raw_path, &a.path2) {
+                if !raw.starts_with('/') {
+                    let dir = std::path::Path::new(link)
+                        .parent()
+                        .unwrap_or(std::path::Path::new("/"));
+                    let j = resolve::join(dir.as_os_str().as_bytes(), raw.as_bytes());
+                    set(&j, &mut a.path, &mut a.path_b64);
+                }
+            }
+        }
+        for i in &p.issues {
+            add_issue(&mut issues, i);
         }
         a.path_issues = issues;
         a.flags = p.flags;

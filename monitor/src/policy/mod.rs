@@ -53,7 +53,7 @@ version = 1
 [[rule]]
 id = "builtin.trace-integrity"
 reason = "the trace is the evidence of this session; monitored processes may not change it"
-ops = ["unlink", "rmdir", "rename", "chmod", "chown", "truncate", "write"]
+ops = ["unlink", "rmdir", "rename", "chmod", "chown", "truncate", "write", "link", "symlink", "utimes", "xattr", "setflags"]
 paths = ["${trace}*"]
 treatment = "deny"
 scope = "protected"
@@ -108,7 +108,7 @@ pub struct Rule {
     pub origin: String,
     /// All must hold for the rule to match.
     pub conditions: Vec<Condition>,
-    pub(crate) op_mask: u16,
+    pub(crate) op_mask: u32,
     /// Indices into `conditions`, cheapest test first.
     pub(crate) eval_order: Vec<usize>,
 }
