@@ -48,6 +48,7 @@ use crate::{
 
 pub mod answers;
 pub mod control;
+pub mod guard;
 pub mod history;
 pub mod lsm;
 pub mod notify;
@@ -565,6 +566,7 @@ impl Enforcer {
             ctx: info.ctx.clone(),
             quarantine,
             guarded,
+            trace_guard: guard::TraceGuard::new(info.trace),
             reader: target::Reader::new(),
             stats: Default::default(),
             judge: crate::action::Judge::live(info.ctx),

@@ -43,6 +43,8 @@ pub(crate) struct Supervisor {
     /// Paths the watched tree may not touch under --enforce (the
     /// quarantine, the control socket): prefixes.
     pub guarded: Vec<String>,
+    /// The trace's inode and directories, abm's /proc entry (by identity).
+    pub trace_guard: super::guard::TraceGuard,
     pub reader: Reader,
     pub stats: Stats,
     /// Groups calls into actions and measures them before they run.
@@ -249,6 +251,9 @@ impl Supervisor {
                     .any(|g| p == g.trim_end_matches('/') || p.starts_with(g.as_str()))
             })
         };
+        if let Some(v) = self.trace_guard.check(a) {
+            return v;
+        }
         if a.op != Some(Op::Exec) && (guarded(&a.path) || guarded(&a.path2)) {
             return Verdict {
                 rule: RULE_INTEGRITY.into(),
