@@ -256,7 +256,9 @@ fn id_of(p: &Path) -> Option<(u64, u64)> {
 }
 
 fn lid_of(p: &Path) -> Option<(u64, u64)> {
-    std::fs::symlink_metadata(p).ok().map(|m| (m.dev(), m.ino()))
+    std::fs::symlink_metadata(p)
+        .ok()
+        .map(|m| (m.dev(), m.ino()))
 }
 
 /// The trace's identity and its directories', for the supervisor.
@@ -339,22 +341,29 @@ impl TraceGuard {
             if s.starts_with(&self.proc_self)
                 || s.starts_with(&format!("/proc/{}/task/", std::process::id()))
             {
-                return deny("abm's own process (its memory, fds, attributes) belongs to the monitor");
+                return deny(
+                    "abm's own process (its memory, fds, attributes) belongs to the monitor",
+                );
             }
         }
         // The object itself (followed like an open follows it), for every
         // operation but a new name's destination.
         let follows = !matches!(op, Op::Unlink | Op::Rmdir | Op::Rename | Op::Symlink);
-        let first = p1.as_deref().and_then(|p| if follows { id_of(p) } else { lid_of(p) });
+        let first = p1
+            .as_deref()
+            .and_then(|p| if follows { id_of(p) } else { lid_of(p) });
         if first.is_some() && first == self.trace {
-            return deny("the trace's inode belongs to the monitor (decided by identity, not path)");
+            return deny(
+                "the trace's inode belongs to the monitor (decided by identity, not path)",
+            );
         }
         match op {
             Op::Rename => {
                 let src = p1.as_deref().and_then(lid_of);
                 let dst = p2.as_deref().and_then(lid_of);
                 if src.is_some_and(|s| self.dirs.contains(&s))
-                    || (dst.is_some() && (dst == self.trace || dst.is_some_and(|d| self.dirs.contains(&d))))
+                    || (dst.is_some()
+                        && (dst == self.trace || dst.is_some_and(|d| self.dirs.contains(&d))))
                 {
                     return deny("renames the trace, its directory or an ancestor of it");
                 }
@@ -383,7 +392,11 @@ mod tests {
         let neg = |v: i64| v as u64;
         // kill
         for target in [1000, 1001, 1002, neg(-900), neg(-1), 0] {
-            assert_eq!(g.run(x, 62, [target, 9, 0, 0, 0, 0]), ERRNO, "kill {target}");
+            assert_eq!(
+                g.run(x, 62, [target, 9, 0, 0, 0, 0]),
+                ERRNO,
+                "kill {target}"
+            );
         }
         for target in [1003, 1, neg(-1000), 2000] {
             assert_eq!(g.run(x, 62, [target, 9, 0, 0, 0, 0]), SECCOMP_RET_ALLOW);
@@ -436,7 +449,11 @@ mod tests {
         assert!(denied(&act(Op::Rename, &tdir, Some(&d.join("moved")))));
         assert!(denied(&act(Op::Rename, &d.join("other"), Some(&trace))));
         assert!(!denied(&act(Op::Write, &d.join("other"), None)));
-        assert!(!denied(&act(Op::Rename, &d.join("other"), Some(&d.join("o2")))));
+        assert!(!denied(&act(
+            Op::Rename,
+            &d.join("other"),
+            Some(&d.join("o2"))
+        )));
         // A symlink itself (not its target) may be removed.
         assert!(!denied(&act(Op::Unlink, &d.join("sym"), None)));
         // /proc/self in the caller's raw path is the caller's, not abm's.
@@ -448,7 +465,11 @@ mod tests {
             TraceGuard::caller_path(77, Some("x"), Some("/w/x")),
             Some(PathBuf::from("/w/x"))
         );
-        let mem = act(Op::Write, Path::new(&format!("/proc/{}/mem", std::process::id())), None);
+        let mem = act(
+            Op::Write,
+            Path::new(&format!("/proc/{}/mem", std::process::id())),
+            None,
+        );
         assert!(denied(&mem));
     }
 }

@@ -6,7 +6,7 @@ use std::{
     collections::HashMap,
     ffi::OsStr,
     io::Read as _,
-    os::unix::ffi::OsStrExt,
+    os::unix::ffi::{OsStrExt, OsStringExt},
     path::PathBuf,
     time::{Duration, Instant},
 };
@@ -453,7 +453,21 @@ impl Reader {
         }
         if let Some((dirfd, ptr)) = p.path1 {
             let raw = self.read_path(tid, ptr, &mut issues)?;
-            let host = self.resolve(tid, dirfd, &raw, &root, p.empty_path, &mut issues)?;
+            let mut host = self.resolve(tid, dirfd, &raw, &root, p.empty_path, &mut issues)?;
+            // Calls that follow a final symlink (opens, truncate, chmod,
+            // chown, times, attributes, flags, a link's source with
+            // AT_SYMLINK_FOLLOW aside) act on its target: judge the target,
+            // so `: > link` to a protected file is judged as that file.
+            let nofollow = p.flags & (0x100 | 0o400000) != 0; // AT_SYMLINK_NOFOLLOW, O_NOFOLLOW
+            let follows = matches!(
+                p.op,
+                Op::Write | Op::Truncate | Op::Chmod | Op::Chown | Op::Utimes | Op::Setflags
+            ) || (p.op == Op::Xattr && matches!(nrr, nr::SETXATTR | nr::REMOVEXATTR));
+            if follows && !nofollow && root == b"/" {
+                if let Ok(real) = std::fs::canonicalize(OsStr::from_bytes(&host)) {
+                    host = real.into_os_string().into_vec();
+                }
+            }
             set(&host, &mut a.path, &mut a.path_b64);
             if root != b"/" {
                 a.container_path = resolve::strip_root(&host, &root).map(|c| text_fields(&c).0);
@@ -593,6 +607,17 @@ impl Reader {
             } else {
                 Ok(self.fd_path(tid, dirfd, issues))
             };
+        }
+        // `/proc/self` and `/proc/thread-self` are the caller's, not abm's:
+        // resolve them through the caller's /proc entry.
+        for pre in [&b"/proc/self/"[..], b"/proc/thread-self/"] {
+            if root == b"/" {
+                if let Some(rest) = raw.strip_prefix(pre) {
+                    let mut p = format!("/proc/{tid}/").into_bytes();
+                    p.extend_from_slice(rest);
+                    return Ok(resolve::resolve_raw(b"/", &p, true));
+                }
+            }
         }
         let base = if raw.first() == Some(&b'/') {
             root.to_vec()

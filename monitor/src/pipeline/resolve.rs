@@ -206,7 +206,29 @@ pub fn resolve_path(
             b"/".to_vec()
         }
     };
-    let host = resolve_raw(&base_path, &raw.data, root == b"/");
+    // `/proc/self` and `/proc/thread-self` name the caller's entries, not
+    // abm's: resolved through /proc/<tid>/ while the thread lives; if it is
+    // gone the path stays under /proc and says so.
+    let mut magic = None;
+    if root == b"/" {
+        for pre in [&b"/proc/self/"[..], b"/proc/thread-self/"] {
+            if let Some(rest) = raw.data.strip_prefix(pre) {
+                let mut p = format!("/proc/{}/", ev.hdr.tid).into_bytes();
+                p.extend_from_slice(rest);
+                magic = Some(p);
+            }
+        }
+    }
+    let host = match &magic {
+        Some(p) => {
+            let h = resolve_raw(b"/", p, true);
+            if h.starts_with(b"/proc/") && !issues.iter().any(|i| i == "proc_magic_link") {
+                issues.push("proc_magic_link".into());
+            }
+            h
+        }
+        None => resolve_raw(&base_path, &raw.data, root == b"/"),
+    };
     let container = strip_root(&host, root);
     Some(Resolved {
         host,
