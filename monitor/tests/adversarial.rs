@@ -21,7 +21,7 @@ use std::{
     },
 };
 
-use common::{kernel_unavailable, read_records, TempDir, ABM};
+use common::{kernel_unavailable, TempDir, ABM};
 use serde_json::Value;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -488,7 +488,7 @@ fn render(attacks: &[Attack], rows: &[Row], kernel: &str) -> String {
         };
         let _ = writeln!(s, "| {} | {} | {} | not run |", a.name, cell(0), cell(1));
     }
-    let mut count = |b: usize| {
+    let count = |b: usize| {
         let mut c = std::collections::BTreeMap::new();
         for r in rows.iter().filter(|r| r.backend == b) {
             *c.entry(r.outcome.name()).or_insert(0) += 1;

@@ -368,10 +368,10 @@ impl TraceGuard {
                     return deny("renames the trace, its directory or an ancestor of it");
                 }
             }
-            Op::Setflags | Op::Xattr | Op::Chmod | Op::Chown => {
-                if first.is_some_and(|f| self.dirs.first() == Some(&f)) {
-                    return deny("changes the trace's directory");
-                }
+            Op::Setflags | Op::Xattr | Op::Chmod | Op::Chown
+                if first.is_some_and(|f| self.dirs.first() == Some(&f)) =>
+            {
+                return deny("changes the trace's directory");
             }
             _ => {}
         }
