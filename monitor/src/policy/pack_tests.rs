@@ -205,8 +205,9 @@ hit  monitor.io-uring | io_uring_setup | result=none
 miss monitor.io-uring | io_uring_setup | result=-1
 
 hit  host.file-capability | xattr /usr/bin/python3 | xattr=security.capability
-hit  host.file-capability | xattr $WS/a.out | xattr=system.posix_acl_access
+hit  host.file-capability | xattr $WS/a.out | xattr=security.capability
 miss host.file-capability | xattr $WS/f | xattr=user.note
+miss host.file-capability | xattr $WS/sedXYZ | xattr=system.posix_acl_access
 
 hit  host.inode-flags | setflags /etc/passwd
 hit  host.inode-flags | setflags ~/.ssh/id_rsa
