@@ -579,7 +579,10 @@ impl Quarantine {
                 self.write(&e)?;
                 out.push(e);
             }
-            Op::Exec | Op::Fork | Op::Exit | Op::IoUringSetup => {}
+            // New names fail on an existing one (EEXIST); times, attributes
+            // and inode flags destroy no content: nothing to keep.
+            Op::Link | Op::Symlink | Op::Utimes | Op::Xattr | Op::Setflags => {}
+            Op::Exec | Op::Fork | Op::Exit | Op::IoUringSetup | Op::CompatSyscall => {}
         }
         Ok(out)
     }

@@ -133,7 +133,7 @@ fn from_records(records: Vec<TraceRecord>) -> LoadedTrace {
 const ENVELOPE: [&str; 6] = ["type", "seq", "prev", "hash", "v", "mac"];
 
 fn read_lines_tolerant(path: &Path) -> Result<LoadedTrace, InputError> {
-    let file = std::fs::File::open(path).map_err(|e| InputError::Trace {
+    let file = crate::core::open_regular(path).map_err(|e| InputError::Trace {
         path: path.to_owned(),
         reason: format!("cannot open: {e}"),
     })?;

@@ -80,6 +80,8 @@ pub enum Field {
     BlastGitInternal,
     /// ... irreversible objects outside the workspace.
     BlastOutside,
+    /// `xattr` records: the extended attribute's name.
+    Xattr,
 }
 
 /// The kinds of values fields hold; each kind allows a fixed set of operators.
@@ -95,7 +97,7 @@ pub enum FieldKind {
 }
 
 impl Field {
-    pub const ALL: [Field; 31] = [
+    pub const ALL: [Field; 32] = [
         Field::Path,
         Field::Source,
         Field::Dest,
@@ -127,6 +129,7 @@ impl Field {
         Field::BlastModified,
         Field::BlastGitInternal,
         Field::BlastOutside,
+        Field::Xattr,
     ];
 
     pub fn name(self) -> &'static str {
@@ -162,6 +165,7 @@ impl Field {
             Field::BlastModified => "blast_modified",
             Field::BlastGitInternal => "blast_git_internal",
             Field::BlastOutside => "blast_outside",
+            Field::Xattr => "xattr",
         }
     }
 
@@ -184,6 +188,7 @@ impl Field {
             | Field::Location
             | Field::Object
             | Field::ActionProgram
+            | Field::Xattr
             | Field::ActionArgv => FieldKind::Text,
             Field::Uid
             | Field::Gid
@@ -373,7 +378,9 @@ impl Condition {
                 let subjects: &[Option<&str>] = match self.field {
                     Field::Path => &v.paths,
                     Field::Source => &v.paths[..2],
-                    Field::Dest if v.op == Op::Rename => &v.paths[2..],
+                    Field::Dest if matches!(v.op, Op::Rename | Op::Link | Op::Symlink) => {
+                        &v.paths[2..]
+                    }
                     Field::Dest => &v.paths[..2],
                     Field::Cwd => std::slice::from_ref(&v.cwd),
                     _ => &[],
@@ -398,6 +405,7 @@ impl Condition {
                     .is_some_and(|e| e.positionals().any(|a| t.is_match(a))),
                 Field::Errno => v.action.errno.as_deref().is_some_and(|s| t.is_match(s)),
                 Field::OpenFlags => v.action.flag_names.iter().any(|s| t.is_match(s)),
+                Field::Xattr => v.action.xattr.as_deref().is_some_and(|s| t.is_match(s)),
                 Field::Recovery | Field::Location | Field::Object => {
                     v.action.measured.as_ref().is_some_and(|m| {
                         t.is_match(match self.field {

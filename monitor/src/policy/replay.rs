@@ -73,7 +73,7 @@ impl ReplayReport {
 }
 
 pub(crate) fn replay_report(a: &ReplayArgs, policy: &Policy) -> anyhow::Result<ReplayReport> {
-    let file = std::fs::File::open(&a.trace)
+    let file = crate::core::open_regular(&a.trace)
         .with_context(|| format!("opening trace {}", a.trace.display()))?;
     let mut header: Option<serde_json::Map<String, Value>> = None;
     let mut events = Vec::new();
@@ -109,6 +109,16 @@ pub(crate) fn replay_report(a: &ReplayArgs, policy: &Policy) -> anyhow::Result<R
             }
             _ => {}
         }
+    }
+    if header.is_none() {
+        anyhow::bail!(
+            "{} is not an abm trace: it has no header record{}; give a trace written by `abm run` or the daemon",
+            a.trace.display(),
+            bad_lines
+                .first()
+                .map(|b| format!(" ({b})"))
+                .unwrap_or_default()
+        );
     }
     // Header fields: `workspace` at the top level; `home` and `trace_path`
     // at the top level or under `extra`.

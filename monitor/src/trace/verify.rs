@@ -262,7 +262,7 @@ pub fn verify(path: &Path, key: Option<&[u8]>) -> Result<VerifyReport, TraceErro
     if key.is_some_and(|k| k.is_empty()) {
         return Err(TraceError::EmptyKey);
     }
-    let file = std::fs::File::open(path).map_err(|e| TraceError::io(path, "open", e))?;
+    let file = crate::core::open_regular(path).map_err(|e| TraceError::io(path, "open", e))?;
     let reader = std::io::BufReader::with_capacity(256 * 1024, file);
     verify_reader(reader, path, key)
 }
