@@ -354,6 +354,13 @@ impl Judge {
                 self.measurer.built.insert(p.clone());
             }
         }
+        // A new name (`link`, `symlink`) is this run's: setuptools' sdist
+        // release tree is hard links to the sources, removed afterwards.
+        if matches!(a.op, Some(Op::Link | Op::Symlink)) && a.result.is_none_or(|r| r >= 0) {
+            if let Some(new) = &a.path2 {
+                self.measurer.created.insert(new.clone());
+            }
+        }
         if a.op == Some(Op::Rename) {
             if let (Some(src), Some(dst)) = (&a.path, &a.path2) {
                 if self.measurer.created.remove(src) {
