@@ -40,6 +40,13 @@ pub enum EventKind {
     /// `io_uring_setup` by an in-scope process: its later ring operations
     /// bypass syscall tracepoints.
     IoUringSetup = 12,
+    /// One mount of a mount namespace other than the host's, as the kernel
+    /// saw it when a process of that namespace made a traced call (see
+    /// [`mountns`]). Consumed by the path views, never a trace record.
+    MountInfo = 64,
+    /// A cgroup was created while container following was armed (see
+    /// [`cgroup_follow`]). Consumed by the command, never a trace record.
+    CgroupMkdir = 65,
 }
 
 impl EventKind {
@@ -57,6 +64,8 @@ impl EventKind {
             10 => Self::Exit,
             11 => Self::SyscallExit,
             12 => Self::IoUringSetup,
+            64 => Self::MountInfo,
+            65 => Self::CgroupMkdir,
             _ => return None,
         })
     }
@@ -76,6 +85,8 @@ impl EventKind {
             Self::Exit => "exit",
             Self::SyscallExit => "syscall_exit",
             Self::IoUringSetup => "io_uring_setup",
+            Self::MountInfo => "mount_info",
+            Self::CgroupMkdir => "cgroup_mkdir",
         }
     }
 
@@ -177,6 +188,46 @@ pub mod field_tag {
     pub const ROOT: u8 = 7;
     /// Components of the current working directory, leaf first (exec only).
     pub const CWD: u8 = 8;
+    /// The inode number (u64, native endian) of the caller's mount
+    /// namespace, present only when it is not the host's: the paths of the
+    /// record are in that namespace's coordinates ([`mountns`]).
+    pub const MNT_NS: u8 = 32;
+    /// [`EventKind::MountInfo`]: the mount point, walked to the root of the
+    /// namespace, leaf first.
+    pub const MNT_POINT: u8 = 33;
+    /// [`EventKind::MountInfo`]: the directory of the file system that is
+    /// mounted (mountinfo's `root`), walked to the file system's root.
+    pub const MNT_FS_ROOT: u8 = 34;
+    /// [`EventKind::CgroupMkdir`]: the new cgroup's path in its hierarchy.
+    pub const CGROUP_PATH: u8 = 35;
+}
+
+/// Mount tables of mount namespaces, captured by the kernel at the time of
+/// the call. A [`EventKind::MountInfo`] record per mount: header `result`
+/// = the namespace's inode number, `flags` = the namespace's change counter
+/// (`mnt_namespace.event`) when it was captured, `mode` = the mount id,
+/// `owner_uid` = the file system's device (kernel `MKDEV` encoding:
+/// major << 20 | minor), `fd` = the mount's index in the capture (0 starts
+/// a new table), `owner_gid` = [`mountns::LAST`] on the last mount of a
+/// capture, [`mountns::CUT`] when the table had more than
+/// [`mountns::MAX_MOUNTS`] mounts.
+pub mod mountns {
+    /// Mounts captured per namespace.
+    pub const MAX_MOUNTS: u32 = 512;
+    /// `owner_gid` of the last record of a capture.
+    pub const LAST: u32 = 1;
+    /// `owner_gid` of the last record when the table was cut.
+    pub const CUT: u32 = 2;
+}
+
+/// Following containers from their cgroup's creation: while armed, every
+/// new cgroup whose name matches a container runtime's layout is reported
+/// as a [`EventKind::CgroupMkdir`] record (header `result` = the cgroup id,
+/// `flags` = its level, `mode` = [`cgroup_follow::ADDED`] when the kernel
+/// already put it in scope).
+pub mod cgroup_follow {
+    /// The kernel added the cgroup to the scope (pending target).
+    pub const ADDED: u32 = 1;
 }
 
 /// Bits of [`FieldHeader::flags`].

@@ -215,6 +215,17 @@ impl Record {
         self.walk(tag, d, m);
     }
 
+    /// Appends a u64 (native endian) as one field.
+    #[inline(always)]
+    pub fn u64_field(&mut self, tag: u8, v: u64) {
+        let Some(at) = self.begin() else { return };
+        let off = self.off();
+        // SAFETY: an in-bounds write into this CPU's scratch entry (offset masked, slack after the payload).
+        unsafe { core::ptr::write_unaligned(self.ptr(off) as *mut u64, v) };
+        self.set_off(off + 8);
+        self.end(at, tag, 0);
+    }
+
     /// Copies the record to the ring buffer; a full ring buffer is counted.
     #[inline(always)]
     pub fn send(mut self) {

@@ -3,4 +3,5 @@ pub mod exec;
 pub mod files;
 pub mod lifecycle;
 pub mod lsm;
+pub mod mountns;
 pub mod syscalls;
