@@ -187,3 +187,12 @@ void *shim_mnt_next_sibling(struct vfsmount *m)
 
 /* The parent task (real_parent), to find the host's init from any task. */
 void *shim_task_parent(struct task_struct *t) { return t ? BPF_CORE_READ(t, real_parent) : 0; }
+
+/* ---- Container cgroups (monitor-ebpf/src/probes/cgroups.rs) ---- */
+
+/* The cgroup id bpf_get_current_cgroup_id() returns: its kernfs node id. */
+u64 shim_cgroup_id(struct cgroup *c) { return c ? BPF_CORE_READ(c, kn, id) : 0; }
+int shim_cgroup_level(struct cgroup *c) { return c ? BPF_CORE_READ(c, level) : -1; }
+/* 0 for the cgroup v2 (default) hierarchy: it is set up first
+ * (kernel/cgroup/cgroup.c: cgroup_init -> cgroup_setup_root). */
+int shim_cgroup_hierarchy(struct cgroup *c) { return c ? BPF_CORE_READ(c, root, hierarchy_id) : -1; }

@@ -152,3 +152,22 @@ struct mount___mns {
 };
 
 #pragma clang attribute pop
+
+/* ---- Container cgroups (monitor-ebpf/src/probes/cgroups.rs) ---- */
+#pragma clang attribute push(__attribute__((preserve_access_index)), apply_to = record)
+
+struct kernfs_node {
+	u64 id;
+};
+
+struct cgroup_root {
+	int hierarchy_id;
+};
+
+struct cgroup {
+	struct kernfs_node *kn;
+	struct cgroup_root *root;
+	int level;
+};
+
+#pragma clang attribute pop
