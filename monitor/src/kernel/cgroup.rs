@@ -532,8 +532,11 @@ pub fn arm_follow(probes: &mut super::probes::Probes, target: u32) -> anyhow::Re
         .program_mut("cgroup_mkdir")
         .ok_or_else(|| anyhow::anyhow!("the kernel object has no cgroup_mkdir program"))?
         .try_into()?;
-    prog.load()?;
-    prog.attach("cgroup_mkdir")?;
+    // Armed again after a disarm: loaded and attached already.
+    if prog.fd().is_err() {
+        prog.load()?;
+        prog.attach("cgroup_mkdir")?;
+    }
     let mut follow: Array<_, u32> = Array::try_from(
         probes
             .ebpf
