@@ -51,20 +51,40 @@ fn docker_run_is_followed_with_host_and_container_paths() {
     let ws_s = ws.to_string_lossy().into_owned();
     let script = "touch /f && rm /f && echo x > /data/k.txt && mv /data/k.txt /data/k2.txt && rm /data/k2.txt && mkdir /data/d && rmdir /data/d";
     let vol = format!("{ws_s}:/data");
+    let cidfile = dir.s("cid");
     let run = abm_run(
         &dir,
         &ws,
         &[],
         &[
-            "docker", "run", "--rm", "-v", &vol, IMAGE, "sh", "-c", script,
+            "docker",
+            "run",
+            "--rm",
+            "--cidfile",
+            &cidfile,
+            "-v",
+            &vol,
+            IMAGE,
+            "sh",
+            "-c",
+            script,
         ],
     );
     assert!(run.output.status.success(), "{}", run.stderr());
-    let notes = followed(&run);
-    assert_eq!(notes.len(), 1, "one container followed: {notes:#?}");
+    // Its own container (others' tests may create containers meanwhile,
+    // which `tree` mode cannot tell apart: docs/harness.md).
+    let cid = std::fs::read_to_string(&cidfile).unwrap();
+    let notes: Vec<&Value> = followed(&run)
+        .into_iter()
+        .filter(|n| n["body"]["container"] == cid.trim())
+        .collect();
+    assert_eq!(
+        notes.len(),
+        1,
+        "its container followed: {:#?}",
+        followed(&run)
+    );
     assert_eq!(notes[0]["body"]["reason"], "client_running");
-    let cid = notes[0]["body"]["container"].as_str().unwrap().to_owned();
-    assert_eq!(cid.len(), 64);
 
     // The seven file actions of the script, each once, in both views.
     let expect: [(&str, &str, String); 7] = [
@@ -113,7 +133,7 @@ fn docker_exec_into_a_container_the_run_started_is_recorded() {
     std::fs::create_dir_all(&ws).unwrap();
     let name = format!("abm-test-exec-{}", std::process::id());
     let script = format!(
-        "docker run -d --name {name} {IMAGE} sleep 60 >/dev/null && \
+        "docker run -d --cidfile cid --name {name} {IMAGE} sleep 60 >/dev/null && \
          docker exec {name} sh -c 'echo a > /e1 && rm /e1' && \
          {{ docker exec {name} rmdir /nonexistent; true; }} && \
          docker rm -f {name} >/dev/null"
@@ -121,7 +141,14 @@ fn docker_exec_into_a_container_the_run_started_is_recorded() {
     let run = abm_run(&dir, &ws, &["--linger", "0"], &["sh", "-c", &script]);
     let _ = Command::new("docker").args(["rm", "-f", &name]).output();
     assert!(run.output.status.success(), "{}", run.stderr());
-    assert_eq!(followed(&run).len(), 1, "{:#?}", followed(&run));
+    let cid = std::fs::read_to_string(ws.join("cid")).unwrap();
+    assert!(
+        followed(&run)
+            .iter()
+            .any(|n| n["body"]["container"] == cid.trim()),
+        "{:#?}",
+        followed(&run)
+    );
     let w = in_container(&run, "truncate", "/e1");
     let u = in_container(&run, "unlink", "/e1");
     assert_eq!((w.len(), u.len()), (1, 1), "{w:#?} {u:#?}");
@@ -190,4 +217,89 @@ fn containers_of_other_clients_are_followed_only_with_all() {
         }
         eprintln!("other client's container, {mode}: {seen} of 1 unlink recorded");
     }
+}
+
+/// A podman container (no daemon: conmon and the container descend from
+/// `podman` itself) under `abm run`: its actions in both views.
+#[test]
+fn podman_run_is_covered_with_host_and_container_paths() {
+    require_kernel!();
+    assert!(
+        common::have("podman"),
+        "podman is missing: install the Debian package podman (cargo xtask test does)"
+    );
+    let img = "localhost/abm-test-busybox:1";
+    let have_image = Command::new("podman")
+        .args(["image", "exists", img])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !have_image {
+        let dir = TempDir::new("podman-image");
+        std::fs::copy("/bin/busybox", dir.join("busybox"))
+            .expect("busybox is missing: install busybox-static (cargo xtask test does)");
+        std::fs::write(
+            dir.join("Containerfile"),
+            "FROM scratch\nCOPY busybox /bin/busybox\nRUN [\"/bin/busybox\", \"--install\", \"-s\", \"/bin\"]\n",
+        )
+        .unwrap();
+        let out = Command::new("podman")
+            .args(["build", "-q", "-t", img, "-f"])
+            .arg(dir.join("Containerfile"))
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "podman build: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let dir = TempDir::new("podman-run");
+    let ws = dir.join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let ws_s = ws.to_string_lossy().into_owned();
+    let vol = format!("{ws_s}:/data");
+    // Limits within this host's hard limits (podman raises them by default).
+    let run = abm_run(
+        &dir,
+        &ws,
+        &[],
+        &[
+            "podman",
+            "run",
+            "--rm",
+            "--ulimit",
+            "nofile=1024:1024",
+            "--ulimit",
+            "nproc=1024:1024",
+            "-v",
+            &vol,
+            img,
+            "sh",
+            "-c",
+            "touch /p && rm /p && echo x > /data/p.txt && rm /data/p.txt",
+        ],
+    );
+    assert!(run.output.status.success(), "{}", run.stderr());
+    let mut recorded = 0;
+    for (op, cpath, host) in [
+        ("write", "/p", None),
+        ("unlink", "/p", None),
+        ("truncate", "/data/p.txt", Some(format!("{ws_s}/p.txt"))),
+        ("unlink", "/data/p.txt", Some(format!("{ws_s}/p.txt"))),
+    ] {
+        let found = in_container(&run, op, cpath);
+        assert_eq!(found.len(), 1, "{op} {cpath}: {found:#?}");
+        let path = found[0]["path"].as_str().unwrap();
+        match host {
+            Some(h) => assert_eq!(path, h),
+            None => assert!(
+                path.starts_with("/var/lib/containers/storage/") && path.ends_with(cpath),
+                "{path}"
+            ),
+        }
+        assert!(!issues(found[0]).iter().any(|i| i == "host_path_unknown"));
+        recorded += 1;
+    }
+    eprintln!("podman run: {recorded} of 4 container actions recorded");
 }

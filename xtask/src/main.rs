@@ -157,6 +157,7 @@ const TEST_PACKAGES: &[&str] = &[
     "bubblewrap",
     // Container tests: a real dockerd, podman and their runtimes.
     "docker.io",
+    "podman",
     // abm report's tests render it in headless Chromium; the daemon's
     // metrics test scrapes it with a real Prometheus.
     "chromium",

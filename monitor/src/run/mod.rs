@@ -172,7 +172,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
     })?;
     let program = args.command[0].to_string_lossy().into_owned();
     if following {
-        cgroup::arm_follow(&mut probes, TARGET)
+        cgroup::arm_follow(&mut probes, CONTAINERS)
             .context("arming the following of containers (--follow-containers=off runs without)")?;
     } else if cgroup::is_container_client(&program) {
         tracing::warn!(
@@ -382,6 +382,9 @@ fn search_path(prog: &std::ffi::OsStr) -> PathBuf {
 
 /// The target id of the launched command's tree in the kernel's scope maps.
 const TARGET: u32 = 1;
+/// The target id of followed containers' processes: recorded like the
+/// tree's, never terminated by the run (their runtime owns them).
+const CONTAINERS: u32 = 2;
 
 /// One `abm run` while its command runs.
 struct Session<'a> {
@@ -711,7 +714,17 @@ impl Session<'_> {
 
     /// Processes in scope: the pid table, plus the run's cgroup with --cgroup.
     fn scoped_pids(&self) -> Vec<u32> {
-        let mut pids = self.probes.scoped_pids();
+        // The command's tree: not the processes of followed containers,
+        // which their runtime owns (and which `tree` mode cannot always
+        // tell from other clients' containers).
+        let mut pids: Vec<u32> = self
+            .probes
+            .scope
+            .iter()
+            .filter_map(Result::ok)
+            .filter(|(_, e)| e.target == TARGET)
+            .map(|(p, _)| p)
+            .collect();
         if let Some(cg) = &self.run_cgroup {
             pids.extend(cg.pids());
             pids.sort_unstable();
