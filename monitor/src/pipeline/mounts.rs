@@ -574,15 +574,14 @@ mod tests {
         out
     }
 
+    /// A `MountInfo` record: (namespace, change counter), (mount id,
+    /// device), mount point, file-system root, (index, mark).
     fn mount_record(
-        ns: u64,
-        event: u64,
-        id: u32,
-        dev: u32,
+        (ns, event): (u64, u64),
+        (id, dev): (u32, u32),
         point: &str,
         root: &str,
-        idx: i32,
-        mark: u32,
+        (idx, mark): (i32, u32),
     ) -> KernelEvent {
         use crate::kernel::events::{empty_header, Field};
         let mut h = empty_header(monitor_common::EventKind::MountInfo);
@@ -610,34 +609,24 @@ mod tests {
     #[test]
     fn captured_tables_map_paths_of_a_namespace_that_is_gone() {
         use monitor_common::mountns::LAST;
-        let mut v = Views::with_host(std::process::id(), 4_000_000_001);
+        let host = 4_000_000_001;
+        let mut v = Views::with_host(std::process::id(), host);
         // The host: root on 254:0 and an overlay (0:77) the runtime has
         // unmounted since.
-        v.captured_mount(&mount_record(
-            4_000_000_001,
-            5,
-            1,
-            254 << 20,
-            "/",
-            "/",
-            0,
-            0,
-        ));
-        v.captured_mount(&mount_record(
-            4_000_000_001,
-            5,
-            9,
-            77,
-            "/var/lib/docker/overlay2/c/merged",
-            "/",
-            1,
-            LAST,
-        ));
+        let merged = "/var/lib/docker/overlay2/c/merged";
+        v.captured_mount(&mount_record((host, 5), (1, 254 << 20), "/", "/", (0, 0)));
+        v.captured_mount(&mount_record((host, 5), (9, 77), merged, "/", (1, LAST)));
         // The sandbox: a tmpfs root, /w a bind of /srv/ws, / of the overlay at /c.
         let sb = 4_000_000_002;
-        v.captured_mount(&mount_record(sb, 7, 20, 60, "/", "/", 0, 0));
-        v.captured_mount(&mount_record(sb, 7, 21, 254 << 20, "/w", "/srv/ws", 1, 0));
-        v.captured_mount(&mount_record(sb, 7, 22, 77, "/c", "/", 2, LAST));
+        v.captured_mount(&mount_record((sb, 7), (20, 60), "/", "/", (0, 0)));
+        v.captured_mount(&mount_record(
+            (sb, 7),
+            (21, 254 << 20),
+            "/w",
+            "/srv/ws",
+            (1, 0),
+        ));
+        v.captured_mount(&mount_record((sb, 7), (22, 77), "/c", "/", (2, LAST)));
         let t = |v: &mut Views, p: &str| {
             v.translate(sb, 0, p.as_bytes())
                 .map(|p| String::from_utf8(p).unwrap())
@@ -653,16 +642,13 @@ mod tests {
             "the sandbox's own tmpfs has no host view"
         );
         // A new state of the namespace replaces the old table.
-        v.captured_mount(&mount_record(sb, 8, 20, 60, "/", "/", 0, 0));
+        v.captured_mount(&mount_record((sb, 8), (20, 60), "/", "/", (0, 0)));
         v.captured_mount(&mount_record(
-            sb,
-            8,
-            23,
-            254 << 20,
+            (sb, 8),
+            (23, 254 << 20),
             "/w",
             "/srv/other",
-            1,
-            LAST,
+            (1, LAST),
         ));
         assert_eq!(t(&mut v, "/w/x").as_deref(), Some("/srv/other/x"));
     }
