@@ -50,6 +50,7 @@ pub mod answers;
 pub mod control;
 pub mod history;
 pub mod lsm;
+mod manifest;
 pub mod notify;
 pub mod preserve;
 mod prompt;

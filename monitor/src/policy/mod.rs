@@ -26,6 +26,7 @@ mod format;
 mod matcher;
 mod paths;
 pub mod replay;
+mod view;
 
 #[cfg(test)]
 mod pack_tests;
