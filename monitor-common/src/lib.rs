@@ -57,6 +57,13 @@ pub enum EventKind {
     /// A 32-bit compat syscall (`int 0x80`) of a destructive kind: its
     /// number is the ia32 one; recorded, flagged, not decoded further.
     CompatSyscall = 18,
+    /// One mount of a mount namespace other than the host's, as the kernel
+    /// saw it when a process of that namespace made a traced call (see
+    /// [`mountns`]). Consumed by the path views, never a trace record.
+    MountInfo = 64,
+    /// A cgroup was created while container following was armed (see
+    /// [`cgroup_follow`]). Consumed by the command, never a trace record.
+    CgroupMkdir = 65,
 }
 
 impl EventKind {
@@ -80,6 +87,8 @@ impl EventKind {
             16 => Self::Xattr,
             17 => Self::Setflags,
             18 => Self::CompatSyscall,
+            64 => Self::MountInfo,
+            65 => Self::CgroupMkdir,
             _ => return None,
         })
     }
@@ -105,6 +114,8 @@ impl EventKind {
             Self::Xattr => "xattr",
             Self::Setflags => "setflags",
             Self::CompatSyscall => "compat_syscall",
+            Self::MountInfo => "mount_info",
+            Self::CgroupMkdir => "cgroup_mkdir",
         }
     }
 
@@ -222,6 +233,46 @@ pub mod field_tag {
     /// `open_how.flags` of `openat2` (8 bytes, native order), read at
     /// syscall exit when unreadable at entry (then `READ_FAILED` at entry).
     pub const OPEN_HOW: u8 = 10;
+    /// The inode number (u64, native endian) of the caller's mount
+    /// namespace, present only when it is not the host's: the paths of the
+    /// record are in that namespace's coordinates ([`mountns`]).
+    pub const MNT_NS: u8 = 32;
+    /// [`EventKind::MountInfo`]: the mount point, walked to the root of the
+    /// namespace, leaf first.
+    pub const MNT_POINT: u8 = 33;
+    /// [`EventKind::MountInfo`]: the directory of the file system that is
+    /// mounted (mountinfo's `root`), walked to the file system's root.
+    pub const MNT_FS_ROOT: u8 = 34;
+    /// [`EventKind::CgroupMkdir`]: the new cgroup's path in its hierarchy.
+    pub const CGROUP_PATH: u8 = 35;
+}
+
+/// Mount tables of mount namespaces, captured by the kernel at the time of
+/// the call. A [`EventKind::MountInfo`] record per mount: header `result`
+/// = the namespace's inode number, `flags` = the namespace's change counter
+/// (`mnt_namespace.event`) when it was captured, `mode` = the mount id,
+/// `owner_uid` = the file system's device (kernel `MKDEV` encoding:
+/// major << 20 | minor), `fd` = the mount's index in the capture (0 starts
+/// a new table), `owner_gid` = [`mountns::LAST`] on the last mount of a
+/// capture, [`mountns::CUT`] when the table had more than
+/// [`mountns::MAX_MOUNTS`] mounts.
+pub mod mountns {
+    /// Mounts captured per namespace.
+    pub const MAX_MOUNTS: u32 = 512;
+    /// `owner_gid` of the last record of a capture.
+    pub const LAST: u32 = 1;
+    /// `owner_gid` of the last record when the table was cut.
+    pub const CUT: u32 = 2;
+}
+
+/// Following containers from their cgroup's creation: while armed, every
+/// new cgroup whose name matches a container runtime's layout is reported
+/// as a [`EventKind::CgroupMkdir`] record (header `result` = the cgroup id,
+/// `flags` = its level, `mode` = [`cgroup_follow::ADDED`] when the kernel
+/// already put it in scope).
+pub mod cgroup_follow {
+    /// The kernel added the cgroup to the scope (pending target).
+    pub const ADDED: u32 = 1;
 }
 
 /// Bits of [`FieldHeader::flags`].

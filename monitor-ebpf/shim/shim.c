@@ -120,3 +120,97 @@ int shim_task_group_live(struct task_struct *t)
 {
 	return t ? BPF_CORE_READ((struct task_struct___trust *)t, signal, live.counter) : 0;
 }
+
+/* ---- Mount namespaces (monitor-ebpf/src/probes/mountns.rs) ---- */
+
+/* task->nsproxy->mnt_ns; NULL for an exiting task (exit_task_namespaces). */
+void *shim_task_mnt_ns(struct task_struct *t)
+{
+	struct nsproxy *nsp;
+
+	if (!t)
+		return 0;
+	nsp = BPF_CORE_READ((struct task_struct___mns *)t, nsproxy);
+	return nsp ? BPF_CORE_READ(nsp, mnt_ns) : 0;
+}
+
+/* The namespace's inode number (what stat(/proc/PID/ns/mnt) reports). */
+u32 shim_mnt_ns_inum(struct mnt_namespace *ns) { return ns ? BPF_CORE_READ(ns, ns.inum) : 0; }
+
+/* Bumped by every change of the namespace's mount tree
+ * (fs/namespace.c: touch_mnt_namespace). */
+u64 shim_mnt_ns_event(struct mnt_namespace *ns) { return ns ? BPF_CORE_READ(ns, event) : 0; }
+
+/* The vfsmount of the namespace's root mount. */
+void *shim_mnt_ns_root(struct mnt_namespace *ns)
+{
+	struct mount *r;
+
+	if (!ns)
+		return 0;
+	r = BPF_CORE_READ(ns, root);
+	if (!r)
+		return 0;
+	return (char *)r + bpf_core_field_offset(struct mount, mnt);
+}
+
+u32 shim_mnt_dev(struct vfsmount *m)
+{
+	return m ? BPF_CORE_READ((struct vfsmount___mns *)m, mnt_sb, s_dev) : 0;
+}
+
+u32 shim_mnt_id(struct vfsmount *m)
+{
+	return m ? BPF_CORE_READ((struct mount___mns *)real_mount(m), mnt_id) : 0;
+}
+
+/* A `struct mount` linked by its mnt_child into a parent's mnt_mounts list
+ * (fs/mount.h), as its vfsmount; NULL when `entry` is the list head. */
+static SHIM void *child_entry(struct list_head *entry, struct list_head *head)
+{
+	if (!entry || entry == head)
+		return 0;
+	return (char *)entry - bpf_core_field_offset(struct mount___mns, mnt_child)
+	       + bpf_core_field_offset(struct mount, mnt);
+}
+
+/* The first mount mounted on `m` (its first child), or NULL. */
+void *shim_mnt_first_child(struct vfsmount *m)
+{
+	struct mount___mns *r;
+	struct list_head *head;
+
+	if (!m)
+		return 0;
+	r = (struct mount___mns *)real_mount(m);
+	head = (struct list_head *)((char *)r + bpf_core_field_offset(struct mount___mns, mnt_mounts));
+	return child_entry(BPF_CORE_READ(r, mnt_mounts.next), head);
+}
+
+/* The next mount with the same parent as `m`, or NULL. */
+void *shim_mnt_next_sibling(struct vfsmount *m)
+{
+	struct mount___mns *r, *parent;
+	struct list_head *head;
+
+	if (!m)
+		return 0;
+	r = (struct mount___mns *)real_mount(m);
+	parent = (struct mount___mns *)BPF_CORE_READ(real_mount(m), mnt_parent);
+	if (!parent || (void *)parent == (void *)real_mount(m))
+		return 0;
+	head = (struct list_head *)((char *)parent + bpf_core_field_offset(struct mount___mns, mnt_mounts));
+	return child_entry(BPF_CORE_READ(r, mnt_child.next), head);
+}
+
+/* The parent task (real_parent), to find the host's init from any task. */
+void *shim_task_parent(struct task_struct *t) { return t ? BPF_CORE_READ(t, real_parent) : 0; }
+
+/* ---- Container cgroups (monitor-ebpf/src/probes/cgroups.rs) ---- */
+
+/* The cgroup id bpf_get_current_cgroup_id() returns: its kernfs node id. */
+u64 shim_cgroup_id(struct cgroup *c) { return c ? BPF_CORE_READ(c, kn, id) : 0; }
+int shim_cgroup_level(struct cgroup *c) { return c ? BPF_CORE_READ(c, level) : -1; }
+/* 0 for the cgroup v2 (default) hierarchy: it is set up first
+ * (kernel/cgroup/cgroup.c: cgroup_init -> cgroup_setup_root). */
+int shim_cgroup_hierarchy(struct cgroup *c) { return c ? BPF_CORE_READ(c, root, hierarchy_id) : -1; }

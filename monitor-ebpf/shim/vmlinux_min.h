@@ -138,3 +138,60 @@ struct task_struct___trust {
 };
 
 #pragma clang attribute pop
+
+/* ---- Mount namespaces (monitor-ebpf/src/probes/mountns.rs) ---- */
+#pragma clang attribute push(__attribute__((preserve_access_index)), apply_to = record)
+
+struct list_head {
+	struct list_head *next;
+	struct list_head *prev;
+};
+
+struct ns_common {
+	unsigned int inum;
+};
+
+struct mnt_namespace {
+	struct ns_common ns;
+	struct mount *root;
+	u64 event;
+};
+
+struct nsproxy {
+	struct mnt_namespace *mnt_ns;
+};
+
+struct task_struct___mns {
+	struct nsproxy *nsproxy;
+};
+
+struct vfsmount___mns {
+	struct super_block *mnt_sb;
+};
+
+struct mount___mns {
+	struct list_head mnt_mounts;
+	struct list_head mnt_child;
+	int mnt_id;
+};
+
+#pragma clang attribute pop
+
+/* ---- Container cgroups (monitor-ebpf/src/probes/cgroups.rs) ---- */
+#pragma clang attribute push(__attribute__((preserve_access_index)), apply_to = record)
+
+struct kernfs_node {
+	u64 id;
+};
+
+struct cgroup_root {
+	int hierarchy_id;
+};
+
+struct cgroup {
+	struct kernfs_node *kn;
+	struct cgroup_root *root;
+	int level;
+};
+
+#pragma clang attribute pop

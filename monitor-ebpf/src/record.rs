@@ -229,6 +229,27 @@ impl Record {
         self.walk(tag, d, m);
     }
 
+    /// Copies a NUL-terminated kernel string (at most `MAX` bytes with the
+    /// NUL) as one field.
+    #[inline(always)]
+    pub fn kernel_str<const MAX: usize>(&mut self, tag: u8, src: *const u8) {
+        let Some(at) = self.begin() else { return };
+        let dst = self.ptr(self.off());
+        // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
+        let n = unsafe { bpf_probe_read_kernel_str(dst as *mut c_void, MAX as u32, src as *const c_void) };
+        let mut flags = 0;
+        if n <= 0 {
+            flags |= field_flags::READ_FAILED;
+        } else {
+            if n as usize >= MAX {
+                flags |= field_flags::TRUNCATED;
+            }
+            let off = self.off() + ((n as usize - 1) & (2 * MAX - 1));
+            self.set_off(off);
+        }
+        self.end(at, tag, flags);
+    }
+
     /// Copies the record to the ring buffer; a full ring buffer is counted.
     #[inline(always)]
     pub fn send(mut self) {

@@ -155,6 +155,9 @@ const TEST_PACKAGES: &[&str] = &[
     "perl",
     "python3",
     "bubblewrap",
+    // Container tests: a real dockerd, podman and their runtimes.
+    "docker.io",
+    "podman",
     // abm report's tests render it in headless Chromium; the daemon's
     // metrics test scrapes it with a real Prometheus.
     "chromium",

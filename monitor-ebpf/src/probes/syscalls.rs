@@ -13,14 +13,14 @@ use aya_ebpf::{
 use monitor_common::{
     compat_path_reg,
     field_flags,
-    field_tag::{OPEN_HOW, RAW_PATH, RAW_PATH2},
+    field_tag::{MNT_NS, OPEN_HOW, RAW_PATH, RAW_PATH2},
     limits::MAX_RAW_PATH,
     is_traced, Inflight, LossCause,
 };
 
 use crate::{
     maps::{count_loss, current_scope, INFLIGHT},
-    probes::{compat, exec, files},
+    probes::{compat, exec, files, mountns},
     record::Record,
 };
 
@@ -89,7 +89,11 @@ pub fn sys_enter(ctx: RawTracePointContext) -> i32 {
         return 0; // recorded by sys_enter_exec
     }
     let tid = pid_tgid as u32;
-    if let Some((rec, inflight)) = files::enter(id, &args) {
+    let mnt_ns = mountns::sync_current();
+    if let Some((mut rec, inflight)) = files::enter(id, &args) {
+        if mnt_ns != 0 {
+            rec.u64_field(MNT_NS, mnt_ns, 0);
+        }
         // Register before sending: the result can only come after this.
         if id != nr::IO_URING_SETUP && INFLIGHT.insert(&tid, &inflight, 0).is_err() {
             count_loss(LossCause::InflightFull);
@@ -122,7 +126,11 @@ pub fn sys_enter_exec(ctx: RawTracePointContext) -> i32 {
     if INFLIGHT.insert(&tid, &inflight, 0).is_err() {
         count_loss(LossCause::InflightFull);
     }
-    if let Some(rec) = exec::enter(id, &args) {
+    let mnt_ns = mountns::sync_current();
+    if let Some(mut rec) = exec::enter(id, &args) {
+        if mnt_ns != 0 {
+            rec.u64_field(MNT_NS, mnt_ns, 0);
+        }
         rec.send();
     }
     0

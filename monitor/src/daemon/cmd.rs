@@ -48,8 +48,10 @@ pub struct WatchAddArgs {
     /// cgroup v2 directory (absolute, or relative to the cgroup root).
     #[arg(long, value_name = "PATH", group = "what")]
     pub cgroup: Option<PathBuf>,
-    /// Container id, or a unique prefix of at least 12 hex digits.
-    #[arg(long, value_name = "ID", group = "what")]
+    /// Container id (or a unique prefix of at least 12 hex digits),
+    /// name, or label `KEY=VALUE`; it need not exist yet: it is watched
+    /// from its first process.
+    #[arg(long, value_name = "NAME-OR-ID", group = "what")]
     pub container: Option<String>,
     /// A process and what it forks from now on.
     #[arg(long, value_name = "PID", group = "what")]

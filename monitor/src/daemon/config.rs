@@ -82,8 +82,9 @@ pub struct TargetSpec {
     /// A cgroup v2 directory: absolute, or relative to the cgroup root.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cgroup: Option<PathBuf>,
-    /// A container id (or a unique prefix of at least 12 hex digits),
-    /// found through the runtimes' cgroup layouts.
+    /// A container id (or a unique prefix of at least 12 hex digits), a
+    /// container name, or a label `KEY=VALUE`. The container need not
+    /// exist yet: it is watched from its first process.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub container: Option<String>,
     /// A process and every process it forks from now on.
@@ -260,8 +261,8 @@ impl TargetSpec {
             bail!("target {n:?}: give exactly one of cgroup, container, pid");
         }
         if let Some(c) = &self.container {
-            if c.len() < 12 || !c.chars().all(|c| c.is_ascii_hexdigit()) {
-                bail!("target {n:?}: container {c:?} must be a container id or a prefix of at least 12 hex digits");
+            if let Err(e) = super::runtime::Selector::parse(c) {
+                bail!("target {n:?}: {e}");
             }
         }
         if self.pid == Some(0) {
@@ -341,7 +342,7 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("used twice"), "{e}");
-        let e = Config::parse("[[target]]\nname = \"a\"\ncontainer = \"abc\"\n", "c")
+        let e = Config::parse("[[target]]\nname = \"a\"\ncontainer = \"a b\"\n", "c")
             .unwrap_err()
             .to_string();
         assert!(e.contains("12 hex digits"), "{e}");

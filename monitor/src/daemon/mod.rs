@@ -28,6 +28,7 @@ use std::{
 };
 
 use anyhow::Context as _;
+use monitor_common::EventKind;
 use serde_json::{json, Value};
 use tokio::{
     net::UnixListener,
@@ -62,6 +63,7 @@ pub mod metrics;
 mod pods;
 mod requests;
 mod retention;
+pub mod runtime;
 pub mod target;
 
 pub use pods::parse_pods;
@@ -148,6 +150,29 @@ struct Daemon {
     k8s: Option<K8s>,
     last_retention: Instant,
     metrics: Option<metrics::Metrics>,
+    /// Whether the kernel puts every new container cgroup in scope (armed
+    /// while a container target waits for its container).
+    following: bool,
+    /// New container cgroups no target has claimed yet, with their records.
+    pending: HashMap<u64, Pending>,
+}
+
+/// Target id of new container cgroups in the kernel's scope until a
+/// waiting target claims them.
+const PENDING_TARGET: u32 = u32::MAX;
+/// How long a new container cgroup's records are kept while its runtime
+/// metadata cannot be read.
+const PENDING_FOR: Duration = Duration::from_secs(10);
+/// Records kept per pending cgroup.
+const PENDING_RECORDS: usize = 4096;
+
+/// A new container cgroup whose container is not known yet.
+struct Pending {
+    cgroup: cgroup::NewCgroup,
+    since: Instant,
+    records: Vec<crate::kernel::KernelEvent>,
+    /// Records beyond [`PENDING_RECORDS`] (a loss if it is claimed).
+    dropped: u64,
 }
 
 async fn run(cfg: Config, config_path: PathBuf, policy: Policy) -> anyhow::Result<i32> {
@@ -224,6 +249,8 @@ async fn run(cfg: Config, config_path: PathBuf, policy: Policy) -> anyhow::Resul
         host,
         kernel,
         last_retention: Instant::now(),
+        following: false,
+        pending: HashMap::new(),
     };
     if let Some(k) = &d.cfg.kubernetes {
         publish_selector(&k.selector_file, &k.pod_selector);
@@ -370,6 +397,23 @@ impl Daemon {
         let Some(ev) = self.intake.decode(bytes) else {
             return;
         };
+        if ev.kind == EventKind::CgroupMkdir {
+            self.new_cgroup(&ev);
+            return;
+        }
+        if let Some(p) = self.pending.get_mut(&ev.hdr.cgroup_id) {
+            if p.records.len() < PENDING_RECORDS {
+                p.records.push(ev);
+            } else {
+                p.dropped += 1;
+            }
+            return;
+        }
+        self.accept(ev);
+    }
+
+    /// A decoded record of a known cgroup or process: to its target.
+    fn accept(&mut self, ev: crate::kernel::KernelEvent) {
         let Some(id) = self.attr.attribute(&ev.hdr, ev.kind, &self.probes) else {
             return;
         };
@@ -539,6 +583,7 @@ impl Daemon {
             return Err(e);
         }
         self.trim_ended();
+        self.arm_following();
         Ok(id)
     }
 
@@ -550,7 +595,17 @@ impl Daemon {
             return Ok(p.is_dir().then_some(p));
         }
         if let Some(c) = &spec.container {
-            return Ok(h.find_container(c)?);
+            return match runtime::Selector::parse(c).map_err(anyhow::Error::msg)? {
+                runtime::Selector::Id(id) => Ok(h.find_container(&id)?),
+                sel => {
+                    for c in runtime::all().iter().filter(|c| sel.matches(c)) {
+                        if let Some(p) = h.find_container(&c.id)? {
+                            return Ok(Some(p));
+                        }
+                    }
+                    Ok(None)
+                }
+            };
         }
         if let Some(u) = &spec.pod_uid {
             return Ok(h.find_pod(u)?);
@@ -602,9 +657,142 @@ impl Daemon {
         }
         *self.levels.entry(level).or_default() += 1;
         self.write_levels();
+        // Found on a poll or when added: if processes are already there,
+        // what they did before now is not in the trace, and the trace says so.
+        let running = cgroup::procs_recursive(&path);
         self.attr.watch_cgroup(id, cgid, path);
+        if !running.is_empty() {
+            let t = self.targets.get_mut(&id).expect("target");
+            let reason = format!(
+                "the {} was already running ({} processes) when it was found: its earlier actions are not recorded",
+                t.spec.kind(),
+                running.len()
+            );
+            t.note(&Note::CoverageLate(crate::trace::note::CoverageLate {
+                target: t.spec.name.clone(),
+                from: rfc3339(SystemTime::now()),
+                reason,
+            }))?;
+        }
         self.announce(id);
         Ok(())
+    }
+
+    /// Arms the kernel to put every new container cgroup in scope while a
+    /// container target waits for its container.
+    fn arm_following(&mut self) {
+        let waiting = self
+            .targets
+            .values()
+            .any(|t| t.state == State::Waiting && t.spec.container.is_some());
+        if waiting && !self.following {
+            match cgroup::arm_follow(&mut self.probes, PENDING_TARGET) {
+                Ok(()) => self.following = true,
+                Err(e) => tracing::warn!(
+                    "cannot follow new containers ({e:#}): waiting container targets are found on the next poll, and their traces say from when"
+                ),
+            }
+        } else if !waiting && self.following {
+            cgroup::disarm_follow(&mut self.probes);
+            self.following = false;
+        }
+    }
+
+    /// A new container cgroup (the kernel put it in scope already): the
+    /// waiting target that names its container gets it from its first
+    /// process; unknown containers wait for their metadata; others leave
+    /// the scope.
+    fn new_cgroup(&mut self, ev: &crate::kernel::KernelEvent) {
+        let cg = cgroup::NewCgroup::from_event(ev);
+        if !cg.in_scope {
+            return;
+        }
+        let Some(cid) = cg.container.clone() else {
+            self.probes.remove_cgroup(cg.id);
+            return;
+        };
+        match runtime::by_id(&cid) {
+            Some(c) => self.claim(cg, &c, Vec::new(), 0),
+            None => {
+                self.pending.insert(
+                    cg.id,
+                    Pending {
+                        cgroup: cg,
+                        since: Instant::now(),
+                        records: Vec::new(),
+                        dropped: 0,
+                    },
+                );
+            }
+        }
+    }
+
+    /// Gives a new container cgroup to the waiting target whose selector
+    /// matches the container, replaying the records kept meanwhile; takes
+    /// it out of scope when none does.
+    fn claim(
+        &mut self,
+        cg: cgroup::NewCgroup,
+        c: &runtime::Container,
+        records: Vec<crate::kernel::KernelEvent>,
+        dropped: u64,
+    ) {
+        let id = self.targets.iter().find_map(|(id, t)| {
+            let sel = runtime::Selector::parse(t.spec.container.as_deref()?).ok()?;
+            (t.state == State::Waiting && sel.matches(c)).then_some(*id)
+        });
+        let Some(id) = id else {
+            self.probes.remove_cgroup(cg.id);
+            return;
+        };
+        let Some(h) = &self.hier else { return };
+        let rel = Path::new(cg.path.trim_start_matches('/'));
+        let rel = rel
+            .strip_prefix(h.root.strip_prefix("/").unwrap_or(&h.root))
+            .unwrap_or(rel);
+        let path = h.mount.join(rel);
+        let header = self.header();
+        let t = self.targets.get_mut(&id).expect("target");
+        t.cgroup = Some((path.clone(), cg.id));
+        if let Err(e) = t.open_trace(&self.cfg.trace_dir, self.key.clone(), header) {
+            tracing::error!("target {}: {e:#}", t.name());
+            self.probes.remove_cgroup(cg.id);
+            return;
+        }
+        if let Err(e) = self.probes.add_cgroup(cg.id, id) {
+            tracing::error!("target {id}: {e}");
+        }
+        *self.levels.entry(cg.level).or_default() += 1;
+        self.write_levels();
+        self.attr.watch_cgroup(id, cg.id, path);
+        self.announce(id);
+        if dropped > 0 {
+            let l = self.losses.userspace("pending_overflow", dropped);
+            if let Some(t) = self.targets.get_mut(&id) {
+                let _ = t.append_loss(&l);
+            }
+        }
+        for ev in records {
+            self.accept(ev);
+        }
+        self.arm_following();
+    }
+
+    /// Pending cgroups whose container metadata has appeared, or that
+    /// waited too long.
+    fn poll_pending(&mut self) {
+        let ids: Vec<u64> = self.pending.keys().copied().collect();
+        for cgid in ids {
+            let p = &self.pending[&cgid];
+            let cid = p.cgroup.container.clone().unwrap_or_default();
+            if let Some(c) = runtime::by_id(&cid) {
+                let p = self.pending.remove(&cgid).expect("pending");
+                self.claim(p.cgroup, &c, p.records, p.dropped);
+            } else if p.since.elapsed() > PENDING_FOR {
+                self.pending.remove(&cgid);
+                self.probes.remove_cgroup(cgid);
+            }
+        }
     }
 
     fn announce(&mut self, id: u32) {
@@ -775,6 +963,8 @@ impl Daemon {
                 _ => {}
             }
         }
+        self.poll_pending();
+        self.arm_following();
         self.poll_pods();
         if ended || self.last_retention.elapsed() >= RETENTION_EVERY {
             self.prune();

@@ -491,6 +491,90 @@ pub fn join_cgroup(fd: i32) -> io::Result<()> {
     Ok(())
 }
 
+/// A new container cgroup the kernel reported while following was armed
+/// (`monitor-ebpf/src/probes/cgroups.rs`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewCgroup {
+    pub id: u64,
+    pub level: u32,
+    /// Path in the v2 hierarchy, from its root (`/docker/<id>`).
+    pub path: String,
+    /// The container id its name carries.
+    pub container: Option<String>,
+    /// Whether the kernel put it in scope (else the scope table was full).
+    pub in_scope: bool,
+}
+
+impl NewCgroup {
+    /// Decodes a `CgroupMkdir` record.
+    pub fn from_event(ev: &super::KernelEvent) -> NewCgroup {
+        let path = ev
+            .field(monitor_common::field_tag::CGROUP_PATH)
+            .map(|f| String::from_utf8_lossy(&f.data).into_owned())
+            .unwrap_or_default();
+        let name = path.rsplit('/').next().unwrap_or("");
+        NewCgroup {
+            id: ev.hdr.result as u64,
+            level: ev.hdr.flags as u32,
+            container: container_id_of(name).map(str::to_owned),
+            path,
+            in_scope: ev.hdr.mode & monitor_common::cgroup_follow::ADDED != 0,
+        }
+    }
+}
+
+/// Loads and attaches the `cgroup_mkdir` program and arms it: from now on
+/// every new container cgroup is in scope with `target` at once.
+pub fn arm_follow(probes: &mut super::probes::Probes, target: u32) -> anyhow::Result<()> {
+    use aya::{maps::Array, programs::RawTracePoint};
+    let prog: &mut RawTracePoint = probes
+        .ebpf
+        .program_mut("cgroup_mkdir")
+        .ok_or_else(|| anyhow::anyhow!("the kernel object has no cgroup_mkdir program"))?
+        .try_into()?;
+    // Armed again after a disarm: loaded and attached already.
+    if prog.fd().is_err() {
+        prog.load()?;
+        prog.attach("cgroup_mkdir")?;
+    }
+    let mut follow: Array<_, u32> = Array::try_from(
+        probes
+            .ebpf
+            .map_mut("FOLLOW")
+            .ok_or_else(|| anyhow::anyhow!("the kernel object has no FOLLOW map"))?,
+    )?;
+    follow.set(1, target, 0)?;
+    follow.set(0, 1, 0)?;
+    Ok(())
+}
+
+/// Stops following new container cgroups (those followed stay in scope).
+pub fn disarm_follow(probes: &mut super::probes::Probes) {
+    if let Some(m) = probes.ebpf.map_mut("FOLLOW") {
+        if let Ok(mut follow) = aya::maps::Array::<_, u32>::try_from(m) {
+            let _ = follow.set(0, 0, 0);
+        }
+    }
+}
+
+/// Programs that ask a container runtime for containers (their containers
+/// are not their children).
+pub const CONTAINER_CLIENTS: [&str; 7] = [
+    "docker",
+    "podman",
+    "nerdctl",
+    "ctr",
+    "crictl",
+    "docker-compose",
+    "kubectl",
+];
+
+/// Whether `program` (a path or a name) is a container client.
+pub fn is_container_client(program: &str) -> bool {
+    let base = program.rsplit('/').next().unwrap_or(program);
+    CONTAINER_CLIENTS.contains(&base)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -106,8 +106,19 @@ impl Probes {
         preflight()?;
         raise_memlock();
         let watch = u32::from(opts.watch_cgroups);
+        // Paths of processes in other mount namespaces are mapped to the
+        // host view through tables the kernel captures at the time of the
+        // call (crate::pipeline::mounts); the host is pid 1's namespace.
+        let ns_of = |p: &str| {
+            use std::os::unix::fs::MetadataExt as _;
+            fs::metadata(p).ok().map(|m| m.ino() as u32)
+        };
+        let host_mnt_ns = ns_of("/proc/1/ns/mnt")
+            .or_else(|| ns_of("/proc/self/ns/mnt"))
+            .unwrap_or(0);
         let mut ebpf = EbpfLoader::new()
             .override_global("WATCH_CGROUPS", &watch, true)
+            .override_global("HOST_MNT_NS", &host_mnt_ns, true)
             .map_max_entries("EVENTS", opts.ringbuf_bytes)
             .load(OBJECT)
             .map_err(ProbeError::Load)?;

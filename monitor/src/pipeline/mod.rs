@@ -62,8 +62,14 @@ impl Intake {
     pub fn decode(&mut self, bytes: &[u8]) -> Option<KernelEvent> {
         match KernelEvent::decode(bytes) {
             Ok(ev) => {
-                if ev.kind == EventKind::Exit {
-                    self.views.forget(ev.hdr.pid);
+                match ev.kind {
+                    EventKind::Exit => self.views.forget(ev.hdr.pid),
+                    // A mount table captured by the kernel: for the views only.
+                    EventKind::MountInfo => {
+                        self.views.captured_mount(&ev);
+                        return None;
+                    }
+                    _ => {}
                 }
                 Some(ev)
             }
@@ -116,6 +122,8 @@ impl Pipeline {
             EventKind::Fork | EventKind::Exit | EventKind::IoUringSetup => {
                 self.orderer.ready(resolve::action_from_event(&ev))
             }
+            // Records for the intake and the commands, not actions.
+            EventKind::MountInfo | EventKind::CgroupMkdir => {}
             _ => {
                 let mut action = resolve::action_from_event(&ev);
                 views.fix(&mut action, &ev, target);

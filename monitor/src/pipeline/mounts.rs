@@ -15,9 +15,17 @@
 //! has no host view: it keeps the namespace's view and is flagged
 //! `host_path_unknown`.
 //!
-//! The namespace's table is read by a short-lived thread that joins the
-//! namespace (`setns`), so it is exact even when the container's processes
-//! are chrooted inside it.
+//! The namespace's table comes from the kernel, captured at the time of the
+//! call (`MountInfo` records, sent before the first record made under each
+//! new state of the namespace's mount tree; the call's record names the
+//! namespace in its `MNT_NS` field): exact even for a process that exited
+//! long before its record is read, and for the host mounts a container
+//! used that are gone by then (the kernel captures the host's table the
+//! same way). For records without that field (a namespace the kernel did
+//! not tag) the table is read by a short-lived thread that joins the
+//! namespace (`setns`) while a process of it is alive; when no table can
+//! be had the path keeps the namespace's view and `path_issues` says
+//! `host_path_unknown`.
 use std::{
     collections::HashMap,
     fs::File,
@@ -145,6 +153,22 @@ struct Table {
     read_at: Instant,
 }
 
+/// A namespace's table as the kernel captured it.
+#[derive(Default)]
+struct Captured {
+    /// Change counter of the namespace when it was captured.
+    event: u64,
+    /// (mount id, line), in capture order.
+    mounts: Vec<(u32, MountLine)>,
+    /// More mounts than the kernel sends per capture.
+    cut: bool,
+}
+
+/// The mountinfo device string of a kernel `dev_t` (major << 20 | minor).
+pub fn dev_string(dev: u32) -> String {
+    format!("{}:{}", dev >> 20, dev & 0xf_ffff)
+}
+
 /// Per-namespace mount tables and the namespace of each process seen.
 pub struct Views {
     /// A process of the host view: its mount table is the host's.
@@ -156,6 +180,12 @@ pub struct Views {
     pid_ns: HashMap<u32, u64>,
     /// target id -> last foreign namespace seen (for processes already gone).
     target_ns: HashMap<u32, (u64, u32)>,
+    /// Namespace inode -> the last complete table the kernel captured.
+    captured: HashMap<u64, Captured>,
+    /// Captures being received.
+    receiving: HashMap<u64, Captured>,
+    /// When the host's table was last re-read because a path was not covered.
+    host_retry: Option<Instant>,
 }
 
 impl Default for Views {
@@ -192,7 +222,86 @@ impl Views {
             tables: HashMap::new(),
             pid_ns: HashMap::new(),
             target_ns: HashMap::new(),
+            captured: HashMap::new(),
+            receiving: HashMap::new(),
+            host_retry: None,
         }
+    }
+
+    /// One `MountInfo` record of the kernel (layout in
+    /// `monitor_common::mountns`).
+    pub fn captured_mount(&mut self, ev: &KernelEvent) {
+        use monitor_common::mountns::{CUT, LAST};
+        let h = &ev.hdr;
+        let ns = h.result as u64;
+        let line = MountLine {
+            dev: dev_string(h.owner_uid),
+            root: ev
+                .field(field_tag::MNT_FS_ROOT)
+                .map(|f| components_to_path(&f.data))
+                .unwrap_or_else(|| b"/".to_vec()),
+            mount_point: ev
+                .field(field_tag::MNT_POINT)
+                .map(|f| components_to_path(&f.data))
+                .unwrap_or_else(|| b"/".to_vec()),
+            fstype: String::new(),
+        };
+        let c = self.receiving.entry(ns).or_default();
+        if c.event != h.flags {
+            *c = Captured {
+                event: h.flags,
+                ..Default::default()
+            };
+        }
+        // Two CPUs may capture the same state at once: one line per mount.
+        if !c.mounts.iter().any(|(id, _)| *id == h.mode) {
+            c.mounts.push((h.mode, line));
+        }
+        if h.owner_gid == LAST || h.owner_gid == CUT {
+            let mut done = self.receiving.remove(&ns).unwrap_or_default();
+            done.cut = h.owner_gid == CUT;
+            if done.cut {
+                tracing::warn!(
+                    "mount namespace {ns} has more than {} mounts: paths on the others have no host view",
+                    monitor_common::mountns::MAX_MOUNTS
+                );
+            }
+            self.captured.insert(ns, done);
+        }
+    }
+
+    fn captured_lines(&self, ns: u64) -> Option<Vec<MountLine>> {
+        self.captured
+            .get(&ns)
+            .map(|c| c.mounts.iter().map(|(_, l)| l.clone()).collect())
+    }
+
+    /// Maps a path of namespace `ns` through the tables the kernel captured.
+    fn translate_captured(&mut self, ns: u64, path: &[u8]) -> Option<Vec<u8>> {
+        let table = self.captured_lines(ns)?;
+        // The host's table as captured with it (mounts since gone), then
+        // as /proc shows it now.
+        if let Some(host) = self.host_ns.and_then(|h| self.captured_lines(h)) {
+            if let Some(p) = to_host(path, &table, &host) {
+                return Some(p);
+            }
+        }
+        let host = self.host_table().to_vec();
+        if let Some(p) = to_host(path, &table, &host) {
+            return Some(p);
+        }
+        // Mounted on the host since /proc was read? Re-read, at most every
+        // 100 ms.
+        if self
+            .host_retry
+            .is_none_or(|t| t.elapsed() > Duration::from_millis(100))
+        {
+            self.host_retry = Some(Instant::now());
+            self.host = None;
+            let host = self.host_table().to_vec();
+            return to_host(path, &table, &host);
+        }
+        None
     }
 
     /// Forgets a process (at its exit).
@@ -250,6 +359,9 @@ impl Views {
     }
 
     fn translate(&mut self, ns: u64, live: u32, path: &[u8]) -> Option<Vec<u8>> {
+        if self.captured.contains_key(&ns) {
+            return self.translate_captured(ns, path);
+        }
         let fresh = self
             .tables
             .get(&ns)
@@ -297,7 +409,17 @@ impl Views {
         if a.path.is_none() && a.path2.is_none() && a.cwd.is_none() {
             return;
         }
-        let Some((ns, live)) = self.foreign_ns(ev.hdr.pid, ev.hdr.ppid, target) else {
+        let tagged = ev
+            .field(field_tag::MNT_NS)
+            .and_then(|f| f.data.get(..8))
+            .map(|b| u64::from_ne_bytes(b.try_into().expect("8 bytes")))
+            .filter(|ns| Some(*ns) != self.host_ns);
+        let found = match tagged {
+            // The kernel named the namespace and sent its table.
+            Some(ns) if self.captured.contains_key(&ns) => Some((ns, 0)),
+            _ => self.foreign_ns(ev.hdr.pid, ev.hdr.ppid, target),
+        };
+        let Some((ns, live)) = found else {
             return;
         };
         let root = ev
@@ -440,5 +562,94 @@ mod tests {
         let ns = vec![ml("8:1", "/srv/x", "/")];
         let host = vec![ml("8:1", "/", "/mnt/disk"), ml("8:1", "/srv", "/srv")];
         assert_eq!(to_host(b"/f", &ns, &host).unwrap(), b"/srv/x/f");
+    }
+
+    fn walk(path: &str) -> Vec<u8> {
+        // Components leaf first, each followed by a NUL, as the kernel walks.
+        let mut out = Vec::new();
+        for c in path.split('/').filter(|c| !c.is_empty()).rev() {
+            out.extend_from_slice(c.as_bytes());
+            out.push(0);
+        }
+        out
+    }
+
+    /// A `MountInfo` record: (namespace, change counter), (mount id,
+    /// device), mount point, file-system root, (index, mark).
+    fn mount_record(
+        (ns, event): (u64, u64),
+        (id, dev): (u32, u32),
+        point: &str,
+        root: &str,
+        (idx, mark): (i32, u32),
+    ) -> KernelEvent {
+        use crate::kernel::events::{empty_header, Field};
+        let mut h = empty_header(monitor_common::EventKind::MountInfo);
+        h.result = ns as i64;
+        h.flags = event;
+        h.mode = id;
+        h.owner_uid = dev;
+        h.fd = idx;
+        h.owner_gid = mark;
+        let fields = vec![
+            Field {
+                tag: field_tag::MNT_POINT,
+                flags: 0,
+                data: walk(point),
+            },
+            Field {
+                tag: field_tag::MNT_FS_ROOT,
+                flags: 0,
+                data: walk(root),
+            },
+        ];
+        KernelEvent::decode(&crate::kernel::events::encode(&h, &fields)).unwrap()
+    }
+
+    #[test]
+    fn captured_tables_map_paths_of_a_namespace_that_is_gone() {
+        use monitor_common::mountns::LAST;
+        let host = 4_000_000_001;
+        let mut v = Views::with_host(std::process::id(), host);
+        // The host: root on 254:0 and an overlay (0:77) the runtime has
+        // unmounted since.
+        let merged = "/var/lib/docker/overlay2/c/merged";
+        v.captured_mount(&mount_record((host, 5), (1, 254 << 20), "/", "/", (0, 0)));
+        v.captured_mount(&mount_record((host, 5), (9, 77), merged, "/", (1, LAST)));
+        // The sandbox: a tmpfs root, /w a bind of /srv/ws, / of the overlay at /c.
+        let sb = 4_000_000_002;
+        v.captured_mount(&mount_record((sb, 7), (20, 60), "/", "/", (0, 0)));
+        v.captured_mount(&mount_record(
+            (sb, 7),
+            (21, 254 << 20),
+            "/w",
+            "/srv/ws",
+            (1, 0),
+        ));
+        v.captured_mount(&mount_record((sb, 7), (22, 77), "/c", "/", (2, LAST)));
+        let t = |v: &mut Views, p: &str| {
+            v.translate(sb, 0, p.as_bytes())
+                .map(|p| String::from_utf8(p).unwrap())
+        };
+        assert_eq!(t(&mut v, "/w/x").as_deref(), Some("/srv/ws/x"));
+        assert_eq!(
+            t(&mut v, "/c/etc/f").as_deref(),
+            Some("/var/lib/docker/overlay2/c/merged/etc/f")
+        );
+        assert_eq!(
+            t(&mut v, "/tmp/f"),
+            None,
+            "the sandbox's own tmpfs has no host view"
+        );
+        // A new state of the namespace replaces the old table.
+        v.captured_mount(&mount_record((sb, 8), (20, 60), "/", "/", (0, 0)));
+        v.captured_mount(&mount_record(
+            (sb, 8),
+            (23, 254 << 20),
+            "/w",
+            "/srv/other",
+            (1, LAST),
+        ));
+        assert_eq!(t(&mut v, "/w/x").as_deref(), Some("/srv/other/x"));
     }
 }

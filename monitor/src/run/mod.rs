@@ -16,6 +16,7 @@ use std::{
 use std::io::Write as _;
 
 use anyhow::{bail, Context as _};
+use monitor_common::EventKind;
 use tokio::signal::unix::SignalKind;
 
 use crate::{
@@ -85,12 +86,30 @@ pub struct RunArgs {
     /// is removed at the end.
     #[arg(long)]
     pub cgroup: bool,
+    /// Containers the command starts through a runtime (`docker run`,
+    /// `docker compose up`, `nerdctl run`): their processes are children of
+    /// the runtime, not of the command, and are followed from their
+    /// cgroup's creation. `tree`: containers created while a container
+    /// client of the watched tree (docker, podman, nerdctl, ctr, crictl,
+    /// docker-compose, kubectl) is running; `all`: every container created
+    /// while the run lasts (a dedicated host); `off`: none
+    /// (docs/harness.md).
+    #[arg(long, value_enum, default_value_t = FollowContainers::Tree, value_name = "MODE")]
+    pub follow_containers: FollowContainers,
     /// Enforcement: --enforce and its options (docs/enforcement.md).
     #[command(flatten)]
     pub enforce: crate::enforce::EnforceArgs,
     /// The command to run, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<OsString>,
+}
+
+/// Which new containers `abm run` follows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum FollowContainers {
+    Tree,
+    All,
+    Off,
 }
 
 pub fn default_trace_dir() -> PathBuf {
@@ -146,10 +165,25 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
     } else {
         None
     };
+    let following = args.follow_containers != FollowContainers::Off;
     let mut probes = Probes::load(&ProbeOptions {
         ringbuf_bytes: args.ringbuf_kib * 1024,
-        watch_cgroups: run_cgroup.is_some(),
+        watch_cgroups: run_cgroup.is_some() || following,
     })?;
+    let program = args.command[0].to_string_lossy().into_owned();
+    if following {
+        cgroup::arm_follow(&mut probes, CONTAINERS)
+            .context("arming the following of containers (--follow-containers=off runs without)")?;
+    } else if cgroup::is_container_client(&program) {
+        tracing::warn!(
+            "{program} asks a container runtime for containers, whose processes are not its children: with --follow-containers=off they are not recorded"
+        );
+    }
+    if args.enforce.enforce && cgroup::is_container_client(&program) {
+        tracing::warn!(
+            "--enforce guards the processes of the watched tree ({program} itself); the processes of the containers it starts are followed and recorded, not enforced (docs/harness.md)"
+        );
+    }
     if let Some(cg) = &run_cgroup {
         probes.add_cgroup(cg.id, TARGET)?;
         cgroup::set_watched_levels(&mut probes, [cg.level]);
@@ -311,6 +345,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
         interrupted: false,
         last_flush: Instant::now(),
         reported_decode: 0,
+        clients: std::collections::HashSet::new(),
+        discarded: std::collections::HashSet::new(),
     };
     if let Err(e) = driver::drive(&mut ring, &mut s).await {
         // A failed write (or any error) in the loop: stop the command and
@@ -349,6 +385,9 @@ fn search_path(prog: &std::ffi::OsStr) -> PathBuf {
 
 /// The target id of the launched command's tree in the kernel's scope maps.
 const TARGET: u32 = 1;
+/// The target id of followed containers' processes: recorded like the
+/// tree's, never terminated by the run (their runtime owns them).
+const CONTAINERS: u32 = 2;
 
 /// One `abm run` while its command runs.
 struct Session<'a> {
@@ -374,6 +413,10 @@ struct Session<'a> {
     interrupted: bool,
     last_flush: Instant,
     reported_decode: u64,
+    /// Processes of the watched tree running a container client.
+    clients: std::collections::HashSet<u32>,
+    /// New container cgroups that are not the run's.
+    discarded: std::collections::HashSet<u64>,
 }
 
 enum Wake {
@@ -389,9 +432,34 @@ impl Driver for Session<'_> {
     type Wake = Wake;
 
     fn push(&mut self, bytes: &[u8]) {
-        if let Some(ev) = self.intake.decode(bytes) {
-            self.pipeline.accept(ev, &mut self.intake.views, TARGET);
+        let Some(ev) = self.intake.decode(bytes) else {
+            return;
+        };
+        match ev.kind {
+            EventKind::CgroupMkdir => {
+                self.new_cgroup(&ev);
+                return;
+            }
+            EventKind::Exec => {
+                let program = ev
+                    .field(monitor_common::field_tag::RAW_PATH)
+                    .map(|f| String::from_utf8_lossy(&f.data).into_owned())
+                    .unwrap_or_default();
+                if cgroup::is_container_client(&program) {
+                    self.clients.insert(ev.hdr.pid);
+                } else {
+                    self.clients.remove(&ev.hdr.pid);
+                }
+            }
+            EventKind::Exit => {
+                self.clients.remove(&ev.hdr.pid);
+            }
+            _ => {}
         }
+        if self.discarded.contains(&ev.hdr.cgroup_id) {
+            return;
+        }
+        self.pipeline.accept(ev, &mut self.intake.views, TARGET);
     }
 
     async fn wake(&mut self) -> anyhow::Result<Wake> {
@@ -471,6 +539,40 @@ impl Driver for Session<'_> {
 }
 
 impl Session<'_> {
+    /// A container cgroup created while following was armed: the run's
+    /// (in `tree` mode, when a container client of the tree was running at
+    /// that point of the event order) or taken out of scope.
+    fn new_cgroup(&mut self, ev: &crate::kernel::KernelEvent) {
+        let cg = cgroup::NewCgroup::from_event(ev);
+        let reason = match self.args.follow_containers {
+            FollowContainers::All => Some("all"),
+            FollowContainers::Tree if !self.clients.is_empty() => Some("client_running"),
+            _ => None,
+        };
+        match (reason, cg.container.clone()) {
+            (Some(reason), Some(container)) => {
+                if !cg.in_scope {
+                    tracing::warn!(
+                        "container {container}: the scope table is full, it is not recorded"
+                    );
+                }
+                let note = Note::ContainerFollowed(crate::trace::note::ContainerFollowed {
+                    container,
+                    cgroup: cg.path.clone(),
+                    cgroup_id: cg.id,
+                    reason,
+                });
+                if let Err(e) = note.append_to(&mut self.writer) {
+                    tracing::warn!("trace note: {e}");
+                }
+            }
+            _ => {
+                self.probes.remove_cgroup(cg.id);
+                self.discarded.insert(cg.id);
+            }
+        }
+    }
+
     /// Released records (with the guard's records merged in) to the trace.
     fn release(&mut self, force: bool) -> anyhow::Result<()> {
         let acts = crate::enforce::release(
@@ -615,7 +717,17 @@ impl Session<'_> {
 
     /// Processes in scope: the pid table, plus the run's cgroup with --cgroup.
     fn scoped_pids(&self) -> Vec<u32> {
-        let mut pids = self.probes.scoped_pids();
+        // The command's tree: not the processes of followed containers,
+        // which their runtime owns (and which `tree` mode cannot always
+        // tell from other clients' containers).
+        let mut pids: Vec<u32> = self
+            .probes
+            .scope
+            .iter()
+            .filter_map(Result::ok)
+            .filter(|(_, e)| e.target == TARGET)
+            .map(|(p, _)| p)
+            .collect();
         if let Some(cg) = &self.run_cgroup {
             pids.extend(cg.pids());
             pids.sort_unstable();

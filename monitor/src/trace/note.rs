@@ -53,9 +53,37 @@ pub enum Note {
     EnforcementSummary(EnforcementSummary),
     /// The BPF LSM backend at the end of the run.
     LsmSummary(Value),
+    /// A container whose cgroup was created while the run followed
+    /// containers is in scope from its first process (docs/harness.md).
+    ContainerFollowed(ContainerFollowed),
+    /// A target's coverage started after its first process: records
+    /// before `from` are missing (docs/daemon.md).
+    CoverageLate(CoverageLate),
     /// `preserve` refused a call whose copy would exceed
     /// `--quarantine-limit` (docs/enforcement.md); written once per run.
     QuarantineLimit(Value),
+}
+
+/// Body of `container_followed`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ContainerFollowed {
+    /// The container id its cgroup's name carries.
+    pub container: String,
+    /// The cgroup, from the root of the v2 hierarchy.
+    pub cgroup: String,
+    pub cgroup_id: u64,
+    /// Why it is the run's: `client_running` (a container client of the
+    /// watched tree was running) or `all` (`--follow-containers=all`).
+    pub reason: &'static str,
+}
+
+/// Body of `coverage_late`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CoverageLate {
+    pub target: String,
+    /// RFC 3339 time from which the target is covered.
+    pub from: String,
+    pub reason: String,
 }
 
 /// Body of the notes that end a daemon target.
