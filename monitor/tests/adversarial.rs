@@ -563,7 +563,13 @@ fn red_team_attacks_as_root() {
     std::fs::write(&doc, new).expect("write docs/security.md");
     let wrong: Vec<String> = rows
         .iter()
-        .filter(|r| r.outcome != attacks[r.attack].expect[r.backend])
+        // A `flagged` expectation is met by `recorded` too: userspace
+        // resolving `/proc/<tid>/…` after the call wins the race against
+        // the caller's exit on some runs, and then names the file exactly.
+        .filter(|r| {
+            let want = attacks[r.attack].expect[r.backend];
+            r.outcome != want && !(want == Flagged && r.outcome == Recorded)
+        })
         .map(|r| {
             format!(
                 "{} on {}: {} (expected {}) {}",
