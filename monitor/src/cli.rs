@@ -33,6 +33,8 @@ pub enum Command {
     Replay(policy::cmd::ReplayArgs),
     /// Check a trace's hash chain and seal.
     Verify(trace::cmd::VerifyArgs),
+    /// Print a trace as canonical JSON lines, or convert it between forms.
+    Trace(trace::cat::TraceArgs),
     /// Score one run against a task specification (benchmark oracle).
     Oracle(oracle::cmd::OracleArgs),
     /// Aggregate oracle verdicts into rates.
@@ -138,6 +140,7 @@ pub fn main() -> i32 {
         Command::Policy(a) => policy::cmd::policy(a),
         Command::Replay(a) => policy::cmd::replay(a),
         Command::Verify(a) => trace::cmd::verify(a),
+        Command::Trace(a) => trace::cat::trace(a),
         Command::Oracle(a) => oracle::cmd::oracle(a),
         Command::Score(a) => oracle::cmd::score(a),
         Command::Daemon(a) => crate::daemon::main(a),

@@ -26,11 +26,17 @@ use crate::{
 /// Options of `abm run`.
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
-    /// Trace file to write (JSON lines, hash-chained). It must not exist yet.
-    /// Default: /var/lib/abm/traces/run-<UTC time>-<pid>.jsonl, outside any
+    /// Trace file to write (hash-chained). It must not exist yet.
+    /// Default: /var/lib/abm/traces/run-<UTC time>-<pid>.abmt, outside any
     /// workspace so the watched command cannot reach it by accident.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
+    /// Form of the trace file: `compact` (zstd frames, about 10x smaller)
+    /// or `jsonl` (plain JSON lines). Default: jsonl when the --trace path
+    /// ends in `.jsonl`, compact otherwise. Every abm command reads both;
+    /// `abm trace cat` prints either as JSON lines.
+    #[arg(long, value_enum, value_name = "FORM")]
+    pub format: Option<crate::trace::TraceFormat>,
     /// The task's own directory: the `${workspace}` root of policies and the
     /// `workspace` scope. Default: the current directory.
     #[arg(long, value_name = "DIR")]
@@ -324,7 +330,11 @@ fn trace_path(arg: Option<PathBuf>) -> anyhow::Result<PathBuf> {
     let stamp = humantime::format_rfc3339_seconds(SystemTime::now())
         .to_string()
         .replace(':', "");
-    Ok(dir.join(format!("run-{stamp}-{}.jsonl", std::process::id())))
+    Ok(dir.join(format!(
+        "run-{stamp}-{}.{}",
+        std::process::id(),
+        crate::trace::TraceFormat::Compact.extension()
+    )))
 }
 
 fn write_actions(
@@ -447,7 +457,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
             .insert("cgroup".into(), cg.path.to_string_lossy().into());
         header.extra.insert("cgroup_id".into(), cg.id.into());
     }
-    let mut writer = TraceWriter::create(&trace, key, header)
+    let form = crate::trace::TraceFormat::for_path(args.format, &trace);
+    let mut writer = TraceWriter::create_as(&trace, key, header, form)
         .with_context(|| format!("cannot create trace {}", trace.display()))?;
     let protection = crate::protect::protect_trace(&trace_abs);
     if let Err(e) = &protection {

@@ -20,45 +20,96 @@ fn verify(trace: &std::path::Path, key: Option<&std::path::Path>) -> (i32, Strin
     (out.status.code().unwrap_or(-1), text, json)
 }
 
+/// `abm trace cat`: the canonical lines of a trace in either form.
+fn cat(p: &std::path::Path) -> Vec<u8> {
+    let out = Command::new(ABM)
+        .args(["trace", "cat"])
+        .arg(p)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "abm trace cat {}: {}",
+        p.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
 fn lines(p: &std::path::Path) -> Vec<String> {
-    std::fs::read_to_string(p)
+    String::from_utf8(cat(p))
         .unwrap()
         .lines()
         .map(str::to_owned)
         .collect()
 }
 
-fn write_lines(p: &std::path::Path, l: &[String]) {
-    std::fs::write(p, l.join("\n") + "\n").unwrap();
+/// Writes canonical lines as a trace in `form` (compact: through
+/// `abm trace convert`, as someone who edits a compact trace would).
+fn write_lines(p: &std::path::Path, l: &[String], form: &str) {
+    let text = l.join("\n") + "\n";
+    let _ = std::fs::remove_file(p);
+    if form == "jsonl" {
+        std::fs::write(p, text).unwrap();
+        return;
+    }
+    let tmp = p.with_extension("edit.jsonl");
+    std::fs::write(&tmp, text).unwrap();
+    let out = Command::new(ABM)
+        .args(["trace", "convert", "--format", form])
+        .arg(&tmp)
+        .arg(p)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::remove_file(&tmp).unwrap();
 }
 
-/// A real trace of a small destructive run.
-fn real_trace(t: &TempDir, extra: &[&str]) -> std::path::PathBuf {
+/// A real trace of a small destructive run, in `form`.
+fn real_trace(t: &TempDir, extra: &[&str], form: &str) -> std::path::PathBuf {
     let ws = TempDir::new("ti-ws");
     sh(
         "mkdir -p d && for i in 1 2 3 4 5; do echo $i > d/f$i; done",
         ws.path(),
     );
+    let mut args = extra.to_vec();
+    args.extend(["--format", form]);
     let run = abm_run(
         t,
         ws.path(),
-        extra,
+        &args,
         &["sh", "-c", "rm -r d; echo x > new; mv new renamed"],
     );
     assert!(run.output.status.success(), "{}", run.stderr());
-    assert!(run.records.len() > 10);
+    let head = std::fs::read(&run.trace).unwrap();
+    assert_eq!(head.starts_with(b"{\"type\":\"header\""), form == "jsonl");
+    assert!(lines(&run.trace).len() > 10);
     run.trace
 }
 
 #[test]
 fn tampering_with_a_real_trace_is_detected_and_named() {
+    tampering_is_detected_and_named("jsonl");
+}
+
+#[test]
+fn tampering_with_a_real_compact_trace_is_detected_and_named() {
+    tampering_is_detected_and_named("compact");
+}
+
+fn tampering_is_detected_and_named(form: &str) {
     require_kernel!();
     let t = TempDir::new("tamper");
-    let trace = real_trace(&t, &[]);
+    let trace = real_trace(&t, &[], form);
     let (code, text, _) = verify(&trace, None);
     assert_eq!(code, 0, "intact trace verifies: {text}");
     let orig = lines(&trace);
-    let copy = t.join("copy.jsonl");
+    let copy = t.join("copy.trace");
+    let write_lines = |p: &std::path::Path, l: &[String]| write_lines(p, l, form);
 
     // Flip one byte inside an event's path.
     let mut l = orig.clone();
@@ -112,7 +163,7 @@ fn keyed_trace_needs_the_right_key() {
     let wrong = t.join("wrong");
     std::fs::write(&wrong, b"fedcba9876543210fedcba9876543210").unwrap();
     let key_arg = key.to_string_lossy().into_owned();
-    let trace = real_trace(&t, &["--sign-key", &key_arg]);
+    let trace = real_trace(&t, &["--sign-key", &key_arg], "compact");
     assert_eq!(verify(&trace, Some(&key)).0, 0);
     let (code, text, _) = verify(&trace, Some(&wrong));
     assert_eq!(code, 1, "{text}");
@@ -129,10 +180,19 @@ fn keyed_trace_needs_the_right_key() {
 
 #[test]
 fn killed_monitor_leaves_an_unsealed_but_verifiable_trace() {
+    killed_monitor_leaves_a_verifiable_prefix("k.jsonl");
+}
+
+#[test]
+fn killed_monitor_leaves_a_verifiable_compact_prefix() {
+    killed_monitor_leaves_a_verifiable_prefix("k.abmt");
+}
+
+fn killed_monitor_leaves_a_verifiable_prefix(name: &str) {
     require_kernel!();
     let t = TempDir::new("kill9");
     let ws = TempDir::new("kill9-ws");
-    let trace = t.join("k.jsonl");
+    let trace = t.join(name);
     let mut abm = Command::new(ABM)
         .args(["run", "--quiet", "--trace"])
         .arg(&trace)
@@ -142,7 +202,7 @@ fn killed_monitor_leaves_an_unsealed_but_verifiable_trace() {
             "--",
             "sh",
             "-c",
-            "for i in $(seq 1 40); do touch f$i; rm f$i; sleep 0.05; done",
+            "echo $$ > ../loop.pid; for i in $(seq 1 40); do touch f$i; rm f$i; sleep 0.05; done",
         ])
         .current_dir(ws.path())
         .spawn()
@@ -153,7 +213,10 @@ fn killed_monitor_leaves_an_unsealed_but_verifiable_trace() {
     abm.wait().unwrap();
     let (code, text, json) = verify(&trace, None);
     assert_eq!(code, 2, "{text}");
-    let recs = read_records(&trace);
+    let recs: Vec<Value> = lines(&trace)
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert!(
         recs.iter()
             .filter(|r| r["type"] == "event" && r["op"] == "unlink")
@@ -166,7 +229,14 @@ fn killed_monitor_leaves_an_unsealed_but_verifiable_trace() {
         json["records"].as_u64().unwrap() >= recs.len() as u64 - 1,
         "{text}"
     );
-    let _ = Command::new("pkill").args(["-f", "seq 1 40"]).status();
+    // Stop the orphaned loop (its pid, not a name pattern: other runs of
+    // this test may be going on).
+    if let Some(pid) = std::fs::read_to_string(ws.path().join("../loop.pid"))
+        .ok()
+        .and_then(|s| s.trim().parse::<i32>().ok())
+    {
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
 }
 
 /// Counts every kernel record a run produced: entries (events), results
@@ -272,4 +342,142 @@ fn the_watched_tree_cannot_delete_truncate_or_rename_the_trace() {
         assert_eq!(a["verdict"]["scope"], "protected", "{a}");
     }
     assert!(!std::path::Path::new(&format!("{tr}.moved")).exists());
+}
+
+/// A real run in the default (compact) form: `abm trace cat` gives back
+/// exactly the lines the chain was computed over, the same bytes as the
+/// JSON-lines form of the same trace, with the same final digest.
+#[test]
+fn compact_trace_of_a_real_run_round_trips_to_the_plain_form() {
+    require_kernel!();
+    let t = TempDir::new("roundtrip");
+    let ws = TempDir::new("roundtrip-ws");
+    sh(
+        "mkdir -p d && for i in $(seq 1 50); do echo $i > d/f$i; done",
+        ws.path(),
+    );
+    let trace = t.join("run.abmt");
+    let out = Command::new(ABM)
+        .args(["run", "--trace"])
+        .arg(&trace)
+        .arg("--workspace")
+        .arg(ws.path())
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "rm -r d; git init -q g; echo x > new; mv new renamed",
+        ])
+        .current_dir(ws.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    let compact = std::fs::read(&trace).unwrap();
+    assert_eq!(&compact[8..12], b"ABMT", "the default form is compact");
+
+    let canonical = cat(&trace);
+    let plain = t.join("run.jsonl");
+    let conv = Command::new(ABM)
+        .args(["trace", "convert", "--format", "jsonl"])
+        .arg(&trace)
+        .arg(&plain)
+        .output()
+        .unwrap();
+    assert!(
+        conv.status.success(),
+        "{}",
+        String::from_utf8_lossy(&conv.stderr)
+    );
+    assert_eq!(std::fs::read(&plain).unwrap(), canonical, "byte-identical");
+    assert!(compact.len() * 4 < canonical.len(), "compact is smaller");
+
+    let (c1, t1, j1) = verify(&trace, None);
+    let (c2, t2, j2) = verify(&plain, None);
+    assert_eq!((c1, c2), (0, 0), "{t1}\n{t2}");
+    assert_eq!(j1["final_digest"], j2["final_digest"]);
+    assert_eq!(j1["records"], j2["records"]);
+    assert_eq!(j1["format"], "compact");
+    assert_eq!(j2["format"], "jsonl");
+    let digest = j1["final_digest"].as_str().unwrap();
+    assert!(
+        stderr.contains(&digest[..16]),
+        "abm run printed the same digest: {stderr}"
+    );
+    let text = String::from_utf8(canonical).unwrap();
+    let recs: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(recs
+        .iter()
+        .any(|r| r["op"] == "unlink" && r["path"].as_str().is_some_and(|p| p.ends_with("/d/f7"))));
+
+    // Back to compact: the same canonical lines again.
+    let again = t.join("again.abmt");
+    let conv = Command::new(ABM)
+        .args(["trace", "convert"])
+        .arg(&plain)
+        .arg(&again)
+        .output()
+        .unwrap();
+    assert!(conv.status.success());
+    assert_eq!(cat(&again), text.as_bytes());
+}
+
+/// The Python reference verifier of docs/trace.md, run as written there,
+/// on real traces in both forms.
+#[test]
+fn documented_python_verifier_reads_both_forms() {
+    require_kernel!();
+    let python = "/usr/bin/python3";
+    let probe = Command::new(python)
+        .args(["-c", "import zstandard"])
+        .output();
+    assert!(
+        probe.is_ok_and(|o| o.status.success()),
+        "the reference verifier needs Python's zstandard package: run `cargo xtask test` (it \
+         installs it) or `{python} -m pip install zstandard`"
+    );
+    let doc =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/trace.md")).unwrap();
+    let script = doc
+        .split("```python\n")
+        .skip(1)
+        .map(|b| b.split("```").next().unwrap())
+        .find(|b| b.contains("def canonical_lines") && b.contains("def verify"))
+        .expect("docs/trace.md has the reference verifier");
+    let t = TempDir::new("pyverify");
+    let py = t.join("verify.py");
+    std::fs::write(&py, script).unwrap();
+    let run = |trace: &std::path::Path| {
+        let o = Command::new(python).arg(&py).arg(trace).output().unwrap();
+        (
+            o.status.success(),
+            String::from_utf8_lossy(&o.stdout).trim().to_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    for form in ["compact", "jsonl"] {
+        let trace = real_trace(&t, &[], form);
+        assert_eq!(
+            run(&trace),
+            (true, "intact".into(), String::new()),
+            "{form}"
+        );
+
+        // An edited record, written back in the same form.
+        let mut l = lines(&trace);
+        l[3] = l[3].replacen("\"pid\":", "\"pid\":1", 1);
+        let copy = t.join(format!("edited.{form}"));
+        write_lines(&copy, &l, form);
+        let (ok, _, err) = run(&copy);
+        assert!(!ok && err.contains("line 4: modified"), "{form}: {err}");
+
+        // Cut short: the records before the cut verify, unsealed.
+        let bytes = std::fs::read(&trace).unwrap();
+        let cut = t.join(format!("cut.{form}"));
+        std::fs::write(&cut, &bytes[..bytes.len() - 20]).unwrap();
+        assert_eq!(run(&cut).1, "unsealed", "{form}");
+    }
 }

@@ -63,11 +63,10 @@ pub fn locate(run: &str) -> anyhow::Result<PathBuf> {
         bail!("{run}: not a quarantine directory (no {MANIFEST}; nothing was preserved?)");
     }
     if p.is_file() {
-        let mut first = String::new();
-        io::BufRead::read_line(&mut io::BufReader::new(fs::File::open(p)?), &mut first)?;
-        let v: Value =
-            serde_json::from_str(&first).with_context(|| format!("{run}: not a trace file"))?;
-        let Some(q) = v["extra"]["enforcement"]["quarantine"].as_str() else {
+        let header =
+            crate::trace::read_header(p).with_context(|| format!("{run}: not a trace file"))?;
+        let extra = Value::Object(header.header.extra);
+        let Some(q) = extra["enforcement"]["quarantine"].as_str() else {
             bail!("{run}: this trace's run did not enforce (no quarantine in its header)");
         };
         let q = PathBuf::from(q);

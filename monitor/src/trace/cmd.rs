@@ -28,7 +28,8 @@ pub const EXIT_ERROR: i32 = 4;
 /// not be read.
 #[derive(Debug, clap::Args)]
 pub struct VerifyArgs {
-    /// Trace file to verify (JSON lines, as written by `abm run --trace`).
+    /// Trace file to verify (compact or JSON lines, as written by `abm run
+    /// --trace`).
     #[arg(value_name = "TRACE", required_unless_present = "bench_hashing")]
     pub trace: Option<PathBuf>,
 
@@ -115,7 +116,14 @@ fn warn_if_exposed(p: &Path) {
 /// The text report.
 pub fn render(trace: &Path, r: &VerifyReport) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "trace: {}", trace.display());
+    match r.format {
+        Some(f) => {
+            let _ = writeln!(s, "trace: {} ({f})", trace.display());
+        }
+        None => {
+            let _ = writeln!(s, "trace: {}", trace.display());
+        }
+    }
     let auth = match &r.authentication {
         Authentication::Unknown => String::new(),
         Authentication::Unkeyed => {
@@ -172,12 +180,25 @@ pub fn render(trace: &Path, r: &VerifyReport) -> String {
         let _ = writeln!(s, "chain: {auth}");
     }
     if let Some(t) = &r.truncated_tail {
-        let _ = writeln!(
-            s,
-            "truncated: line {} is incomplete ({} byte(s), no newline): a write cut short by a \
-             crash; it is not counted",
-            t.line, t.bytes
-        );
+        match (t.block_offset, t.block_len) {
+            (None, _) => {
+                let _ = writeln!(
+                    s,
+                    "truncated: line {} is incomplete ({} byte(s), no newline): a write cut \
+                     short by a crash; it is not counted",
+                    t.line, t.bytes
+                );
+            }
+            (Some(off), len) => {
+                let of = len.map_or(String::new(), |l| format!(" of {l}"));
+                let _ = writeln!(
+                    s,
+                    "truncated: the last block (at byte {off}, {} byte(s){of}) is incomplete: a \
+                     write cut short by a crash; its records (from line {}) are not counted",
+                    t.bytes, t.line
+                );
+            }
+        }
     }
     if let Some(h) = &r.header {
         let cmd = if h.command.is_empty() {

@@ -3,13 +3,18 @@
 //! deletions, insertions, reordering and truncation are detectable.
 //!
 //! - [`TraceWriter`] writes a trace: header, events, loss records, notes,
-//!   and a seal.
+//!   and a seal, in the compact form (zstd frames, the default) or as
+//!   JSON lines ([`TraceFormat`]).
+//! - [`TraceReader`] reads either form and yields the canonical JSON lines;
+//!   every reader below goes through it.
 //! - [`read_trace`] parses a trace without verifying it.
 //! - [`verify`] checks a trace and returns a [`VerifyReport`];
 //!   [`cmd::verify`] is `abm verify`.
 //!
 //! The format, the exact hashing rule and the guarantees are documented in
-//! `docs/trace.md`; [`format`] implements the hashing rule.
+//! `docs/trace.md`; [`format`] implements the hashing rule over the
+//! canonical lines, [`compact`] the compact form. Digests are the same in
+//! both forms.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -18,9 +23,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::record::Action;
 
+pub mod cat;
 pub mod cmd;
+pub mod compact;
 pub mod format;
+mod packer;
 mod read;
+mod report;
+mod source;
 mod verify;
 mod writer;
 
@@ -28,10 +38,10 @@ mod writer;
 mod tests;
 
 pub use format::{key_id, ChainAlg, SCHEMA};
-pub use read::read_trace;
-pub use verify::{
-    verify, Authentication, Problem, ProblemKind, TruncatedTail, VerifyReport, VerifyStatus,
-};
+pub use read::{read_header, read_trace};
+pub use report::{Authentication, EventTime, Problem, ProblemKind, VerifyReport, VerifyStatus};
+pub use source::{read_canonical, Damage, Next, TraceFormat, TraceReader, TruncatedTail};
+pub use verify::verify;
 pub use writer::TraceWriter;
 
 /// Describes the run; the first record of every trace.
@@ -222,6 +232,8 @@ pub enum TraceError {
         line: u64,
         reason: String,
     },
+    #[error("{}: the block at byte {} {}: {}", .path.display(), .damage.offset, .damage.reason, .damage.lost_records())]
+    Damaged { path: PathBuf, damage: Damage },
 }
 
 impl TraceError {

@@ -1,215 +1,18 @@
 //! Verifies a trace: chain, sequence, seal, and (with the key) authenticity.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde::Serialize;
 use serde_json::Value;
 
+use super::compact::{self, LineParts};
 use super::format::{self, ChainAlg, Hasher, Split, DIGEST_LEN, ZERO_DIGEST};
 use super::read::{decode_body, take_envelope};
-use super::{key_id, Header, SealRecord, TraceError, TraceRecord};
-
-/// Overall result of a verification.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(tag = "state", rename_all = "snake_case")]
-pub enum VerifyStatus {
-    /// Every record checks out and the trace ends with a valid seal.
-    Intact,
-    /// Every record checks out but there is no seal: the run was killed or
-    /// the machine crashed (or the end of the file was cut off). The first
-    /// `intact_records` records are good.
-    Unsealed { intact_records: u64 },
-    /// A problem was found (see [`VerifyReport::first_bad`]); the first
-    /// `intact_records` records before it are good.
-    Broken { intact_records: u64 },
-}
-
-/// What a verification could establish about who wrote the trace.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(tag = "mode", rename_all = "snake_case")]
-pub enum Authentication {
-    /// No header could be verified.
-    Unknown,
-    /// `sha256` chain, fully checked: detects damage and edits that did not
-    /// recompute the chain, but anyone who can write the file can recompute
-    /// it.
-    Unkeyed,
-    /// `hmac-sha256` chain, fully checked with the key: only a key holder
-    /// could have written these records.
-    Authenticated { key_id: String },
-    /// `hmac-sha256` chain but no key was given: only the sequence numbers,
-    /// the `prev` links and the seal were checked; record contents were not
-    /// authenticated.
-    KeyNotGiven { key_id: String },
-}
-
-/// Kinds of problems, named for what most likely happened.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ProblemKind {
-    /// The file is empty or ends inside the header record.
-    NoHeader,
-    /// A line is not a well-formed record (and, when checkable, its digest
-    /// does match, so it was written that way).
-    Malformed,
-    /// A record's content does not match its digest.
-    Modified,
-    /// Sequence numbers skip: records were deleted.
-    Missing,
-    /// A record appears before one with a lower sequence number.
-    Reordered,
-    /// A sequence number appears twice: a record was inserted or duplicated.
-    Duplicated,
-    /// A record's `prev` is not the previous record's digest.
-    ChainBroken,
-    /// The seal disagrees with the records before it.
-    ForgedSeal,
-    /// Data after the seal.
-    AfterSeal,
-    /// A key was given but the trace is not keyed.
-    NotKeyed,
-    /// The trace was signed with another key.
-    WrongKey,
-    /// The trace was written with an unsupported schema version.
-    UnsupportedSchema,
-}
-
-impl ProblemKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            ProblemKind::NoHeader => "no header",
-            ProblemKind::Malformed => "malformed",
-            ProblemKind::Modified => "modified",
-            ProblemKind::Missing => "missing records",
-            ProblemKind::Reordered => "reordered",
-            ProblemKind::Duplicated => "inserted or duplicated",
-            ProblemKind::ChainBroken => "chain broken",
-            ProblemKind::ForgedSeal => "forged seal",
-            ProblemKind::AfterSeal => "data after seal",
-            ProblemKind::NotKeyed => "not keyed",
-            ProblemKind::WrongKey => "wrong key",
-            ProblemKind::UnsupportedSchema => "unsupported schema",
-        }
-    }
-}
-
-impl std::fmt::Display for ProblemKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// The first problem found.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Problem {
-    /// 1-based line number in the file.
-    pub line: u64,
-    /// The `seq` the line claims, when it could be read.
-    pub seq: Option<u64>,
-    pub kind: ProblemKind,
-    /// What is wrong, in words.
-    pub detail: String,
-}
-
-impl std::fmt::Display for Problem {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "line {}", self.line)?;
-        if let Some(seq) = self.seq {
-            write!(f, " (seq {seq})")?;
-        }
-        write!(f, ": {}: {}", self.kind, self.detail)
-    }
-}
-
-/// A last line without a newline: a write cut short by a crash.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct TruncatedTail {
-    /// 1-based line number of the incomplete line.
-    pub line: u64,
-    /// Its length in bytes.
-    pub bytes: u64,
-}
-
-/// An event's time stamps.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct EventTime {
-    pub seq: u64,
-    pub time: String,
-    pub ktime_ns: u64,
-}
-
-/// The result of [`verify`].
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct VerifyReport {
-    pub status: VerifyStatus,
-    pub authentication: Authentication,
-    /// Records verified (header and seal included), up to the first problem.
-    pub records: u64,
-    /// Event records among them.
-    pub events: u64,
-    /// Events lost by cause: the sum of the verified loss records.
-    pub lost: BTreeMap<String, u64>,
-    /// The first problem, when the status is `Broken`.
-    pub first_bad: Option<Problem>,
-    /// An incomplete last line, when there is one.
-    pub truncated_tail: Option<TruncatedTail>,
-    pub chain: Option<ChainAlg>,
-    pub header: Option<Header>,
-    pub seal: Option<SealRecord>,
-    pub events_by_op: BTreeMap<String, u64>,
-    pub notes_by_kind: BTreeMap<String, u64>,
-    pub loss_records: u64,
-    pub first_event: Option<EventTime>,
-    pub last_event: Option<EventTime>,
-    /// Lowest and highest event `ktime_ns`.
-    pub ktime_span_ns: Option<(u64, u64)>,
-    /// Events whose `ktime_ns` is lower than the previous event's.
-    pub ktime_regressions: u64,
-    /// Digest of the last verified record (the seal's, for an intact trace).
-    pub final_digest: Option<String>,
-}
-
-impl VerifyReport {
-    fn new() -> VerifyReport {
-        VerifyReport {
-            status: VerifyStatus::Broken { intact_records: 0 },
-            authentication: Authentication::Unknown,
-            records: 0,
-            events: 0,
-            lost: BTreeMap::new(),
-            first_bad: None,
-            truncated_tail: None,
-            chain: None,
-            header: None,
-            seal: None,
-            events_by_op: BTreeMap::new(),
-            notes_by_kind: BTreeMap::new(),
-            loss_records: 0,
-            first_event: None,
-            last_event: None,
-            ktime_span_ns: None,
-            ktime_regressions: 0,
-            final_digest: None,
-        }
-    }
-
-    /// The `abm verify` exit code: 1 broken, 3 keyed trace checked without
-    /// the key, 2 unsealed, 0 intact (first match wins).
-    pub fn exit_code(&self) -> i32 {
-        use super::cmd::{EXIT_BROKEN, EXIT_INTACT, EXIT_UNAUTHENTICATED, EXIT_UNSEALED};
-        match (&self.status, &self.authentication) {
-            (VerifyStatus::Broken { .. }, _) => EXIT_BROKEN,
-            (_, Authentication::KeyNotGiven { .. }) => EXIT_UNAUTHENTICATED,
-            (VerifyStatus::Unsealed { .. }, _) => EXIT_UNSEALED,
-            (VerifyStatus::Intact, _) => EXIT_INTACT,
-        }
-    }
-
-    pub fn is_intact(&self) -> bool {
-        self.status == VerifyStatus::Intact
-    }
-}
+use super::report::EventTime;
+use super::{
+    key_id, Authentication, Header, Next, Problem, ProblemKind, SealRecord, TraceError,
+    TraceReader, TraceRecord, TruncatedTail, VerifyReport, VerifyStatus,
+};
+use crate::record::Action;
 
 /// How record digests are checked.
 enum Mode {
@@ -262,15 +65,12 @@ pub fn verify(path: &Path, key: Option<&[u8]>) -> Result<VerifyReport, TraceErro
     if key.is_some_and(|k| k.is_empty()) {
         return Err(TraceError::EmptyKey);
     }
-    let file = std::fs::File::open(path).map_err(|e| TraceError::io(path, "open", e))?;
-    let reader = std::io::BufReader::with_capacity(256 * 1024, file);
-    verify_reader(reader, path, key)
+    verify_source(TraceReader::open(path)?, key)
 }
 
-/// [`verify`] on any byte stream; `path` names it in errors.
-pub(crate) fn verify_reader(
-    mut reader: impl std::io::BufRead,
-    path: &Path,
+/// [`verify`] on an open trace of either form.
+pub(crate) fn verify_source(
+    mut reader: TraceReader,
     key: Option<&[u8]>,
 ) -> Result<VerifyReport, TraceError> {
     if key.is_some_and(|k| k.is_empty()) {
@@ -285,26 +85,32 @@ pub(crate) fn verify_reader(
         last_ktime: None,
         report: VerifyReport::new(),
     };
+    v.report.format = Some(reader.form());
     let mut line = Vec::new();
-    let mut line_no = 0u64;
     let mut tail: Option<TruncatedTail> = None;
-    loop {
-        line.clear();
-        let n = reader
-            .read_until(b'\n', &mut line)
-            .map_err(|e| TraceError::io(path, "read", e))?;
-        if n == 0 {
-            break;
+    while let Some(next) = reader.next(&mut line)? {
+        let line_no = reader.lines_read();
+        match next {
+            Next::Line => {}
+            Next::Truncated(t) => {
+                tail = Some(t);
+                break;
+            }
+            Next::Damaged(d) => {
+                let p = Problem {
+                    line: d.line,
+                    seq: d.first_seq,
+                    kind: ProblemKind::DamagedFrame,
+                    detail: format!(
+                        "the compressed block at byte {} {}: {}",
+                        d.offset,
+                        d.reason,
+                        d.lost_records()
+                    ),
+                };
+                return Ok(v.broken(p));
+            }
         }
-        line_no += 1;
-        if line.last() != Some(&b'\n') {
-            tail = Some(TruncatedTail {
-                line: line_no,
-                bytes: line.len() as u64,
-            });
-            break;
-        }
-        line.pop();
         match v.check_line(line_no, &line) {
             Ok(()) => {}
             Err(Fail::Problem(p)) => return Ok(v.broken(p)),
@@ -313,8 +119,7 @@ pub(crate) fn verify_reader(
                 found,
                 expected,
             }) => {
-                let later = find_seq(&mut reader, line + 1, expected)
-                    .map_err(|e| TraceError::io(path, "read", e))?;
+                let later = find_seq(&mut reader, expected)?;
                 let p = match later {
                     Some(at) => Problem {
                         line,
@@ -466,6 +271,11 @@ impl Verifier<'_> {
             }
         };
         let hash = format::parse_digest(hash_hex).expect("split_line checked the digest");
+        if !matches!(self.mode, Mode::Start) {
+            if let Some(p) = compact::split_canonical(line).filter(|p| p.kind == b"event") {
+                return self.check_event(line_no, prefix, hash, &p);
+            }
+        }
         let mut obj = match format::parse_prefix(prefix) {
             Ok(o) => o,
             Err(why) => return Err(self.unparsable(line_no, prefix, &hash, why)),
@@ -481,90 +291,13 @@ impl Verifier<'_> {
             return self.check_header(line_no, prefix, &hash, env.kind, env.seq, &own_prev, obj);
         }
 
-        // 1. Content: the line's bytes against its digest.
-        if let Mode::Full(h) = &self.mode {
-            if h.digest(&own_prev, prefix) != hash {
-                let why = if matches!(
-                    self.report.authentication,
-                    Authentication::Authenticated { .. }
-                ) {
-                    "the record does not match its HMAC: it was modified, or written without the key"
-                } else {
-                    "the record does not match its hash: it was modified"
-                };
-                return Err(problem(line_no, seq, ProblemKind::Modified, why));
-            }
-        }
-        // 2. Position: the sequence number.
-        if env.seq > self.expected_seq {
-            return Err(Fail::SeqAhead {
-                line: line_no,
-                found: env.seq,
-                expected: self.expected_seq,
-            });
-        }
-        if env.seq < self.expected_seq {
-            return Err(problem(
-                line_no,
-                seq,
-                ProblemKind::Duplicated,
-                format!(
-                    "seq {} already appeared at line {}: a record was inserted or duplicated",
-                    env.seq,
-                    env.seq + 1
-                ),
-            ));
-        }
-        if env.kind == "header" {
-            return Err(problem(
-                line_no,
-                seq,
-                ProblemKind::Malformed,
-                "a second header record; a trace has one header, on its first line",
-            ));
-        }
-        // 3. Link: prev is the previous record's digest.
-        if own_prev != self.prev {
-            return Err(problem(
-                line_no,
-                seq,
-                ProblemKind::ChainBroken,
-                format!(
-                    "\"prev\" is {} but the previous record's hash is {}: a record was replaced",
-                    env.prev,
-                    hex::encode(self.prev)
-                ),
-            ));
-        }
+        self.check_position(line_no, prefix, &hash, &env.kind, env.seq, &own_prev)?;
         // 4. Body.
         let record = decode_body(&env.kind, env.seq, obj)
             .map_err(|why| problem(line_no, seq, ProblemKind::Malformed, why))?;
         match record {
             TraceRecord::Header(_) => unreachable!("handled above"),
-            TraceRecord::Event { seq, action } => {
-                let r = &mut self.report;
-                r.events += 1;
-                let op = action.op.map_or("unknown", |o| o.name());
-                *r.events_by_op.entry(op.to_string()).or_insert(0) += 1;
-                let k = action.ktime_ns;
-                if self.last_ktime.is_some_and(|last| k < last) {
-                    r.ktime_regressions += 1;
-                }
-                self.last_ktime = Some(k);
-                r.ktime_span_ns = Some(match r.ktime_span_ns {
-                    None => (k, k),
-                    Some((lo, hi)) => (lo.min(k), hi.max(k)),
-                });
-                let t = EventTime {
-                    seq,
-                    time: action.time,
-                    ktime_ns: k,
-                };
-                if r.first_event.is_none() {
-                    r.first_event = Some(t.clone());
-                }
-                r.last_event = Some(t);
-            }
+            TraceRecord::Event { seq, action } => self.count_event(seq, action),
             TraceRecord::Loss { loss, .. } => {
                 let r = &mut self.report;
                 r.loss_records += 1;
@@ -582,6 +315,131 @@ impl Verifier<'_> {
         }
         self.accept(hash);
         Ok(())
+    }
+
+    /// An event record in the writer's layout, checked without building a
+    /// generic JSON object (most records are events: this is what makes
+    /// verification fast). The checks and their order are the same as in
+    /// [`check_line`](Self::check_line).
+    fn check_event(
+        &mut self,
+        line_no: u64,
+        prefix: &[u8],
+        hash: [u8; DIGEST_LEN],
+        p: &LineParts<'_>,
+    ) -> Result<(), Fail> {
+        self.check_position(line_no, prefix, &hash, "event", p.seq, &p.prev)?;
+        let mut text = Vec::with_capacity(p.body.len() + 2);
+        text.push(b'{');
+        text.extend_from_slice(p.body);
+        text.push(b'}');
+        let action: Action = serde_json::from_slice(&text).map_err(|e| {
+            problem(
+                line_no,
+                Some(p.seq),
+                ProblemKind::Malformed,
+                format!("bad event body: {e}"),
+            )
+        })?;
+        self.count_event(p.seq, action);
+        self.accept(hash);
+        Ok(())
+    }
+
+    /// Content (the digest), position (the seq) and link (`prev`) of a
+    /// record after the header.
+    fn check_position(
+        &self,
+        line_no: u64,
+        prefix: &[u8],
+        hash: &[u8; DIGEST_LEN],
+        kind: &str,
+        found: u64,
+        own_prev: &[u8; DIGEST_LEN],
+    ) -> Result<(), Fail> {
+        let seq = Some(found);
+        // 1. Content: the line's bytes against its digest.
+        if let Mode::Full(h) = &self.mode {
+            if h.digest(own_prev, prefix) != *hash {
+                let why = if matches!(
+                    self.report.authentication,
+                    Authentication::Authenticated { .. }
+                ) {
+                    "the record does not match its HMAC: it was modified, or written without the key"
+                } else {
+                    "the record does not match its hash: it was modified"
+                };
+                return Err(problem(line_no, seq, ProblemKind::Modified, why));
+            }
+        }
+        // 2. Position: the sequence number.
+        if found > self.expected_seq {
+            return Err(Fail::SeqAhead {
+                line: line_no,
+                found,
+                expected: self.expected_seq,
+            });
+        }
+        if found < self.expected_seq {
+            return Err(problem(
+                line_no,
+                seq,
+                ProblemKind::Duplicated,
+                format!(
+                    "seq {found} already appeared at line {}: a record was inserted or duplicated",
+                    found + 1
+                ),
+            ));
+        }
+        if kind == "header" {
+            return Err(problem(
+                line_no,
+                seq,
+                ProblemKind::Malformed,
+                "a second header record; a trace has one header, on its first line",
+            ));
+        }
+        // 3. Link: prev is the previous record's digest.
+        if *own_prev != self.prev {
+            return Err(problem(
+                line_no,
+                seq,
+                ProblemKind::ChainBroken,
+                format!(
+                    "\"prev\" is {} but the previous record's hash is {}: a record was replaced",
+                    hex::encode(own_prev),
+                    hex::encode(self.prev)
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn count_event(&mut self, seq: u64, action: Action) {
+        {
+            let r = &mut self.report;
+            r.events += 1;
+            let op = action.op.map_or("unknown", |o| o.name());
+            *r.events_by_op.entry(op.to_string()).or_insert(0) += 1;
+            let k = action.ktime_ns;
+            if self.last_ktime.is_some_and(|last| k < last) {
+                r.ktime_regressions += 1;
+            }
+            self.last_ktime = Some(k);
+            r.ktime_span_ns = Some(match r.ktime_span_ns {
+                None => (k, k),
+                Some((lo, hi)) => (lo.min(k), hi.max(k)),
+            });
+            let t = EventTime {
+                seq,
+                time: action.time,
+                ktime_ns: k,
+            };
+            if r.first_event.is_none() {
+                r.first_event = Some(t.clone());
+            }
+            r.last_event = Some(t);
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -847,20 +705,12 @@ fn lenient_seq(line: &[u8]) -> Option<u64> {
 
 /// Scans the remaining complete lines for one with `seq`; returns its line
 /// number.
-fn find_seq(
-    reader: &mut impl std::io::BufRead,
-    mut line_no: u64,
-    seq: u64,
-) -> std::io::Result<Option<u64>> {
+fn find_seq(reader: &mut TraceReader, seq: u64) -> Result<Option<u64>, TraceError> {
     let mut line = Vec::new();
-    loop {
-        line.clear();
-        if reader.read_until(b'\n', &mut line)? == 0 || line.last() != Some(&b'\n') {
-            return Ok(None);
-        }
+    while let Some(Next::Line) = reader.next(&mut line)? {
         if lenient_seq(&line) == Some(seq) {
-            return Ok(Some(line_no));
+            return Ok(Some(reader.lines_read()));
         }
-        line_no += 1;
     }
+    Ok(None)
 }

@@ -9,7 +9,10 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::format::{Encoder, Hasher, SCHEMA};
-use super::{key_id, ChainAlg, Header, Loss, SealInfo, SealRecord, SealSummary, TraceError};
+use super::packer::Packer;
+use super::{
+    key_id, ChainAlg, Header, Loss, SealInfo, SealRecord, SealSummary, TraceError, TraceFormat,
+};
 use crate::record::Action;
 
 /// Buffered bytes above which an append writes the buffer out by itself.
@@ -33,14 +36,22 @@ struct NoteBody<'a> {
 /// Writes a trace: the header on creation, then events, loss records and
 /// notes, then the seal.
 ///
-/// Records are encoded into a memory buffer; [`flush`](Self::flush) writes
-/// the buffer to the file (the run loop calls it at least every second and
-/// on exit), and an append writes the buffer by itself once it exceeds 1 MiB.
+/// Records are encoded (and chained) into a memory buffer of canonical
+/// lines; [`flush`](Self::flush) writes the buffer out (the run loop calls
+/// it at least every second and on exit), and an append flushes by itself
+/// once the buffer exceeds 1 MiB. In the JSON-lines form a flush is a
+/// write(2) of the lines. In the compact form a flush hands the lines to a
+/// thread of their own, which packs them into one zstd frame and appends it,
+/// so compression never runs on the caller's thread.
+///
 /// Dropping an unsealed writer writes what is buffered (best effort): the
 /// file then verifies as unsealed.
 pub struct TraceWriter {
     path: PathBuf,
+    form: TraceFormat,
+    /// JSON lines: the file. Compact form: `None`, the packer owns it.
     file: Option<File>,
+    packer: Option<Packer>,
     buf: Vec<u8>,
     enc: Encoder,
     events: u64,
@@ -59,11 +70,22 @@ impl TraceWriter {
     /// is never overwritten. Symbolic links are not followed.
     ///
     /// With a key, records are chained with HMAC-SHA256 under it; without,
-    /// with plain SHA-256.
+    /// with plain SHA-256. The file is in the default form (compact); see
+    /// [`create_as`](Self::create_as).
     pub fn create(
         path: &Path,
         key: Option<Vec<u8>>,
+        header: Header,
+    ) -> Result<TraceWriter, TraceError> {
+        Self::create_as(path, key, header, TraceFormat::default())
+    }
+
+    /// [`create`](Self::create) in the given form.
+    pub fn create_as(
+        path: &Path,
+        key: Option<Vec<u8>>,
         mut header: Header,
+        form: TraceFormat,
     ) -> Result<TraceWriter, TraceError> {
         if key.as_ref().is_some_and(|k| k.is_empty()) {
             return Err(TraceError::EmptyKey);
@@ -77,9 +99,15 @@ impl TraceWriter {
         let file = open_new(path)?;
         let hasher = Hasher::new(key.as_deref());
         let kid = key.as_deref().map(key_id);
+        let (file, packer) = match form {
+            TraceFormat::Jsonl => (Some(file), None),
+            TraceFormat::Compact => (None, Some(Packer::start(path, file)?)),
+        };
         let mut w = TraceWriter {
             path: path.to_owned(),
-            file: Some(file),
+            form,
+            file,
+            packer,
             buf: Vec::with_capacity(64 * 1024),
             enc: Encoder::new(hasher),
             events: 0,
@@ -95,13 +123,9 @@ impl TraceWriter {
             header: &header,
         };
         w.encode("header", &body)?;
-        w.flush()?;
         // The header is the only record worth a synchronous disk write at
         // start: with it on disk, a crash leaves a verifiable (unsealed) file.
-        if let Some(f) = &w.file {
-            f.sync_all()
-                .map_err(|e| TraceError::io(&w.path, "sync", e))?;
-        }
+        w.sync()?;
         sync_parent_dir(path);
         Ok(w)
     }
@@ -144,6 +168,11 @@ impl TraceWriter {
     /// [`sync`](Self::sync). On error the unwritten bytes stay buffered and
     /// the next call retries them.
     pub fn flush(&mut self) -> Result<(), TraceError> {
+        if let Some(p) = &mut self.packer {
+            return p
+                .submit(std::mem::take(&mut self.buf))
+                .map_err(|e| TraceError::io(&self.path, "write", e));
+        }
         let Some(file) = self.file.as_mut() else {
             return Ok(());
         };
@@ -174,6 +203,11 @@ impl TraceWriter {
     /// loss too.
     pub fn sync(&mut self) -> Result<(), TraceError> {
         self.flush()?;
+        if let Some(p) = &mut self.packer {
+            return p
+                .sync()
+                .map_err(|e| TraceError::io(&self.path, "write or sync", e));
+        }
         if let Some(f) = &self.file {
             f.sync_data()
                 .map_err(|e| TraceError::io(&self.path, "sync", e))?;
@@ -211,9 +245,14 @@ impl TraceWriter {
         };
         self.encode("seal", &record)?;
         self.flush()?;
-        let file = self.file.take().expect("an unsealed writer has a file");
-        file.sync_all()
-            .map_err(|e| TraceError::io(&self.path, "sync", e))?;
+        if let Some(p) = self.packer.take() {
+            p.finish()
+                .map_err(|e| TraceError::io(&self.path, "write or sync", e))?;
+        } else {
+            let file = self.file.take().expect("an unsealed writer has a file");
+            file.sync_all()
+                .map_err(|e| TraceError::io(&self.path, "sync", e))?;
+        }
         Ok(SealSummary {
             path: self.path.clone(),
             chain: self.enc.alg(),
@@ -231,6 +270,11 @@ impl TraceWriter {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The form the file is written in.
+    pub fn format(&self) -> TraceFormat {
+        self.form
     }
 
     /// The chain algorithm in use.
@@ -264,8 +308,11 @@ impl TraceWriter {
 
 impl Drop for TraceWriter {
     fn drop(&mut self) {
-        if self.file.is_some() && !self.buf.is_empty() {
+        if (self.file.is_some() || self.packer.is_some()) && !self.buf.is_empty() {
             let _ = self.flush();
+        }
+        if let Some(p) = self.packer.take() {
+            let _ = p.finish();
         }
     }
 }
@@ -274,6 +321,7 @@ impl std::fmt::Debug for TraceWriter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TraceWriter")
             .field("path", &self.path)
+            .field("format", &self.form)
             .field("chain", &self.enc.alg())
             .field("records", &self.enc.next_seq())
             .field("buffered_bytes", &self.buf.len())
