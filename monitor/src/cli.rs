@@ -7,7 +7,7 @@ use crate::{oracle, policy, probes, session, trace};
 /// coding agents do to a system, from the kernel.
 ///
 /// `abm run -- CMD` watches CMD and all its descendants with eBPF, writes a
-/// hash-chained JSON-lines trace of every destructive syscall (unlink,
+/// hash-chained trace (compact zstd form, or JSON lines) of every destructive syscall (unlink,
 /// rmdir, rename, chmod, chown, truncate, write opens, exec) with resolved
 /// paths, results and policy verdicts, and prints a summary.
 #[derive(Debug, Parser)]

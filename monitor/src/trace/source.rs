@@ -316,11 +316,16 @@ impl TraceReader {
                     })));
                 }
             };
-            let mut data = vec![0u8; h.zlen as usize];
-            let got = read_full(&mut self.file, &mut data)
-                .map_err(|e| TraceError::io(&self.path, "read", e))?;
+            // Read as much as is there (a damaged length must not make the
+            // reader allocate it up front).
+            let mut data = Vec::new();
+            let got = std::io::Read::read_to_end(
+                &mut std::io::Read::take(&mut self.file, u64::from(h.zlen)),
+                &mut data,
+            )
+            .map_err(|e| TraceError::io(&self.path, "read", e))?;
             let block_len = (BLOCK_HEADER_LEN + h.zlen as usize) as u64;
-            if got < data.len() {
+            if got < h.zlen as usize {
                 return Ok(Some(Next::Truncated(TruncatedTail {
                     line: self.lines + 1,
                     bytes: (BLOCK_HEADER_LEN + got) as u64,
@@ -370,7 +375,7 @@ fn peek_first_seq(file: &mut dyn BufRead, path: &Path) -> Result<Option<u64>, Tr
     Ok(BlockHeader::decode(hb).ok().map(|h| h.first_seq))
 }
 
-fn read_full(r: &mut impl std::io::Read, buf: &mut [u8]) -> std::io::Result<usize> {
+fn read_full(r: &mut (impl std::io::Read + ?Sized), buf: &mut [u8]) -> std::io::Result<usize> {
     let mut got = 0;
     while got < buf.len() {
         match r.read(&mut buf[got..]) {

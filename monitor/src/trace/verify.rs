@@ -96,6 +96,19 @@ pub(crate) fn verify_source(
                 tail = Some(t);
                 break;
             }
+            Next::Damaged(d) if v.sealed_at.is_some() => {
+                let p = Problem {
+                    line: d.line,
+                    seq: None,
+                    kind: ProblemKind::AfterSeal,
+                    detail: format!(
+                        "bytes after the seal (from byte {}) that are not a valid block: a \
+                         sealed trace ends with its seal",
+                        d.offset
+                    ),
+                };
+                return Ok(v.broken(p));
+            }
             Next::Damaged(d) => {
                 let p = Problem {
                     line: d.line,
