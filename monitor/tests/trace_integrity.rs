@@ -469,14 +469,14 @@ fn documented_python_verifier_reads_both_forms() {
         // An edited record, written back in the same form.
         let mut l = lines(&trace);
         l[3] = l[3].replacen("\"pid\":", "\"pid\":1", 1);
-        let copy = t.join(format!("edited.{form}"));
+        let copy = t.join(&format!("edited.{form}"));
         write_lines(&copy, &l, form);
         let (ok, _, err) = run(&copy);
         assert!(!ok && err.contains("line 4: modified"), "{form}: {err}");
 
         // Cut short: the records before the cut verify, unsealed.
         let bytes = std::fs::read(&trace).unwrap();
-        let cut = t.join(format!("cut.{form}"));
+        let cut = t.join(&format!("cut.{form}"));
         std::fs::write(&cut, &bytes[..bytes.len() - 20]).unwrap();
         assert_eq!(run(&cut).1, "unsealed", "{form}");
     }

@@ -94,6 +94,9 @@ impl BlockHeader {
         if u32_at(4) as usize != BLOCK_HEADER_LEN - 8 {
             return Err(format!("block header size {} is not 60", u32_at(4)));
         }
+        if b[14..16] != [0, 0] {
+            return Err("the reserved bytes 14-15 are not zero".into());
+        }
         let version = u16::from_le_bytes([b[12], b[13]]);
         if version != COMPACT_VERSION {
             return Err(format!(

@@ -90,7 +90,10 @@ impl Packer {
     }
 
     fn take_error(&self) -> Option<std::io::Error> {
-        self.error.lock().map(|mut e| e.take()).unwrap_or(None)
+        match self.error.lock() {
+            Ok(mut e) => e.take(),
+            Err(_) => None,
+        }
     }
 
     fn stop(&mut self) {
