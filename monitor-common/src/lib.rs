@@ -246,31 +246,96 @@ pub struct ScopeEntry {
 }
 const _: () = assert!(size_of::<ScopeEntry>() == 8);
 
-/// x86_64 syscall numbers (arch/x86/entry/syscalls/syscall_64.tbl).
-pub mod syscall_nr {
-    pub const OPEN: u32 = 2;
-    pub const TRUNCATE: u32 = 76;
-    pub const FTRUNCATE: u32 = 77;
-    pub const RENAME: u32 = 82;
-    pub const RMDIR: u32 = 84;
-    pub const CREAT: u32 = 85;
-    pub const UNLINK: u32 = 87;
-    pub const CHMOD: u32 = 90;
-    pub const FCHMOD: u32 = 91;
-    pub const CHOWN: u32 = 92;
-    pub const FCHOWN: u32 = 93;
-    pub const LCHOWN: u32 = 94;
-    pub const EXECVE: u32 = 59;
-    pub const OPENAT: u32 = 257;
-    pub const FCHOWNAT: u32 = 260;
-    pub const UNLINKAT: u32 = 263;
-    pub const RENAMEAT: u32 = 264;
-    pub const FCHMODAT: u32 = 268;
-    pub const RENAMEAT2: u32 = 316;
-    pub const EXECVEAT: u32 = 322;
-    pub const IO_URING_SETUP: u32 = 425;
-    pub const OPENAT2: u32 = 437;
-    pub const FCHMODAT2: u32 = 452;
+/// When the seccomp backend's filter sends a traced syscall to the supervisor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Notify {
+    /// Every call.
+    Always,
+    /// Only when the open flags (this argument) may write; read-only opens
+    /// never leave the kernel.
+    IfWrites { flags_arg: u8 },
+}
+
+/// One traced syscall: the single table the kernel programs, the seccomp
+/// filter, the decoder and the docs use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Syscall {
+    /// x86_64 number (arch/x86/entry/syscalls/syscall_64.tbl).
+    pub nr: u32,
+    pub name: &'static str,
+    /// The operation before flags are looked at: an open with `O_TRUNC` is
+    /// `truncate`, `unlinkat` with `AT_REMOVEDIR` is `rmdir`, `creat`
+    /// always truncates.
+    pub kind: EventKind,
+    /// Argument registers (0-5) holding the path (or fd for fd-based calls),
+    /// the second path, and the flags, as far as they exist.
+    pub path_arg: Option<u8>,
+    pub path2_arg: Option<u8>,
+    pub flags_arg: Option<u8>,
+    pub notify: Notify,
+}
+
+macro_rules! syscalls {
+    ($($konst:ident = $nr:literal, $name:literal, $kind:ident, $path:expr, $path2:expr, $flags:expr, $notify:expr;)*) => {
+        /// x86_64 syscall numbers of the traced syscalls ([`SYSCALLS`]).
+        pub mod syscall_nr {
+            $(pub const $konst: u32 = $nr;)*
+        }
+
+        /// Every traced syscall.
+        pub const SYSCALLS: [Syscall; [$($nr),*].len()] = [$(Syscall {
+            nr: $nr,
+            name: $name,
+            kind: EventKind::$kind,
+            path_arg: $path,
+            path2_arg: $path2,
+            flags_arg: $flags,
+            notify: $notify,
+        }),*];
+
+        /// Whether the kernel programs trace syscall `nr` (a jump table, not
+        /// a loop: this runs on every syscall of the machine).
+        #[inline(always)]
+        pub const fn is_traced(nr: u32) -> bool {
+            matches!(nr, $($nr)|*)
+        }
+    };
+}
+
+const ALWAYS: Notify = Notify::Always;
+
+syscalls! {
+    OPEN = 2, "open", Write, Some(0), None, Some(1), Notify::IfWrites { flags_arg: 1 };
+    EXECVE = 59, "execve", Exec, Some(0), None, None, ALWAYS;
+    TRUNCATE = 76, "truncate", Truncate, Some(0), None, None, ALWAYS;
+    FTRUNCATE = 77, "ftruncate", Truncate, Some(0), None, None, ALWAYS;
+    RENAME = 82, "rename", Rename, Some(0), Some(1), None, ALWAYS;
+    RMDIR = 84, "rmdir", Rmdir, Some(0), None, None, ALWAYS;
+    CREAT = 85, "creat", Truncate, Some(0), None, None, ALWAYS;
+    UNLINK = 87, "unlink", Unlink, Some(0), None, None, ALWAYS;
+    CHMOD = 90, "chmod", Chmod, Some(0), None, None, ALWAYS;
+    FCHMOD = 91, "fchmod", Chmod, Some(0), None, None, ALWAYS;
+    CHOWN = 92, "chown", Chown, Some(0), None, None, ALWAYS;
+    FCHOWN = 93, "fchown", Chown, Some(0), None, None, ALWAYS;
+    LCHOWN = 94, "lchown", Chown, Some(0), None, None, ALWAYS;
+    OPENAT = 257, "openat", Write, Some(1), None, Some(2), Notify::IfWrites { flags_arg: 2 };
+    FCHOWNAT = 260, "fchownat", Chown, Some(1), None, Some(4), ALWAYS;
+    UNLINKAT = 263, "unlinkat", Unlink, Some(1), None, Some(2), ALWAYS;
+    RENAMEAT = 264, "renameat", Rename, Some(1), Some(3), None, ALWAYS;
+    FCHMODAT = 268, "fchmodat", Chmod, Some(1), None, None, ALWAYS;
+    RENAMEAT2 = 316, "renameat2", Rename, Some(1), Some(3), Some(4), ALWAYS;
+    EXECVEAT = 322, "execveat", Exec, Some(1), None, Some(4), ALWAYS;
+    // Refused under --enforce: io_uring operations would bypass the filter.
+    IO_URING_SETUP = 425, "io_uring_setup", IoUringSetup, None, None, None, ALWAYS;
+    // Flags in a struct in user memory, which classic BPF cannot read.
+    OPENAT2 = 437, "openat2", Write, Some(1), None, None, ALWAYS;
+    FCHMODAT2 = 452, "fchmodat2", Chmod, Some(1), None, Some(3), ALWAYS;
+}
+
+/// The traced syscall numbered `nr`.
+pub fn syscall(nr: u32) -> Option<&'static Syscall> {
+    let all: &'static [Syscall] = &SYSCALLS;
+    all.iter().find(|s| s.nr == nr)
 }
 
 /// Value of the `INFLIGHT` map: a traced syscall in progress on one thread.
@@ -299,9 +364,13 @@ pub mod open_flags {
 
 #[cfg(feature = "user")]
 mod pod {
+    // SAFETY: #[repr(C)], only integer fields, no padding (size asserted above): every byte pattern is a valid value.
     unsafe impl aya::Pod for super::EventHeader {}
+    // SAFETY: #[repr(C)], only integer fields, no padding (size asserted above): every byte pattern is a valid value.
     unsafe impl aya::Pod for super::FieldHeader {}
+    // SAFETY: #[repr(C)], only integer fields, no padding (size asserted above): every byte pattern is a valid value.
     unsafe impl aya::Pod for super::ScopeEntry {}
+    // SAFETY: #[repr(C)], only integer fields, no padding (size asserted above): every byte pattern is a valid value.
     unsafe impl aya::Pod for super::Inflight {}
 }
 
@@ -545,12 +614,20 @@ const _: () = assert!(size_of::<TokenScratch>() == 528);
 
 #[cfg(feature = "user")]
 mod lsm_pod {
+    // SAFETY: #[repr(C)], only integer fields, no padding (size asserted above): every byte pattern is a valid value.
     unsafe impl aya::Pod for super::InodeKey {}
+    // SAFETY: #[repr(C)], only integer fields, no padding (size asserted above): every byte pattern is a valid value.
     unsafe impl aya::Pod for super::PathRuleBits {}
+    // SAFETY: #[repr(C)], only integer fields, no padding (size asserted above): every byte pattern is a valid value.
     unsafe impl aya::Pod for super::LsmConfig {}
+    // SAFETY: #[repr(C)], only integer fields, no padding (size asserted above): every byte pattern is a valid value.
     unsafe impl aya::Pod for super::ExecRule {}
+    // SAFETY: #[repr(C)], only integer fields, no padding (size asserted above): every byte pattern is a valid value.
     unsafe impl aya::Pod for super::ExecVerdict {}
+    // SAFETY: #[repr(C)], only integer fields, no padding (size asserted above): every byte pattern is a valid value.
     unsafe impl aya::Pod for super::AllowKey {}
+    // SAFETY: #[repr(C)], only integer fields, no padding (size asserted above): every byte pattern is a valid value.
     unsafe impl aya::Pod for super::Allowance {}
+    // SAFETY: #[repr(C)], only integer fields, no padding (size asserted above): every byte pattern is a valid value.
     unsafe impl aya::Pod for super::LsmDecision {}
 }

@@ -21,6 +21,8 @@ fn panic(_info: &core::panic::PanicInfo) -> ! {
     loop {}
 }
 
+// SAFETY: a symbol name used once in the object.
 #[unsafe(link_section = "license")]
+// SAFETY: a symbol name used once in the object.
 #[unsafe(no_mangle)]
 static LICENSE: [u8; 4] = *b"GPL\0";

@@ -40,6 +40,7 @@ pub struct RecordBuf {
 }
 
 /// Non-zero when userspace watches cgroups; saves the cgroup lookup otherwise.
+// SAFETY: a symbol name used once in the object.
 #[unsafe(no_mangle)]
 pub static WATCH_CGROUPS: u32 = 0;
 
@@ -47,6 +48,7 @@ pub static WATCH_CGROUPS: u32 = 0;
 pub fn count_loss(cause: LossCause) {
     if let Some(p) = LOSSES.get_ptr_mut(cause as u32) {
         // Per-CPU slot: no other writer while this program runs.
+        // SAFETY: a pointer into this CPU's entry of a per-CPU array (non-null from the lookup); programs do not nest on one CPU.
         unsafe { *p += 1 };
     }
 }
@@ -65,14 +67,19 @@ const MAX_CGROUP_LEVEL: u32 = 31;
 /// sub-cgroups a container creates stay in scope).
 #[inline(always)]
 pub fn current_scope(tgid: u32) -> Option<ScopeEntry> {
+    // SAFETY: a map lookup; the value is read at once, within this program run.
     if let Some(e) = unsafe { SCOPE.get(&tgid) } {
         return Some(*e);
     }
+    // SAFETY: a plain read of a global the loader sets before the programs run.
     if unsafe { core::ptr::read_volatile(&WATCH_CGROUPS) } != 0 {
+        // SAFETY: a BPF helper without memory arguments.
         let cg = unsafe { aya_ebpf::helpers::bpf_get_current_cgroup_id() };
+        // SAFETY: a map lookup; the value is read at once, within this program run.
         if let Some(e) = unsafe { SCOPE_CGROUPS.get(&cg) } {
             return Some(*e);
         }
+        // SAFETY: a map lookup; the value is read at once, within this program run.
         if let Some(levels) = unsafe { SCOPE_CGROUPS.get(&CGROUP_LEVELS_KEY) } {
             let found = scope_ancestor(levels.target as u64);
             if found != 0 {
@@ -86,6 +93,7 @@ pub fn current_scope(tgid: u32) -> Option<ScopeEntry> {
 /// Target id + 1 of the deepest watched ancestor of the current cgroup at
 /// one of the levels in `mask`, or 0. A global function: verified once, and
 /// its loop has a constant bound.
+// SAFETY: a symbol name used once in the object.
 #[unsafe(no_mangle)]
 #[inline(never)]
 pub extern "C" fn scope_ancestor(mask: u64) -> u64 {
@@ -93,8 +101,10 @@ pub extern "C" fn scope_ancestor(mask: u64) -> u64 {
     while level >= 0 {
         if mask & (1u64 << level) != 0 {
             // 0 when the current cgroup is shallower than `level`.
+            // SAFETY: a BPF helper without memory arguments.
             let id = unsafe { aya_ebpf::helpers::generated::bpf_get_current_ancestor_cgroup_id(level) };
             if id != 0 {
+                // SAFETY: a map lookup; the value is read at once, within this program run.
                 if let Some(e) = unsafe { SCOPE_CGROUPS.get(&id) } {
                     return e.target as u64 + 1;
                 }

@@ -31,55 +31,81 @@ pub struct Record {
     buf: *mut RecordBuf,
 }
 
+/// Fills a record header for the current task: the one place every program
+/// (tracepoints and LSM hooks) does it. `DETAILS`: time, parent, ids and
+/// comm too; a syscall-result record carries only what pairing and
+/// attribution need (thread, process, cgroup, result).
+#[inline(always)]
+pub fn fill_header<const DETAILS: bool>(hdr: &mut EventHeader, kind: u32, syscall: u32, result: i64) {
+    let pid_tgid = bpf_get_current_pid_tgid();
+    hdr.kind = kind;
+    hdr.syscall = syscall;
+    hdr.tid = pid_tgid as u32;
+    hdr.pid = (pid_tgid >> 32) as u32;
+    if DETAILS {
+        let uid_gid = bpf_get_current_uid_gid();
+        // SAFETY: BPF helpers without memory arguments; the task pointer is
+        // only passed to CO-RE reads (bpf_probe_read_kernel underneath).
+        let task = unsafe { bpf_get_current_task() } as *const c_void;
+        hdr.ktime_ns = unsafe { bpf_ktime_get_ns() };
+        hdr.ppid = unsafe { shim_task_ppid(task) };
+        hdr.uid = uid_gid as u32;
+        hdr.gid = (uid_gid >> 32) as u32;
+        hdr.comm = bpf_get_current_comm().unwrap_or([0; 16]);
+    } else {
+        hdr.ktime_ns = 0;
+        hdr.ppid = 0;
+        hdr.uid = 0;
+        hdr.gid = 0;
+        hdr.comm = [0; 16];
+    }
+    hdr.payload_len = 0;
+    // SAFETY: BPF helper without arguments.
+    hdr.cgroup_id = unsafe { bpf_get_current_cgroup_id() };
+    hdr.result = result;
+    hdr.flags = 0;
+    hdr.mode = u32::MAX;
+    hdr.owner_uid = u32::MAX;
+    hdr.owner_gid = u32::MAX;
+    hdr.fd = 0;
+    hdr.hflags = 0;
+    hdr._pad = 0;
+}
+
 impl Record {
     /// Starts a record for the current task. `None` only if the scratch map
     /// lookup fails, which cannot happen for a 1-entry per-CPU array.
     #[inline(always)]
     pub fn start(kind: u32, syscall: u32) -> Option<Record> {
         let buf = SCRATCH.get_ptr_mut(0)?;
-        let pid_tgid = bpf_get_current_pid_tgid();
-        let uid_gid = bpf_get_current_uid_gid();
-        let task = unsafe { bpf_get_current_task() } as *const c_void;
-        let hdr = unsafe { &mut (*buf).hdr };
-        hdr.kind = kind;
-        hdr.syscall = syscall;
-        hdr.ktime_ns = unsafe { bpf_ktime_get_ns() };
-        hdr.tid = pid_tgid as u32;
-        hdr.pid = (pid_tgid >> 32) as u32;
-        hdr.ppid = unsafe { shim_task_ppid(task) };
-        hdr.uid = uid_gid as u32;
-        hdr.gid = (uid_gid >> 32) as u32;
-        hdr.payload_len = 0;
-        hdr.cgroup_id = unsafe { bpf_get_current_cgroup_id() };
-        hdr.comm = bpf_get_current_comm().unwrap_or([0; 16]);
-        hdr.result = 0;
-        hdr.flags = 0;
-        hdr.mode = u32::MAX;
-        hdr.owner_uid = u32::MAX;
-        hdr.owner_gid = u32::MAX;
-        hdr.fd = 0;
-        hdr.hflags = 0;
-        hdr._pad = 0;
+        // SAFETY: `buf` points at this CPU's entry of the 1-entry per-CPU
+        // scratch array (non-null from the lookup); programs do not nest on
+        // one CPU, so nothing else holds a reference to it.
+        fill_header::<true>(unsafe { &mut (*buf).hdr }, kind, syscall, 0);
         Some(Record { buf })
     }
 
     #[inline(always)]
     pub fn hdr(&mut self) -> &mut EventHeader {
+        // SAFETY: a pointer into this CPU's entry of a per-CPU array (non-null from the lookup); programs do not nest on one CPU.
         unsafe { &mut (*self.buf).hdr }
     }
 
     #[inline(always)]
     fn off(&self) -> usize {
+        // SAFETY: a pointer into this CPU's entry of a per-CPU array (non-null from the lookup); programs do not nest on one CPU.
         unsafe { (*self.buf).hdr.payload_len as usize }
     }
 
     #[inline(always)]
     fn set_off(&mut self, off: usize) {
+        // SAFETY: a pointer into this CPU's entry of a per-CPU array (non-null from the lookup); programs do not nest on one CPU.
         unsafe { (*self.buf).hdr.payload_len = off as u32 };
     }
 
     #[inline(always)]
     fn ptr(&self, off: usize) -> *mut u8 {
+        // SAFETY: a pointer into this CPU's entry of a per-CPU array (non-null from the lookup); programs do not nest on one CPU.
         unsafe { (*self.buf).payload.as_mut_ptr().add(off & MASK) }
     }
 
@@ -99,6 +125,7 @@ impl Record {
     fn end(&mut self, at: usize, tag: u8, flags: u8) {
         let len = self.off().saturating_sub(at + FIELD_HDR);
         let fh = FieldHeader { tag, flags, len: len as u16 };
+        // SAFETY: an in-bounds write into this CPU's scratch entry (offset masked, slack after the payload).
         unsafe { core::ptr::write_unaligned(self.ptr(at) as *mut FieldHeader, fh) };
     }
 
@@ -109,6 +136,7 @@ impl Record {
     pub fn user_str<const MAX: usize>(&mut self, tag: u8, src: *const u8) -> (u8, bool) {
         let Some(at) = self.begin() else { return (0, true) };
         let dst = self.ptr(self.off());
+        // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
         let n = unsafe { bpf_probe_read_user_str(dst as *mut c_void, MAX as u32, src as *const c_void) };
         let mut flags = 0;
         let mut first = 0;
@@ -119,6 +147,7 @@ impl Record {
             if n >= MAX {
                 flags |= field_flags::TRUNCATED;
             }
+            // SAFETY: a pointer into this CPU's entry of a per-CPU array (non-null from the lookup); programs do not nest on one CPU.
             first = unsafe { *dst };
             // Drop the NUL from the field.
             let off = self.off() + ((n - 1) & (2 * MAX - 1));
@@ -139,6 +168,7 @@ impl Record {
     /// absolute path, else `dirfd` (or the cwd for `AT_FDCWD`).
     #[inline(always)]
     pub fn walk_base(&mut self, tag: u8, first_byte: u8, dirfd: i32) {
+        // SAFETY: a BPF helper without memory arguments.
         let task = unsafe { bpf_get_current_task() } as *const c_void;
         let (d, m) = unsafe {
             if first_byte == b'/' {
@@ -156,8 +186,11 @@ impl Record {
     /// Walks the file behind `fd`.
     #[inline(always)]
     pub fn walk_fd(&mut self, tag: u8, fd: i32) {
+        // SAFETY: a BPF helper without memory arguments.
         let task = unsafe { bpf_get_current_task() } as *const c_void;
+        // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
         let f = unsafe { shim_task_fd_file(task, fd) };
+        // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
         let (d, m) = unsafe { (shim_file_dentry(f), shim_file_mnt(f)) };
         self.walk(tag, d, m);
     }
@@ -165,7 +198,9 @@ impl Record {
     /// Walks the task's root directory (empty for the host root).
     #[inline(always)]
     pub fn walk_root(&mut self, tag: u8) {
+        // SAFETY: a BPF helper without memory arguments.
         let task = unsafe { bpf_get_current_task() } as *const c_void;
+        // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
         let (d, m) = unsafe { (shim_task_root_dentry(task), shim_task_root_mnt(task)) };
         self.walk(tag, d, m);
     }
@@ -173,7 +208,9 @@ impl Record {
     /// Walks the task's working directory.
     #[inline(always)]
     pub fn walk_cwd(&mut self, tag: u8) {
+        // SAFETY: a BPF helper without memory arguments.
         let task = unsafe { bpf_get_current_task() } as *const c_void;
+        // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
         let (d, m) = unsafe { (shim_task_pwd_dentry(task), shim_task_pwd_mnt(task)) };
         self.walk(tag, d, m);
     }
@@ -187,6 +224,7 @@ impl Record {
         }
         self.hdr().payload_len = len as u32;
         let total = HDR + len;
+        // SAFETY: `total` bytes from the start of this CPU's scratch entry, bounded by its size.
         let data = unsafe { core::slice::from_raw_parts(self.buf as *const u8, total) };
         if EVENTS.output::<[u8]>(data, wakeup_flags()).is_err() {
             count_loss(LossCause::RingbufFull);
@@ -199,27 +237,9 @@ impl Record {
     #[inline(always)]
     pub fn start_result(syscall: u32, result: i64) -> Option<Record> {
         let buf = SCRATCH.get_ptr_mut(0)?;
-        let pid_tgid = bpf_get_current_pid_tgid();
+        // SAFETY: as in `start`: this CPU's scratch entry, not aliased.
         let hdr = unsafe { &mut (*buf).hdr };
-        hdr.kind = EventKind::SyscallExit as u32;
-        hdr.syscall = syscall;
-        hdr.ktime_ns = 0;
-        hdr.tid = pid_tgid as u32;
-        hdr.pid = (pid_tgid >> 32) as u32;
-        hdr.ppid = 0;
-        hdr.uid = 0;
-        hdr.gid = 0;
-        hdr.payload_len = 0;
-        hdr.cgroup_id = unsafe { bpf_get_current_cgroup_id() };
-        hdr.comm = [0; 16];
-        hdr.result = result;
-        hdr.flags = 0;
-        hdr.mode = u32::MAX;
-        hdr.owner_uid = u32::MAX;
-        hdr.owner_gid = u32::MAX;
-        hdr.fd = 0;
-        hdr.hflags = 0;
-        hdr._pad = 0;
+        fill_header::<false>(hdr, EventKind::SyscallExit as u32, syscall, result);
         Some(Record { buf })
     }
 }
@@ -256,6 +276,7 @@ pub const AT_FDCWD: i32 = -100;
 /// A global function: the verifier checks it once, with scalar arguments,
 /// instead of once per call site. Kernel pointers travel as u64 and are only
 /// ever dereferenced through probe reads.
+// SAFETY: a symbol name used once in the object.
 #[unsafe(no_mangle)]
 #[inline(never)]
 pub extern "C" fn walk_path(tag: u64, dentry: u64, mnt: u64) -> u64 {
@@ -273,17 +294,21 @@ pub extern "C" fn walk_path(tag: u64, dentry: u64, mnt: u64) -> u64 {
     let mut done = false;
     let mut off = rec.off();
     for _ in 0..MAX_PATH_DEPTH {
+        // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
         let root = unsafe { shim_mnt_root(m) };
         if d == root {
+            // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
             let parent = unsafe { shim_mnt_parent(m) };
             if parent.is_null() || parent == m {
                 done = true;
                 break;
             }
+            // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
             d = unsafe { shim_mnt_mountpoint(m) };
             m = parent;
             continue;
         }
+        // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
         let p = unsafe { shim_dentry_parent(d) };
         if p.is_null() || p == d {
             // Top of a tree that is not a mount root: the dentry is
@@ -297,8 +322,10 @@ pub extern "C" fn walk_path(tag: u64, dentry: u64, mnt: u64) -> u64 {
             done = true;
             break;
         }
+        // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
         let name = unsafe { shim_dentry_name(d) };
         let dst = rec.ptr(off);
+        // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
         let n = unsafe { bpf_probe_read_kernel_str(dst as *mut c_void, MAX_NAME as u32, name as *const c_void) };
         if n <= 0 {
             flags |= field_flags::READ_FAILED;

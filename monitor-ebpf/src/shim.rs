@@ -2,6 +2,7 @@
 //! return raw kernel pointers; NULL in gives NULL/0 out.
 use core::ffi::c_void;
 
+// SAFETY: the C shim's accessors take kernel pointers and read through CO-RE relocated bpf_probe_read_kernel; a bad pointer yields 0, never a fault.
 unsafe extern "C" {
     pub fn shim_task_pid(t: *const c_void) -> u32;
     pub fn shim_task_tgid(t: *const c_void) -> u32;

@@ -1,7 +1,7 @@
 //! The `abm` command line.
 use clap::{Parser, Subcommand};
 
-use crate::{oracle, policy, probes, session, trace};
+use crate::{kernel::probes, oracle, policy, run, trace};
 
 /// Action boundary monitor: records, judges and (optionally) blocks what AI
 /// coding agents do to a system, from the kernel.
@@ -24,7 +24,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a command under the monitor and record what its process tree does.
-    Run(session::RunArgs),
+    Run(run::RunArgs),
     /// Report which kernel backends this machine supports, and why.
     Doctor(DoctorArgs),
     /// Validate and explain policy files.
@@ -135,7 +135,7 @@ pub fn main() -> i32 {
             .enable_all()
             .build()
             .map_err(anyhow::Error::from)
-            .and_then(|rt| rt.block_on(session::run(a))),
+            .and_then(|rt| rt.block_on(run::run(a))),
         Command::Doctor(a) => doctor(a),
         Command::Policy(a) => policy::cmd::policy(a),
         Command::Replay(a) => policy::cmd::replay(a),

@@ -1,33 +1,34 @@
 //! Action boundary monitor: the library behind the `abm` binary.
 //!
-//! One module per concern:
-//! - [`probes`]: loading and attaching the kernel programs; kernel capabilities.
-//! - [`events`]: decoding kernel records.
-//! - [`resolve`]: absolute and container paths, flag/errno/syscall names.
-//! - [`order`]: pairing syscall entries with results, timestamp order.
-//! - [`record`]: the action record shared by the trace, policy and oracle.
-//! - [`policy`]: policy files, verdicts, `abm policy` and `abm replay`.
-//! - [`trace`]: the tamper-evident trace writer and `abm verify`.
-//! - [`protect`]: keeping the trace out of the watched tree's reach.
-//! - [`session`]: `abm run`.
-//! - [`daemon`]: `abm daemon`: containers, pods and process trees, one trace each.
-//! - [`oracle`]: benchmark verdicts from traces (`abm oracle`, `abm score`).
-//! - [`enforce`]: the guardrail: seccomp fallback, confirmation, preservation, undo.
-//! - [`lsm`]: the BPF LSM enforcement backend.
-//! - [`cli`]: the command line.
+//! Layers, each using only the ones below it (docs/architecture.md):
+//!
+//! - commands: [`cli`]; [`run`] (`abm run`) and [`daemon`] (`abm daemon`),
+//!   leaves that use nothing of each other; [`oracle`] (`abm oracle`,
+//!   `abm score`).
+//! - [`enforce`]: the guardrail of `abm run --enforce`: the seccomp and
+//!   BPF LSM backends, confirmation, preservation, undo.
+//! - [`pipeline`]: from kernel record to judged action record: path
+//!   resolution, mount-namespace views, pairing and ordering, judging; the
+//!   event loop `abm run` and the daemon both drive.
+//! - [`kernel`]: loading and attaching the kernel programs, scope, the
+//!   ring buffer, decoding, loss accounting, cgroups.
+//! - [`policy`]: policy files, verdicts, `abm policy` and `abm replay`;
+//!   [`trace`]: the tamper-evident trace writer and `abm verify`;
+//!   [`summary`]: the end-of-run summary; [`protect`]: keeping the trace
+//!   out of the watched tree's reach.
+//! - [`record`]: the action record shared by the trace, policy and oracle;
+//!   [`core`]: clocks and system facts.
 
 pub mod cli;
+pub mod core;
 pub mod daemon;
 pub mod enforce;
-pub mod events;
-pub mod lsm;
+pub mod kernel;
 pub mod oracle;
-pub mod order;
+pub mod pipeline;
 pub mod policy;
-pub mod probes;
 pub mod protect;
 pub mod record;
-pub mod resolve;
-pub mod session;
+pub mod run;
 pub mod summary;
 pub mod trace;

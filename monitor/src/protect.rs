@@ -17,6 +17,7 @@ const FS_APPEND_FL: libc::c_long = 0x20;
 fn set_append(path: &Path, on: bool) -> io::Result<()> {
     let f = File::open(path)?;
     let mut flags: libc::c_long = 0;
+    // SAFETY: FS_IOC_GETFLAGS writes one c_int into `flags`, which lives for the call.
     if unsafe { libc::ioctl(f.as_raw_fd(), FS_IOC_GETFLAGS, &mut flags) } < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -25,6 +26,7 @@ fn set_append(path: &Path, on: bool) -> io::Result<()> {
     } else {
         flags & !FS_APPEND_FL
     };
+    // SAFETY: FS_IOC_SETFLAGS reads one c_int from `new`, which lives for the call.
     if new != flags && unsafe { libc::ioctl(f.as_raw_fd(), FS_IOC_SETFLAGS, &new) } < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -49,6 +51,7 @@ pub fn is_append_only(path: &Path) -> bool {
         return false;
     };
     let mut flags: libc::c_long = 0;
+    // SAFETY: FS_IOC_GETFLAGS writes one c_int into `flags`, which lives for the call.
     let ok = unsafe { libc::ioctl(f.as_raw_fd(), FS_IOC_GETFLAGS, &mut flags) } >= 0;
     ok && flags & FS_APPEND_FL != 0
 }

@@ -7,12 +7,13 @@
 //! name plus `_b64` holds the exact bytes in standard base64. Consumers that
 //! need exact bytes use the `_b64` field when present.
 
+use monitor_common::EventKind;
 use serde::{Deserialize, Serialize};
 
-/// Operation kind. Names are shared with policy files and docs
-/// (`monitor_common::EventKind::name`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+/// Operation kind of an action record: the kernel's [`EventKind`]s that
+/// are operations (all but the syscall-result record). Names come from
+/// `EventKind::name` only, shared with policy files, traces and docs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Op {
     Unlink,
     Rmdir,
@@ -26,6 +27,19 @@ pub enum Op {
     Exit,
     IoUringSetup,
 }
+
+/// File operations that change the world (every operation but exec and
+/// process bookkeeping): what a rule naming no operation applies to, what
+/// the BPF LSM backend's file hooks cover.
+pub const FILE_OPS: [Op; 7] = [
+    Op::Unlink,
+    Op::Rmdir,
+    Op::Rename,
+    Op::Chmod,
+    Op::Chown,
+    Op::Truncate,
+    Op::Write,
+];
 
 impl Op {
     pub const ALL: [Op; 11] = [
@@ -42,20 +56,30 @@ impl Op {
         Op::IoUringSetup,
     ];
 
-    pub fn name(self) -> &'static str {
+    /// The kernel's kind of this operation.
+    pub const fn kind(self) -> EventKind {
         match self {
-            Op::Unlink => "unlink",
-            Op::Rmdir => "rmdir",
-            Op::Rename => "rename",
-            Op::Chmod => "chmod",
-            Op::Chown => "chown",
-            Op::Truncate => "truncate",
-            Op::Write => "write",
-            Op::Exec => "exec",
-            Op::Fork => "fork",
-            Op::Exit => "exit",
-            Op::IoUringSetup => "io_uring_setup",
+            Op::Unlink => EventKind::Unlink,
+            Op::Rmdir => EventKind::Rmdir,
+            Op::Rename => EventKind::Rename,
+            Op::Chmod => EventKind::Chmod,
+            Op::Chown => EventKind::Chown,
+            Op::Truncate => EventKind::Truncate,
+            Op::Write => EventKind::Write,
+            Op::Exec => EventKind::Exec,
+            Op::Fork => EventKind::Fork,
+            Op::Exit => EventKind::Exit,
+            Op::IoUringSetup => EventKind::IoUringSetup,
         }
+    }
+
+    /// The operation of a kernel kind (`None` for a syscall result).
+    pub fn from_kind(kind: EventKind) -> Option<Op> {
+        Op::ALL.into_iter().find(|op| op.kind() == kind)
+    }
+
+    pub fn name(self) -> &'static str {
+        self.kind().name()
     }
 
     pub fn from_name(s: &str) -> Option<Op> {
@@ -66,6 +90,25 @@ impl Op {
     /// to process lifecycle bookkeeping).
     pub fn is_action(self) -> bool {
         !matches!(self, Op::Fork | Op::Exit | Op::IoUringSetup)
+    }
+}
+
+impl Serialize for Op {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for Op {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Op, D::Error> {
+        let s = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        Op::from_name(&s).ok_or_else(|| {
+            let names: Vec<&str> = Op::ALL.iter().map(|o| o.name()).collect();
+            serde::de::Error::custom(format!(
+                "unknown operation `{s}`, expected one of {}",
+                names.join(", ")
+            ))
+        })
     }
 }
 
@@ -284,13 +327,20 @@ mod tests {
     }
 
     #[test]
-    fn op_names_match_kernel_kind_names() {
+    fn every_kernel_kind_but_results_is_an_op_with_its_name() {
         for kind in monitor_common::EventKind::ALL {
-            if matches!(kind, monitor_common::EventKind::SyscallExit) {
+            let op = Op::from_kind(kind);
+            if kind == monitor_common::EventKind::SyscallExit {
+                assert_eq!(op, None);
                 continue;
             }
-            let op = Op::from_name(kind.name()).expect("every kernel kind has an op");
-            assert_eq!(op.name(), kind.name());
+            let op = op.expect("every kernel kind but results has an op");
+            assert_eq!(op.kind(), kind);
+            let json = serde_json::to_string(&op).unwrap();
+            assert_eq!(json, format!("\"{}\"", kind.name()));
+            assert_eq!(serde_json::from_str::<Op>(&json).unwrap(), op);
         }
+        let e = serde_json::from_str::<Op>("\"remove\"").unwrap_err();
+        assert!(e.to_string().contains("unknown operation `remove`"), "{e}");
     }
 }

@@ -19,7 +19,7 @@ use std::{
 };
 
 use common::{TempDir, ABM};
-use monitor::daemon::cgroup::{self, Hierarchy};
+use monitor::kernel::cgroup::{self, Hierarchy};
 use serde_json::Value;
 
 fn nanos() -> u128 {

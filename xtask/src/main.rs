@@ -115,6 +115,7 @@ const TEST_PACKAGES: &[&str] = &[
     "perl",
     "python3",
     "python3-pip",
+    "bubblewrap",
 ];
 
 /// Python modules the tests import (installed with pip for

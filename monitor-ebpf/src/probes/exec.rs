@@ -31,6 +31,7 @@ pub fn enter(id: u32, a: &Args) -> Option<Record> {
     rec.walk_base(BASE, first, dirfd);
     let mut i = 0u32;
     while i < MAX_ARGS {
+        // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
         let p = unsafe { bpf_probe_read_user(argv.add(i as usize)) }.unwrap_or(0);
         if p == 0 {
             break;
@@ -39,6 +40,7 @@ pub fn enter(id: u32, a: &Args) -> Option<Record> {
         i += 1;
     }
     if i == MAX_ARGS {
+        // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
         let more = unsafe { bpf_probe_read_user(argv.add(MAX_ARGS as usize)) }.unwrap_or(0);
         if more != 0 {
             rec.hdr().hflags |= header_flags::ARGV_TRUNCATED;

@@ -22,7 +22,9 @@ fn writes(flags: u64) -> bool {
 #[inline(always)]
 fn openat2_how(args: &Args) -> (u64, u64) {
     let how = args.ptr(2) as *const u64;
+    // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
     let flags = unsafe { bpf_probe_read_user(how) }.unwrap_or(0);
+    // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
     let mode = unsafe { bpf_probe_read_user(how.add(1)) }.unwrap_or(0);
     (flags, mode)
 }

@@ -17,6 +17,7 @@ use crate::{
 #[raw_tracepoint(tracepoint = "sched_process_fork")]
 pub fn sched_process_fork(ctx: RawTracePointContext) -> i32 {
     let child: *const c_void = ctx.arg(1);
+    // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
     let (pid, tgid) = unsafe { (shim_task_pid(child), shim_task_tgid(child)) };
     if pid != tgid {
         return 0; // a new thread: covered by its process's entry

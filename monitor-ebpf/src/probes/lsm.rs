@@ -32,8 +32,7 @@ use core::ffi::c_void;
 
 use aya_ebpf::{
     helpers::{
-        bpf_get_current_cgroup_id, bpf_get_current_comm, bpf_get_current_pid_tgid,
-        bpf_get_current_task, bpf_get_current_uid_gid, bpf_ktime_get_ns, bpf_probe_read_kernel,
+        bpf_get_current_pid_tgid, bpf_get_current_task, bpf_ktime_get_ns, bpf_probe_read_kernel,
         bpf_probe_read_user, generated::bpf_probe_read_user_str,
     },
     macros::{lsm, map, raw_tracepoint},
@@ -57,11 +56,12 @@ use crate::{
     record::walk_path,
     shim::{
         shim_dentry_parent, shim_file_dentry, shim_file_mnt, shim_mnt_mountpoint, shim_mnt_parent,
-        shim_mnt_root, shim_task_ppid, shim_task_root_dentry, shim_task_root_mnt,
+        shim_mnt_root, shim_task_root_dentry, shim_task_root_mnt,
     },
 };
 
 // CO-RE accessors of this backend (appended to shim/shim.c).
+// SAFETY: the C shim's accessors take kernel pointers and read through CO-RE relocated bpf_probe_read_kernel; a bad pointer yields 0, never a fault.
 unsafe extern "C" {
     fn shim_dentry_inode(d: *const c_void) -> *const c_void;
     fn shim_inode_ino(i: *const c_void) -> u64;
@@ -133,6 +133,7 @@ const RULES_EXCLUDED: u64 = 2;
 /// dereference through probe reads, like the tracepoint programs).
 #[inline(always)]
 fn arg(ctx: &LsmContext, n: usize) -> u64 {
+    // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
     unsafe { bpf_probe_read_kernel((ctx.as_ptr() as *const u64).add(n)) }.unwrap_or(0)
 }
 
@@ -169,10 +170,12 @@ fn bit_index(mut b: u64) -> u32 {
 
 #[inline(always)]
 fn inode_key(dentry: u64) -> InodeKey {
+    // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
     let inode = unsafe { shim_dentry_inode(dentry as *const c_void) };
     if inode.is_null() {
         return InodeKey::default();
     }
+    // SAFETY: CO-RE accessors of the C shim on a non-null inode pointer.
     unsafe {
         InodeKey {
             ino: shim_inode_ino(inode),
@@ -193,6 +196,7 @@ fn inode_key(dentry: u64) -> InodeKey {
 /// both paths before excluding).
 ///
 /// A global function: verified once, with scalar arguments.
+// SAFETY: a symbol name used once in the object.
 #[unsafe(no_mangle)]
 #[inline(never)]
 pub extern "C" fn lsm_path_rules(dentry: u64, mnt: u64, mode: u64, init: u64) -> u64 {
@@ -215,22 +219,27 @@ pub extern "C" fn lsm_path_rules(dentry: u64, mnt: u64, mode: u64, init: u64) ->
             break;
         }
         let key = inode_key(d as u64);
+        // SAFETY: a map lookup; the value is read at once, within this program run.
         if let Some(e) = unsafe { LSM_PROTECT.get(&key) } {
             matched |= ((e.self_ & at_self) | (e.child & at_child) | (e.desc & at_desc)) & look;
             excluded |=
                 ((e.excl_self & at_self) | (e.excl_child & at_child) | (e.excl_desc & at_desc))
                     & look;
         }
+        // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
         if !m.is_null() && d == unsafe { shim_mnt_root(m) } {
+            // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
             let parent = unsafe { shim_mnt_parent(m) };
             if parent.is_null() || parent == m {
                 break;
             }
+            // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
             d = unsafe { shim_mnt_mountpoint(m) };
             m = parent;
             look = 0;
             continue;
         }
+        // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
         let p = unsafe { shim_dentry_parent(d) };
         if p.is_null() || p == d {
             break;
@@ -254,6 +263,7 @@ pub extern "C" fn lsm_path_rules(dentry: u64, mnt: u64, mode: u64, init: u64) ->
 ///
 /// `packed`: op (bits 0-7), hook (8-15), decision (16-23), rule (32-47).
 /// Uses the shared per-CPU record buffer like the tracepoint programs.
+// SAFETY: a symbol name used once in the object.
 #[unsafe(no_mangle)]
 #[inline(never)]
 pub extern "C" fn lsm_emit(packed: u64, d1: u64, m1: u64, d2: u64, m2: u64) -> u64 {
@@ -263,34 +273,21 @@ pub extern "C" fn lsm_emit(packed: u64, d1: u64, m1: u64, d2: u64, m2: u64) -> u
     let op = (packed & 0xff) as u32;
     let dec = ((packed >> 16) & 0xff) as u32;
     let key = inode_key(d1);
-    let pid_tgid = bpf_get_current_pid_tgid();
-    let uid_gid = bpf_get_current_uid_gid();
+    // SAFETY: BPF helper without arguments; the task pointer is only
+    // passed to CO-RE reads.
     let task = unsafe { bpf_get_current_task() } as *const c_void;
+    // SAFETY: this CPU's entry of the per-CPU scratch array (non-null from
+    // the lookup), not referenced elsewhere while this program runs.
     let hdr: &mut EventHeader = unsafe { &mut (*buf).hdr };
-    hdr.kind = op;
-    hdr.syscall = 0;
-    hdr.ktime_ns = unsafe { bpf_ktime_get_ns() };
-    hdr.tid = pid_tgid as u32;
-    hdr.pid = (pid_tgid >> 32) as u32;
-    hdr.ppid = unsafe { shim_task_ppid(task) };
-    hdr.uid = uid_gid as u32;
-    hdr.gid = (uid_gid >> 32) as u32;
-    hdr.cgroup_id = unsafe { bpf_get_current_cgroup_id() };
-    hdr.comm = bpf_get_current_comm().unwrap_or([0; 16]);
-    hdr.result = if dec == decision::ALLOWED_ONCE {
+    let result = if dec == decision::ALLOWED_ONCE {
         0
     } else {
         -(EPERM as i64)
     };
-    hdr.flags = 0;
-    hdr.mode = u32::MAX;
-    hdr.owner_uid = u32::MAX;
-    hdr.owner_gid = u32::MAX;
-    hdr.fd = 0;
-    hdr.hflags = 0;
-    hdr._pad = 0;
+    crate::record::fill_header::<true>(hdr, op, 0, result);
     const FH: usize = core::mem::size_of::<FieldHeader>();
     const DL: usize = core::mem::size_of::<LsmDecision>();
+    // SAFETY: a pointer into this CPU's entry of a per-CPU array (non-null from the lookup); programs do not nest on one CPU.
     let payload = unsafe { (*buf).payload.as_mut_ptr() };
     let fh = FieldHeader {
         tag: field::DECISION,
@@ -304,6 +301,7 @@ pub extern "C" fn lsm_emit(packed: u64, d1: u64, m1: u64, d2: u64, m2: u64) -> u
         dev: key.dev,
         ino: key.ino,
     };
+    // SAFETY: the decision field fits well inside the scratch payload.
     unsafe {
         core::ptr::write_unaligned(payload as *mut FieldHeader, fh);
         core::ptr::write_unaligned(payload.add(FH) as *mut LsmDecision, dv);
@@ -313,14 +311,17 @@ pub extern "C" fn lsm_emit(packed: u64, d1: u64, m1: u64, d2: u64, m2: u64) -> u
     if d2 != 0 {
         walk_path(field::TARGET2 as u64, d2, m2);
     }
+    // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
     let (rd, rm) = unsafe { (shim_task_root_dentry(task), shim_task_root_mnt(task)) };
     walk_path(ROOT as u64, rd as u64, rm as u64);
+    // SAFETY: a pointer into this CPU's entry of a per-CPU array (non-null from the lookup); programs do not nest on one CPU.
     let mut len = unsafe { (*buf).hdr.payload_len } as usize;
     // Same bound as `Record::send` (the verifier needs a constant maximum).
     if len > monitor_common::limits::PAYLOAD_CAP + 4096 {
         len = monitor_common::limits::PAYLOAD_CAP + 4096;
     }
     let total = core::mem::size_of::<EventHeader>() + len;
+    // SAFETY: `total` bytes from the start of this CPU's scratch entry, bounded by its size.
     let data = unsafe { core::slice::from_raw_parts(buf as *const u8, total) };
     if LSM_EVENTS.output::<[u8]>(data, 0).is_err() {
         count_loss(LossCause::RingbufFull);
@@ -352,7 +353,9 @@ fn apply(op: u32, hook: u32, rule: u32, treat: u32, d1: u64, m1: u64, d2: u64, m
             op: op as u16,
             rule: rule as u16,
         };
+        // SAFETY: a map lookup; the value is read at once, within this program run.
         if let Some(a) = unsafe { LSM_ALLOW.get(&key) }.copied() {
+            // SAFETY: a BPF helper without memory arguments.
             let now = unsafe { bpf_ktime_get_ns() };
             let tid = bpf_get_current_pid_tgid() as u32;
             if a.tid == 0 {
@@ -386,6 +389,7 @@ fn check_file(op: EventKind, hook: u32, d1: u64, m1: u64, d2: u64, m2: u64) -> i
     };
     // The mask must survive optimisation (the compiler knows the enum's
     // range, the verifier does not): read the index through a volatile load.
+    // SAFETY: a plain read of a global the loader sets before the programs run.
     let idx = unsafe { core::ptr::read_volatile(&(op as u32)) } & 15;
     let cand = cfg.op_rules[idx as usize];
     if cand == 0 {
@@ -443,6 +447,7 @@ pub fn lsm_path_unlink(ctx: LsmContext) -> i32 {
     if refused_before(&ctx, 2) {
         return -EPERM;
     }
+    // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
     let m = unsafe { shim_path_mnt(arg(&ctx, 0) as *const c_void) } as u64;
     check_file(EventKind::Unlink, hook::PATH_UNLINK, arg(&ctx, 1), m, 0, 0)
 }
@@ -453,6 +458,7 @@ pub fn lsm_path_rmdir(ctx: LsmContext) -> i32 {
     if refused_before(&ctx, 2) {
         return -EPERM;
     }
+    // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
     let m = unsafe { shim_path_mnt(arg(&ctx, 0) as *const c_void) } as u64;
     check_file(EventKind::Rmdir, hook::PATH_RMDIR, arg(&ctx, 1), m, 0, 0)
 }
@@ -465,7 +471,9 @@ pub fn lsm_path_rename(ctx: LsmContext) -> i32 {
     if refused_before(&ctx, 5) {
         return -EPERM;
     }
+    // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
     let m1 = unsafe { shim_path_mnt(arg(&ctx, 0) as *const c_void) } as u64;
+    // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
     let m2 = unsafe { shim_path_mnt(arg(&ctx, 2) as *const c_void) } as u64;
     check_file(
         EventKind::Rename,
@@ -481,6 +489,7 @@ pub fn lsm_path_rename(ctx: LsmContext) -> i32 {
 #[inline(always)]
 fn path_of(p: u64) -> (u64, u64) {
     let p = p as *const c_void;
+    // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
     unsafe { (shim_path_dentry(p) as u64, shim_path_mnt(p) as u64) }
 }
 
@@ -488,6 +497,7 @@ fn path_of(p: u64) -> (u64, u64) {
 #[inline(always)]
 fn file_path(f: u64) -> (u64, u64) {
     let f = f as *const c_void;
+    // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
     unsafe { (shim_file_dentry(f) as u64, shim_file_mnt(f) as u64) }
 }
 
@@ -541,10 +551,12 @@ pub fn lsm_file_open(ctx: LsmContext) -> i32 {
         return -EPERM;
     }
     let f = arg(&ctx, 0);
+    // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
     let flags = unsafe { shim_file_flags(f as *const c_void) };
     let (d, m) = file_path(f);
     if flags as u64 & O_TRUNC != 0 {
         check_file(EventKind::Truncate, hook::FILE_OPEN, d, m, 0, 0)
+    // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
     } else if unsafe { shim_file_fmode(f as *const c_void) } & FMODE_WRITE != 0 {
         check_file(EventKind::Write, hook::FILE_OPEN, d, m, 0, 0)
     } else {
@@ -564,12 +576,14 @@ pub fn lsm_bprm_check_security(ctx: LsmContext) -> i32 {
         return -EPERM;
     }
     let tid = bpf_get_current_pid_tgid() as u32;
+    // SAFETY: a map lookup; the value is read at once, within this program run.
     let Some(v) = (unsafe { LSM_EXEC_VERDICT.get(&tid) }).copied() else {
         return 0;
     };
     if v.treatment == treatment::ALLOW {
         return 0;
     }
+    // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
     let f = unsafe { shim_bprm_file(arg(&ctx, 0) as *const c_void) };
     let (d, m) = file_path(f as u64);
     let r = apply(
@@ -593,14 +607,18 @@ pub fn lsm_bprm_check_security(ctx: LsmContext) -> i32 {
 /// unreadable strings give 0, which no token has). With `basename`, only
 /// the part after the last `/` counts. Also records, in the per-CPU
 /// scratch, the letters of a short-option cluster (`-rf`).
+// SAFETY: a symbol name used once in the object.
 #[unsafe(no_mangle)]
 #[inline(never)]
 pub extern "C" fn lsm_hash_token(ptr: u64, basename: u64) -> u64 {
     let Some(s) = LSM_TOKEN_SCRATCH.get_ptr_mut(0) else {
         return 0;
     };
+    // SAFETY: this CPU's entry of a per-CPU array (non-null from the
+    // lookup); programs do not nest on one CPU.
     let s = unsafe { &mut *s };
     s.letters = [0, 0];
+    // SAFETY: the helper checks the user address; `buf` holds MAX_TOKEN + 1 bytes.
     let n = unsafe {
         bpf_probe_read_user_str(
             s.buf.as_mut_ptr() as *mut c_void,
@@ -652,6 +670,7 @@ const REG_OFFSETS: [usize; 3] = [112, 104, 96];
 
 #[inline(always)]
 fn reg(regs: *const u8, i: usize) -> u64 {
+    // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
     unsafe { bpf_probe_read_kernel(regs.add(REG_OFFSETS[i]) as *const u64) }.unwrap_or(0)
 }
 
@@ -689,12 +708,15 @@ pub fn sys_enter_exec_rules(ctx: RawTracePointContext) -> i32 {
     // Which rules name this program (executable path or argv[0] base name).
     let mut progs = cfg.exec_any_program;
     let h = lsm_hash_token(file, 1);
+    // SAFETY: a map lookup; the value is read at once, within this program run.
     if let Some(b) = unsafe { LSM_EXEC_PROGRAMS.get(&h) } {
         progs |= *b;
     }
+    // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
     let a0 = unsafe { bpf_probe_read_user(argv) }.unwrap_or(0);
     if a0 != 0 {
         let h = lsm_hash_token(a0, 1);
+        // SAFETY: a map lookup; the value is read at once, within this program run.
         if let Some(b) = unsafe { LSM_EXEC_PROGRAMS.get(&h) } {
             progs |= *b;
         }
@@ -709,15 +731,18 @@ pub fn sys_enter_exec_rules(ctx: RawTracePointContext) -> i32 {
     let mut letters = [0u64; 2];
     let mut i = 1u32;
     while i < monitor_common::limits::MAX_ARGS {
+        // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
         let p = unsafe { bpf_probe_read_user(argv.add(i as usize)) }.unwrap_or(0);
         if p == 0 {
             break;
         }
         let h = lsm_hash_token(p, 0);
+        // SAFETY: a map lookup; the value is read at once, within this program run.
         if let Some(b) = unsafe { LSM_EXEC_TOKENS.get(&h) } {
             seen |= *b;
         }
         if let Some(s) = LSM_TOKEN_SCRATCH.get_ptr(0) {
+            // SAFETY: this CPU's scratch entry, written by lsm_hash_token above.
             let l = unsafe { (*s).letters };
             letters[0] |= l[0];
             letters[1] |= l[1];

@@ -13,7 +13,7 @@ use aya_ebpf::{
 use monitor_common::{
     field_tag::{RAW_PATH, RAW_PATH2},
     limits::MAX_RAW_PATH,
-    Inflight, LossCause,
+    is_traced, Inflight, LossCause,
 };
 
 use crate::{
@@ -39,6 +39,7 @@ impl Args {
         let mut a = [0u64; 6];
         let mut i = 0;
         while i < 6 {
+            // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
             a[i] = unsafe { bpf_probe_read_kernel(regs.add(REG_OFFSETS[i]) as *const u64) }.unwrap_or(0);
             i += 1;
         }
@@ -52,17 +53,6 @@ impl Args {
     pub fn int(&self, i: usize) -> i32 {
         self.a[i] as i32
     }
-}
-
-#[inline(always)]
-fn is_traced(id: u32) -> bool {
-    use nr::*;
-    matches!(
-        id,
-        OPEN | TRUNCATE | FTRUNCATE | RENAME | RMDIR | CREAT | UNLINK | CHMOD | FCHMOD | CHOWN
-            | FCHOWN | LCHOWN | EXECVE | OPENAT | FCHOWNAT | UNLINKAT | RENAMEAT | FCHMODAT
-            | RENAMEAT2 | EXECVEAT | IO_URING_SETUP | OPENAT2 | FCHMODAT2
-    )
 }
 
 #[raw_tracepoint(tracepoint = "sys_enter")]
@@ -125,11 +115,13 @@ pub fn sys_enter_exec(ctx: RawTracePointContext) -> i32 {
 #[raw_tracepoint(tracepoint = "sys_exit")]
 pub fn sys_exit(ctx: RawTracePointContext) -> i32 {
     let regs: *const u8 = ctx.arg(0);
+    // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
     let id = unsafe { bpf_probe_read_kernel(regs.add(ORIG_AX) as *const u64) }.unwrap_or(u64::MAX);
     if !is_traced(id as u32) {
         return 0;
     }
     let tid = bpf_get_current_pid_tgid() as u32;
+    // SAFETY: a map lookup; the value is read at once, within this program run.
     let Some(inflight) = (unsafe { INFLIGHT.get(&tid) }).copied() else {
         return 0;
     };

@@ -20,8 +20,7 @@ use std::{
 
 use monitor_common::{EventHeader, EventKind};
 
-use super::cgroup;
-use crate::probes::Probes;
+use crate::kernel::{cgroup, Probes};
 
 /// Minimum time between two subtree walks triggered by unknown cgroups.
 const RESCAN_EVERY: Duration = Duration::from_millis(200);

@@ -27,32 +27,43 @@ use std::{
 };
 
 use anyhow::Context as _;
-use aya::maps::{MapData, RingBuf};
-use monitor_common::EventKind;
 use serde_json::{json, Value};
 use tokio::{
-    io::unix::AsyncFd,
-    signal::unix::SignalKind,
+    net::UnixListener,
+    signal::unix::{Signal, SignalKind},
     sync::{broadcast, mpsc},
 };
 
 use crate::{
-    events::KernelEvent,
+    core::{rfc3339, uname},
+    kernel::{
+        cgroup,
+        ring::{self, Ring},
+        LossTracker, ProbeOptions, Probes,
+    },
+    pipeline::{
+        driver::{self, Driver, Flow},
+        load_policy, Intake, Views,
+    },
     policy::Policy,
-    probes::{ProbeOptions, Probes},
     record::Action,
-    resolve,
-    session::{rfc3339, LossTracker},
-    trace::{Header, Loss},
+    trace::{
+        note::{Note, TargetEnd},
+        Header, Loss,
+    },
 };
 
 pub mod attribute;
-pub mod cgroup;
 pub mod cmd;
 pub mod config;
 pub mod control;
-pub mod mounts;
+mod pods;
+mod requests;
+mod retention;
 pub mod target;
+
+pub use pods::parse_pods;
+use pods::{publish_selector, K8s};
 
 use attribute::Attribution;
 use cgroup::Hierarchy;
@@ -92,20 +103,6 @@ pub fn main(args: DaemonArgs) -> anyhow::Result<i32> {
         .block_on(run(cfg, args.config, policy))
 }
 
-fn load_policy(files: &[PathBuf]) -> anyhow::Result<Policy> {
-    if files.is_empty() {
-        Ok(Policy::default_pack())
-    } else {
-        Policy::load(files).map_err(|e| anyhow::anyhow!("{e}"))
-    }
-}
-
-struct K8s {
-    pods_mtime: Option<SystemTime>,
-    /// pod uid -> target name.
-    pods: HashMap<String, String>,
-}
-
 struct Daemon {
     cfg: Config,
     config_path: PathBuf,
@@ -122,9 +119,8 @@ struct Daemon {
     targets: BTreeMap<u32, Target>,
     next_id: u32,
     attr: Attribution,
-    views: mounts::Views,
+    intake: Intake,
     losses: LossTracker,
-    decode_errors: u64,
     reported_decode: u64,
     reported_unattributed: u64,
     /// cgroup level -> number of watched cgroups there.
@@ -170,10 +166,7 @@ async fn run(cfg: Config, config_path: PathBuf, policy: Policy) -> anyhow::Resul
         watch_cgroups: true,
     })?;
     let listener = control::bind(&cfg.socket)?;
-    let ring = probes.events.take().context("ring buffer already taken")?;
-    // SAFETY: the ring buffer owns its fd for as long as it is registered.
-    let mut ring = unsafe { AsyncFd::register(ring) }
-        .map_err(|e| anyhow::anyhow!("registering the ring buffer: {e}"))?;
+    let mut ring = ring::register(&mut probes)?;
     let (host, kernel) = uname();
     let (tail, _) = broadcast::channel(4096);
     let losses = LossTracker::new(&probes);
@@ -195,9 +188,8 @@ async fn run(cfg: Config, config_path: PathBuf, policy: Policy) -> anyhow::Resul
         targets: BTreeMap::new(),
         next_id: 1,
         attr: Attribution::default(),
-        views: mounts::Views::new(),
+        intake: Intake::new(Views::new()),
         losses,
-        decode_errors: 0,
         reported_decode: 0,
         reported_unattributed: 0,
         levels: BTreeMap::new(),
@@ -226,64 +218,20 @@ async fn run(cfg: Config, config_path: PathBuf, policy: Policy) -> anyhow::Resul
         d.cfg.socket.display()
     );
 
-    let (calls_tx, mut calls_rx) = mpsc::channel::<Call>(64);
-    let mut sigterm = tokio::signal::unix::signal(SignalKind::terminate())?;
-    let mut sigint = tokio::signal::unix::signal(SignalKind::interrupt())?;
-    let mut sighup = tokio::signal::unix::signal(SignalKind::hangup())?;
-    let mut tick = tokio::time::interval(Duration::from_millis(crate::session::DRAIN_INTERVAL_MS));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut last_flush = Instant::now();
-    let mut last_poll = Instant::now();
-    loop {
-        tokio::select! {
-            guard = ring.readable_mut() => {
-                let mut guard = guard?;
-                // A bounded batch keeps memory flat under bursts; the rest
-                // is read on the next turn of the loop.
-                let n = crate::session::drain_ring(guard.get_inner_mut(), crate::session::DRAIN_BATCH, |b| d.push(b));
-                if n < crate::session::DRAIN_BATCH {
-                    guard.clear_ready();
-                }
-            }
-            // The kernel wakes this loop only once the ring is 1/8 full; the
-            // timer drains what a quiet ring holds.
-            _ = tick.tick() => {
-                crate::session::drain_ring(ring.get_mut(), crate::session::DRAIN_BATCH, |b| d.push(b));
-            }
-            conn = listener.accept() => {
-                match conn {
-                    Ok((s, _)) => {
-                        let (c, t) = (calls_tx.clone(), d.tail.clone());
-                        tokio::spawn(async move {
-                            if let Err(e) = control::serve(s, c, t).await {
-                                tracing::debug!("control socket: {e}");
-                            }
-                        });
-                    }
-                    Err(e) => tracing::warn!("control socket: accept: {e}"),
-                }
-            }
-            Some(call) = calls_rx.recv() => {
-                let resp = d.call(&call.req, &mut ring);
-                let _ = call.reply.send(resp);
-            }
-            _ = sighup.recv() => { d.reload(); }
-            _ = sigterm.recv() => { tracing::info!("SIGTERM: sealing every trace"); break; }
-            _ = sigint.recv() => { tracing::info!("SIGINT: sealing every trace"); break; }
-        }
-        d.release(false)?;
-        d.switch_policy();
-        if last_flush.elapsed() >= Duration::from_millis(500) {
-            d.account_losses()?;
-            d.flush();
-            last_flush = Instant::now();
-        }
-        if last_poll.elapsed() >= d.cfg.poll_interval {
-            drain(&mut ring, &mut d);
-            d.poll();
-            last_poll = Instant::now();
-        }
-    }
+    let (calls_tx, calls_rx) = mpsc::channel::<Call>(64);
+    let mut l = Loop {
+        d,
+        listener,
+        calls_tx,
+        calls_rx,
+        sigterm: tokio::signal::unix::signal(SignalKind::terminate())?,
+        sigint: tokio::signal::unix::signal(SignalKind::interrupt())?,
+        sighup: tokio::signal::unix::signal(SignalKind::hangup())?,
+        last_flush: Instant::now(),
+        last_poll: Instant::now(),
+    };
+    driver::drive(&mut ring, &mut l).await?;
+    let mut d = l.d;
 
     // Shutdown: everything the kernel produced so far, then seal all.
     drain(&mut ring, &mut d);
@@ -292,7 +240,7 @@ async fn run(cfg: Config, config_path: PathBuf, policy: Policy) -> anyhow::Resul
     let ids: Vec<u32> = d.targets.keys().copied().collect();
     let mut failed = false;
     for id in ids {
-        if let Err(e) = d.end_target(id, State::Removed, "daemon_stopped", &mut None) {
+        if let Err(e) = d.end_target(id, State::Removed, Note::DaemonStopped, &mut None) {
             tracing::error!("sealing a trace: {e:#}");
             failed = true;
         }
@@ -302,52 +250,105 @@ async fn run(cfg: Config, config_path: PathBuf, policy: Policy) -> anyhow::Resul
     Ok(if failed { 1 } else { 0 })
 }
 
-fn drain(ring: &mut AsyncFd<RingBuf<MapData>>, d: &mut Daemon) {
-    crate::session::drain_ring(ring.get_mut(), usize::MAX, |b| d.push(b));
+fn drain(ring: &mut Ring, d: &mut Daemon) {
+    ring::drain_all(ring, |b| d.push(b));
+}
+
+/// The daemon in the shared event loop, with its other sources of work.
+struct Loop {
+    d: Daemon,
+    listener: UnixListener,
+    calls_tx: mpsc::Sender<Call>,
+    calls_rx: mpsc::Receiver<Call>,
+    sigterm: Signal,
+    sigint: Signal,
+    sighup: Signal,
+    last_flush: Instant,
+    last_poll: Instant,
+}
+
+enum Wake {
+    Connection(std::io::Result<tokio::net::UnixStream>),
+    Call(Call),
+    Reload,
+    Stop(&'static str),
+}
+
+impl Driver for Loop {
+    type Wake = Wake;
+
+    fn push(&mut self, bytes: &[u8]) {
+        self.d.push(bytes);
+    }
+
+    async fn wake(&mut self) -> anyhow::Result<Wake> {
+        Ok(tokio::select! {
+            conn = self.listener.accept() => Wake::Connection(conn.map(|(s, _)| s)),
+            Some(call) = self.calls_rx.recv() => Wake::Call(call),
+            _ = self.sighup.recv() => Wake::Reload,
+            _ = self.sigterm.recv() => Wake::Stop("SIGTERM"),
+            _ = self.sigint.recv() => Wake::Stop("SIGINT"),
+        })
+    }
+
+    async fn handle(&mut self, wake: Wake, ring: &mut Ring) -> anyhow::Result<Flow> {
+        match wake {
+            Wake::Connection(Ok(s)) => {
+                let (c, t) = (self.calls_tx.clone(), self.d.tail.clone());
+                tokio::spawn(async move {
+                    if let Err(e) = control::serve(s, c, t).await {
+                        tracing::debug!("control socket: {e}");
+                    }
+                });
+            }
+            Wake::Connection(Err(e)) => tracing::warn!("control socket: accept: {e}"),
+            Wake::Call(call) => {
+                let resp = self.d.call(&call.req, ring);
+                let _ = call.reply.send(resp);
+            }
+            Wake::Reload => {
+                self.d.reload();
+            }
+            Wake::Stop(signal) => {
+                tracing::info!("{signal}: sealing every trace");
+                return Ok(Flow::Stop);
+            }
+        }
+        Ok(Flow::Continue)
+    }
+
+    async fn turn(&mut self, ring: &mut Ring) -> anyhow::Result<Flow> {
+        let d = &mut self.d;
+        d.release(false)?;
+        d.switch_policy();
+        if self.last_flush.elapsed() >= Duration::from_millis(500) {
+            d.account_losses()?;
+            d.flush();
+            self.last_flush = Instant::now();
+        }
+        if self.last_poll.elapsed() >= d.cfg.poll_interval {
+            drain(ring, d);
+            d.poll();
+            self.last_poll = Instant::now();
+        }
+        Ok(Flow::Continue)
+    }
 }
 
 impl Daemon {
     /// One kernel record: find its target, then pair/order it there.
     fn push(&mut self, bytes: &[u8]) {
-        let ev = match KernelEvent::decode(bytes) {
-            Ok(ev) => ev,
-            Err(e) => {
-                tracing::warn!("undecodable kernel record: {e}");
-                self.decode_errors += 1;
-                return;
-            }
+        let Some(ev) = self.intake.decode(bytes) else {
+            return;
         };
-        let target = self.attr.attribute(&ev.hdr, ev.kind, &self.probes);
-        if ev.kind == EventKind::Exit {
-            self.views.forget(ev.hdr.pid);
-        }
-        let Some(id) = target else { return };
+        let Some(id) = self.attr.attribute(&ev.hdr, ev.kind, &self.probes) else {
+            return;
+        };
         let Some(t) = self.targets.get_mut(&id) else {
             return;
         };
-        if !t.is_live() {
-            return;
-        }
-        match ev.kind {
-            EventKind::SyscallExit => {
-                if !t
-                    .pipeline
-                    .orderer
-                    .exit(ev.hdr.tid, ev.hdr.result, &ev.fields)
-                {
-                    t.pipeline.unpaired_exits += 1;
-                }
-            }
-            EventKind::Fork | EventKind::Exit | EventKind::IoUringSetup => {
-                t.pipeline.orderer.ready(resolve::action_from_event(&ev))
-            }
-            _ => {
-                let mut a = resolve::action_from_event(&ev);
-                self.views.fix(&mut a, &ev, id);
-                // Keep the entry record when an argument must be re-read at exit.
-                let reread = a.path_issues.iter().any(|i| i == "read_failed");
-                t.pipeline.orderer.enter(a, reread.then(|| ev.clone()));
-            }
+        if t.is_live() {
+            t.pipeline.accept(ev, &mut self.intake.views, id);
         }
     }
 
@@ -414,12 +415,13 @@ impl Daemon {
     /// to every live trace (the kernel does not know whose they were).
     fn account_losses(&mut self) -> anyhow::Result<()> {
         let mut all = self.losses.poll(&self.probes);
-        if self.decode_errors > self.reported_decode {
+        let decode_errors = self.intake.decode_errors;
+        if decode_errors > self.reported_decode {
             all.push(
                 self.losses
-                    .userspace("decode_error", self.decode_errors - self.reported_decode),
+                    .userspace("decode_error", decode_errors - self.reported_decode),
             );
-            self.reported_decode = self.decode_errors;
+            self.reported_decode = decode_errors;
         }
         if self.attr.unattributed > self.reported_unattributed {
             all.push(self.losses.userspace(
@@ -553,7 +555,7 @@ impl Daemon {
             let _ = self.end_target(
                 id,
                 State::Gone(format!("cannot watch: {e}")),
-                "watch_failed",
+                Note::WatchFailed,
                 &mut None,
             );
             return Err(e.into());
@@ -603,8 +605,8 @@ impl Daemon {
         &mut self,
         id: u32,
         state: State,
-        note: &str,
-        ring: &mut Option<&mut AsyncFd<RingBuf<MapData>>>,
+        note: fn(TargetEnd) -> Note,
+        ring: &mut Option<&mut Ring>,
     ) -> anyhow::Result<()> {
         if let Some(r) = ring.as_mut() {
             drain(r, self);
@@ -631,11 +633,20 @@ impl Daemon {
         self.purge_scope(id);
         self.release_one(id, true)?;
         let t = self.targets.get_mut(&id).expect("target");
+        let target = t.spec.name.clone();
         let reason = match &state {
             State::Gone(r) => r.clone(),
-            _ => note.to_owned(),
+            // The reason of a removal is the note's kind.
+            _ => note(TargetEnd {
+                target: target.clone(),
+                reason: String::new(),
+            })
+            .kind(),
         };
-        t.note(note, json!({ "target": t.spec.name, "reason": reason }))?;
+        t.note(&note(TargetEnd {
+            target,
+            reason: reason.clone(),
+        }))?;
         let was_live = t.is_live();
         t.seal(state)?;
         let name = t.name().to_owned();
@@ -653,7 +664,7 @@ impl Daemon {
         let line = json!({ "type": "target", "target": name, "state": st, "reason": reason });
         self.emit(Some(&name), line);
         self.attr.remove_target(id);
-        self.views.forget_target(id);
+        self.intake.views.forget_target(id);
         Ok(())
     }
 
@@ -714,7 +725,7 @@ impl Daemon {
                     };
                     if let Some(why) = gone {
                         if let Err(e) =
-                            self.end_target(id, State::Gone(why), "target_gone", &mut None)
+                            self.end_target(id, State::Gone(why), Note::TargetGone, &mut None)
                         {
                             tracing::error!("sealing a trace: {e:#}");
                         }
@@ -730,255 +741,11 @@ impl Daemon {
         }
     }
 
-    /// Kubernetes: follows the pod list the selector sidecar writes.
-    fn poll_pods(&mut self) {
-        let Some(k) = self.cfg.kubernetes.clone() else {
-            return;
-        };
-        let mtime = std::fs::metadata(&k.pods_file)
-            .and_then(|m| m.modified())
-            .ok();
-        let state = self.k8s.as_mut().expect("k8s state");
-        if mtime == state.pods_mtime {
-            return;
-        }
-        state.pods_mtime = mtime;
-        let text = std::fs::read_to_string(&k.pods_file).unwrap_or_default();
-        let listed: HashMap<String, String> = parse_pods(&text);
-        let old = std::mem::take(&mut state.pods);
-        for (uid, name) in &old {
-            if !listed.contains_key(uid) {
-                if let Some(id) = self.id_of(name) {
-                    let _ = self.end_target(id, State::Removed, "pod_deselected", &mut None);
-                }
-            }
-        }
-        let mut now = HashMap::new();
-        for (uid, name) in listed {
-            if !old.contains_key(&uid) {
-                let spec = TargetSpec {
-                    name: name.clone(),
-                    pod_uid: Some(uid.clone()),
-                    workspace: k.workspace.clone(),
-                    ..Default::default()
-                };
-                if let Err(e) = self.add_target(spec) {
-                    tracing::warn!("pod {name} ({uid}): {e:#}");
-                }
-            }
-            now.insert(uid, name);
-        }
-        self.k8s.as_mut().expect("k8s state").pods = now;
-    }
-
     fn id_of(&self, name: &str) -> Option<u32> {
         self.targets
             .iter()
             .find(|(_, t)| t.spec.name == name && matches!(t.state, State::Active | State::Waiting))
             .map(|(id, _)| *id)
-    }
-
-    /// SIGHUP: loads the policy files again; all targets switch at once, or
-    /// none does.
-    fn reload(&mut self) -> Value {
-        match load_policy(&self.cfg.policy) {
-            Ok(p) => {
-                let digest = p.digest();
-                self.reload_error = None;
-                self.next_policy = Some((p, Instant::now()));
-                json!({ "ok": true, "policy_digest": digest })
-            }
-            Err(e) => {
-                let msg = format!("{e:#}");
-                tracing::error!(
-                    "policy reload failed, keeping policy {}: {msg}",
-                    short(&self.policy.digest())
-                );
-                self.reload_error = Some(msg.clone());
-                json!({ "ok": false, "error": msg, "policy_digest": self.policy.digest() })
-            }
-        }
-    }
-
-    /// Puts a reloaded policy in force for every target at once, after the
-    /// ordering window has released what was done before the reload.
-    fn switch_policy(&mut self) {
-        let window =
-            Duration::from_nanos(crate::order::REORDER_WINDOW_NS) + Duration::from_millis(10);
-        let due = matches!(&self.next_policy, Some((_, at)) if at.elapsed() >= window);
-        let Some((p, _)) = self.next_policy.take_if(|_| due) else {
-            return;
-        };
-        let digest = p.digest();
-        let changed = digest != self.policy.digest();
-        self.policy = p;
-        self.policy_loaded = rfc3339(SystemTime::now());
-        for t in self.targets.values_mut() {
-            t.pipeline.policy = self.policy.clone();
-            if t.is_live() {
-                if let Err(e) = t.note(
-                    "policy_reloaded",
-                    json!({ "policy_digest": digest, "changed": changed }),
-                ) {
-                    tracing::error!("target {}: {e:#}", t.name());
-                }
-            }
-        }
-        tracing::info!(
-            "policy reloaded: {}{}",
-            short(&digest),
-            if changed { "" } else { " (unchanged)" }
-        );
-    }
-
-    /// Deletes old traces in the trace directory (never live ones).
-    fn prune(&mut self) {
-        self.last_retention = Instant::now();
-        let r = &self.cfg.retention;
-        if r.max_age.is_none() && r.max_files.is_none() {
-            return;
-        }
-        let live: Vec<PathBuf> = self
-            .targets
-            .values()
-            .filter(|t| t.writer.is_some())
-            .filter_map(|t| t.trace.clone())
-            .collect();
-        let Ok(rd) = std::fs::read_dir(&self.cfg.trace_dir) else {
-            return;
-        };
-        let mut files: Vec<(SystemTime, PathBuf)> = rd
-            .flatten()
-            .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-            .map(|e| e.path())
-            .filter(|p| {
-                p.extension().is_some_and(|x| x == "jsonl" || x == "abmt") && !live.contains(p)
-            })
-            .filter_map(|p| {
-                let m = std::fs::metadata(&p).ok()?;
-                Some((m.modified().ok()?, p))
-            })
-            .collect();
-        files.sort();
-        let now = SystemTime::now();
-        let mut keep = files.len();
-        for (mtime, p) in &files {
-            let too_old = r
-                .max_age
-                .is_some_and(|a| now.duration_since(*mtime).unwrap_or_default() > a);
-            let too_many = r.max_files.is_some_and(|n| keep + live.len() > n);
-            if too_old || too_many {
-                crate::protect::release_trace(p);
-                match std::fs::remove_file(p) {
-                    Ok(()) => {
-                        tracing::info!("retention: removed {}", p.display());
-                        keep -= 1;
-                    }
-                    Err(e) => tracing::warn!("retention: {}: {e}", p.display()),
-                }
-            }
-        }
-    }
-
-    /// A control socket request.
-    fn call(&mut self, req: &Value, ring: &mut AsyncFd<RingBuf<MapData>>) -> Value {
-        match req["op"].as_str().unwrap_or("") {
-            "status" => self.status(),
-            "reload" => self.reload(),
-            "watch_add" => {
-                let spec: TargetSpec = match serde_json::from_value(req["target"].clone()) {
-                    Ok(s) => s,
-                    Err(e) => return json!({ "ok": false, "error": format!("bad target: {e}") }),
-                };
-                if spec.pod_uid.is_some() {
-                    return json!({ "ok": false, "error": "pod targets come from the Kubernetes pod list" });
-                }
-                match self.add_target(spec) {
-                    Ok(id) => json!({ "ok": true, "target": self.targets[&id].status() }),
-                    Err(e) => json!({ "ok": false, "error": format!("{e:#}") }),
-                }
-            }
-            "watch_remove" => {
-                let name = req["name"].as_str().unwrap_or("");
-                let Some(id) = self.id_of(name) else {
-                    return json!({ "ok": false, "error": format!("no watched target named {name:?}") });
-                };
-                match self.end_target(id, State::Removed, "target_removed", &mut Some(ring)) {
-                    Ok(()) => {
-                        self.prune();
-                        json!({ "ok": true, "target": self.targets[&id].status() })
-                    }
-                    Err(e) => json!({ "ok": false, "error": format!("{e:#}") }),
-                }
-            }
-            "pending" => json!({ "ok": true, "run": "daemon", "pending": [] }),
-            "approve" | "deny" => json!({
-                "ok": false,
-                "error": "the abm daemon observes only and holds no pending request (approve and deny apply to `abm run --enforce`)"
-            }),
-            op => {
-                json!({ "ok": false, "error": format!("unknown op {op:?} (status, watch_add, watch_remove, reload, tail, pending)") })
-            }
-        }
-    }
-
-    fn status(&self) -> Value {
-        let uptime = self.started.elapsed().as_secs_f64();
-        json!({
-            "ok": true,
-            "daemon": {
-                "pid": std::process::id(),
-                "version": env!("CARGO_PKG_VERSION"),
-                "started": self.started_wall,
-                "uptime_secs": (uptime * 10.0).round() / 10.0,
-                "config": self.config_path,
-                "socket": self.cfg.socket,
-                "trace_dir": self.cfg.trace_dir,
-                "backends": ["tracepoint"],
-                "ringbuf_kib": self.cfg.ringbuf_kib,
-                "cgroup_root": self.hier.as_ref().map(|h| h.mount.clone()),
-                "stdout": self.stdout,
-                "policy": {
-                    "digest": self.policy.digest(),
-                    "files": self.cfg.policy,
-                    "loaded": self.policy_loaded,
-                    "last_reload_error": self.reload_error,
-                },
-                "losses": self.losses.total,
-                "unattributed": self.attr.unattributed,
-                "decode_errors": self.decode_errors,
-                "subscribers": self.tail.receiver_count(),
-                "kubernetes": self.cfg.kubernetes.as_ref().map(|k| json!({
-                    "pod_selector": k.pod_selector,
-                    "pods_file": k.pods_file,
-                })),
-            },
-            "targets": self.targets.values().map(Target::status).collect::<Vec<_>>(),
-        })
-    }
-}
-
-/// `<uid> <namespace>/<name>` lines (blank lines and `#` comments skipped).
-pub fn parse_pods(text: &str) -> HashMap<String, String> {
-    text.lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .filter_map(|l| {
-            let mut it = l.split_whitespace();
-            let uid = it.next()?;
-            let name = it.next().unwrap_or(uid);
-            let ok = uid.len() >= 8 && uid.chars().all(|c| c.is_ascii_hexdigit() || c == '-');
-            ok.then(|| (uid.to_owned(), name.to_owned()))
-        })
-        .collect()
-}
-
-fn publish_selector(path: &Path, selector: &str) {
-    if let Some(dir) = path.parent() {
-        let _ = std::fs::create_dir_all(dir);
-    }
-    if let Err(e) = std::fs::write(path, format!("{selector}\n")) {
-        tracing::warn!("cannot write the pod selector to {}: {e}", path.display());
     }
 }
 
@@ -1035,17 +802,6 @@ fn descendants_of(pid: u32) -> Vec<u32> {
 
 fn short(digest: &str) -> &str {
     &digest[..digest.len().min(16)]
-}
-
-fn uname() -> (String, String) {
-    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
-    unsafe { libc::uname(&mut u) };
-    let s = |f: &[libc::c_char]| {
-        unsafe { std::ffi::CStr::from_ptr(f.as_ptr()) }
-            .to_string_lossy()
-            .into_owned()
-    };
-    (s(&u.nodename), s(&u.release))
 }
 
 #[cfg(test)]

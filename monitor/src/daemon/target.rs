@@ -9,10 +9,11 @@ use serde_json::{json, Value};
 
 use super::config::TargetSpec;
 use crate::{
+    core::rfc3339,
+    pipeline::Pipeline,
     policy::{Context, Policy},
     record::Action,
-    session::{rfc3339, Pipeline},
-    trace::{Header, Loss, SealInfo, SealSummary, TraceWriter},
+    trace::{note::Note, Header, Loss, SealInfo, SealSummary, TraceWriter},
 };
 
 /// Where a target is in its life.
@@ -226,9 +227,9 @@ impl Target {
         Ok(())
     }
 
-    pub fn note(&mut self, kind: &str, body: Value) -> anyhow::Result<()> {
+    pub fn note(&mut self, note: &Note) -> anyhow::Result<()> {
         if let Some(w) = self.writer.as_mut() {
-            w.append_note(kind, body)?;
+            note.append_to(w)?;
         }
         Ok(())
     }

@@ -1,6 +1,6 @@
 //! Enforcement (guardrail): `abm run --enforce`.
 //!
-//! Backends: BPF LSM (monitor/src/lsm.rs, where the kernel allows it) and
+//! Backends: BPF LSM (monitor/src/enforce/lsm/, where the kernel allows it) and
 //! the fallback here, seccomp user notification: a filter installed into
 //! the launched command before exec sends every destructive syscall of the
 //! tree to a supervisor thread in abm, which judges it with the policy and
@@ -35,14 +35,19 @@ use anyhow::{bail, Context as _};
 use serde_json::{json, Value};
 
 use crate::{
+    core::{absolute, monotonic_ns, rfc3339},
+    kernel::{Capability, Probes},
+    pipeline::Pipeline,
     policy::{Context, Policy},
-    probes::Capability,
     record::{Action, Op, Verdict},
-    session::{monotonic_ns, rfc3339, Pipeline},
-    trace::TraceWriter,
+    trace::{
+        note::{EnforcementSummary, Note},
+        TraceWriter,
+    },
 };
 
 pub mod control;
+pub mod lsm;
 pub mod preserve;
 mod prompt;
 pub mod seccomp;
@@ -107,7 +112,7 @@ pub enum BackendChoice {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
     Seccomp,
-    /// BPF LSM (crate::lsm).
+    /// BPF LSM (enforce::lsm).
     Lsm,
 }
 
@@ -122,11 +127,11 @@ impl Backend {
 
 /// Whether BPF LSM enforcement programs can load and attach here.
 ///
-/// Hook for the BPF LSM backend (monitor/src/lsm.rs): replace the body
-/// with its availability check (`crate::lsm::available()`), and handle
+/// Hook for the BPF LSM backend (monitor/src/enforce/lsm/): replace the body
+/// with its availability check (`lsm::available()`), and handle
 /// the LSM case in [`preflight`] once `abm run` can start that backend.
 pub fn bpf_lsm_available() -> Result<String, String> {
-    crate::lsm::available().map(|()| crate::lsm::capability().detail)
+    lsm::available().map(|()| lsm::capability().detail)
 }
 
 /// Whether seccomp user notification works here (a child installs the
@@ -221,7 +226,7 @@ pub(crate) enum Msg {
         note: Value,
     },
     /// Any other note.
-    Note(&'static str, Value),
+    Note(Note),
 }
 
 /// A call waiting for a human.
@@ -247,23 +252,33 @@ pub(crate) struct Shared {
     pub quiet: bool,
     pub run_id: String,
     pub socket_path: PathBuf,
-    /// BPF LSM backend (crate::lsm): its requests, when it runs.
-    pub lsm: OnceLock<crate::lsm::Approvals>,
+    /// BPF LSM backend (enforce::lsm): its requests, when it runs.
+    pub lsm: OnceLock<lsm::Approvals>,
+}
+
+/// Locks a mutex; a thread that panicked while holding it left the data
+/// as it was, which stays usable (the lock is not a reason to stop
+/// enforcing).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Shared {
+    /// The calls waiting for a human.
+    pub fn pending(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Pending>> {
+        lock(&self.pending)
+    }
+
     /// Answers a waiting request. Whoever removes it from `pending` answers
     /// it, so a request is answered once. `decision`: `approved`, `denied`
     /// or `timeout`; `by`: `tty`, `control:<uid>`, `timeout`, `shutdown`.
     pub fn decide(&self, id: u64, approve: bool, by: &str, decision: &str) -> Result<(), String> {
-        // BPF LSM backend (crate::lsm): its requests are answered there.
+        // BPF LSM backend (enforce::lsm): its requests are answered there.
         if let Some(l) = self.lsm.get().filter(|l| l.owns(id)) {
             return l.decide(id, approve, by);
         }
         let p = self
-            .pending
-            .lock()
-            .unwrap()
+            .pending()
             .remove(&id)
             .ok_or_else(|| format!("no pending request {id} in run {}", self.run_id))?;
         let l = self.listener.get().ok_or("the supervisor is not running")?;
@@ -284,10 +299,9 @@ impl Shared {
             enf["decision"] = json!("abandoned");
             enf["reason"] =
                 json!("the waiting call went away (the process exited or was interrupted)");
-            let _ = self.tx.send(Msg::Note(
-                "enforcement",
+            let _ = self.tx.send(Msg::Note(Note::Enforcement(
                 json!({ "enforcement": enf, "path": p.action.path, "pid": p.action.pid }),
-            ));
+            )));
             return Err(format!(
                 "request {id} is no longer waiting: the process exited or was interrupted"
             ));
@@ -318,16 +332,14 @@ impl Shared {
 
     /// The waiting requests, for `abm pending`.
     pub fn pending_list(&self) -> Vec<Value> {
-        // BPF LSM backend (crate::lsm): its requests first.
+        // BPF LSM backend (enforce::lsm): its requests first.
         let lsm = self.lsm.get().map(|l| l.pending_list()).unwrap_or_default();
         lsm.into_iter().chain(self.pending_list_seccomp()).collect()
     }
 
     fn pending_list_seccomp(&self) -> Vec<Value> {
         let now = Instant::now();
-        self.pending
-            .lock()
-            .unwrap()
+        self.pending()
             .iter()
             .map(|(id, p)| {
                 json!({
@@ -401,17 +413,21 @@ pub struct Enforcer {
     annotations: HashMap<u32, Vec<Annotation>>,
     counts: BTreeMap<String, u64>,
     preserved_entries: u64,
-    /// BPF LSM backend (crate::lsm), set by `crate::lsm::attach`.
-    lsm: Option<crate::lsm::LsmBackend>,
+    /// BPF LSM backend (enforce::lsm), set by `lsm::attach`.
+    lsm: Option<lsm::LsmBackend>,
 }
 
 impl Enforcer {
     /// Starts the supervisor (waiting for the listener fd), the control
     /// socket and, on a terminal, the prompt. Call before spawning CMD.
+    ///
+    /// With the BPF LSM backend its programs load into the tracepoint object
+    /// (`probes`): the policy is compiled into their maps and they attach.
     pub fn start(
         args: &EnforceArgs,
         backend: Backend,
         info: RunInfo<'_>,
+        probes: &mut Probes,
     ) -> anyhow::Result<Enforcer> {
         let run_id = info
             .trace
@@ -492,7 +508,7 @@ impl Enforcer {
                 socket_path.display()
             );
         }
-        Ok(Enforcer {
+        let mut enforcer = Enforcer {
             backend,
             shared,
             rx,
@@ -508,12 +524,17 @@ impl Enforcer {
             counts: BTreeMap::new(),
             preserved_entries: 0,
             lsm: None,
-        })
+        };
+        lsm::attach(&mut enforcer, probes, info.policy, info.ctx, info.quiet)?;
+        Ok(enforcer)
     }
 
-    /// What the child runs between fork and exec (after joining the scope).
-    pub fn child_setup(&self) -> seccomp::ChildSetup {
-        seccomp::ChildSetup::new(self.child_sock.as_ref().map_or(-1, |s| s.as_raw_fd()))
+    /// What the child runs between fork and exec (after joining the scope):
+    /// the seccomp backend's filter; nothing for the BPF LSM backend.
+    pub fn child_setup(&self) -> Option<seccomp::ChildSetup> {
+        (self.backend == Backend::Seccomp).then(|| {
+            seccomp::ChildSetup::new(self.child_sock.as_ref().map_or(-1, |s| s.as_raw_fd()))
+        })
     }
 
     /// `backends` of the trace header.
@@ -545,8 +566,8 @@ impl Enforcer {
         self.backend
     }
 
-    /// BPF LSM backend (crate::lsm): installs the started backend.
-    pub(crate) fn set_lsm(&mut self, b: crate::lsm::LsmBackend) {
+    /// BPF LSM backend (enforce::lsm): installs the started backend.
+    pub(crate) fn set_lsm(&mut self, b: lsm::LsmBackend) {
         let _ = self.shared.lsm.set(b.approvals());
         self.lsm = Some(b);
     }
@@ -554,10 +575,10 @@ impl Enforcer {
     /// Moves the supervisor's records into the pipeline (denials, ordered
     /// with the tracepoint records) and the trace (notes).
     fn absorb(&mut self, pipeline: &mut Pipeline, writer: &mut TraceWriter) -> anyhow::Result<()> {
-        // BPF LSM backend (crate::lsm): its decision records and answers.
+        // BPF LSM backend (enforce::lsm): its decision records and answers.
         if let Some(l) = self.lsm.as_mut() {
-            for (kind, note) in l.absorb() {
-                writer.append_note(kind, note)?;
+            for note in l.absorb() {
+                note.append_to(writer)?;
             }
             self.counts = l.counts();
         }
@@ -590,20 +611,22 @@ impl Enforcer {
                             .map_or(0, |e| e.len() as u64);
                     }
                     *self.counts.entry(decision).or_default() += 1;
-                    writer.append_note("enforcement", note)?;
+                    Note::Enforcement(note).append_to(writer)?;
                     self.annotations.entry(tid).or_default().push(Annotation {
                         syscall,
                         ktime_ns,
                         enforcement,
                     });
                 }
-                Msg::Note(kind, body) => {
-                    if body["decision"] == "abandoned"
-                        || body["enforcement"]["decision"] == "abandoned"
-                    {
-                        *self.counts.entry("abandoned".into()).or_default() += 1;
+                Msg::Note(note) => {
+                    if let Note::Enforcement(body) = &note {
+                        if body["decision"] == "abandoned"
+                            || body["enforcement"]["decision"] == "abandoned"
+                        {
+                            *self.counts.entry("abandoned".into()).or_default() += 1;
+                        }
                     }
-                    writer.append_note(kind, body)?;
+                    note.append_to(writer)?;
                 }
             }
         }
@@ -662,17 +685,16 @@ impl Enforcer {
         }
         self.absorb(pipeline, writer)?;
         if let Some(l) = self.lsm.as_mut() {
-            writer.append_note("lsm_summary", l.stop())?;
+            Note::LsmSummary(l.stop()).append_to(writer)?;
         }
-        writer.append_note(
-            "enforcement_summary",
-            json!({
-                "backend": self.backend.name(),
-                "decisions": self.counts,
-                "preserved_entries": self.preserved_entries,
-                "quarantine": (self.preserved_entries > 0).then(|| self.quarantine_dir.to_string_lossy().into_owned()),
-            }),
-        )?;
+        Note::EnforcementSummary(EnforcementSummary {
+            backend: self.backend.name().to_owned(),
+            decisions: self.counts.clone(),
+            preserved_entries: self.preserved_entries,
+            quarantine: (self.preserved_entries > 0)
+                .then(|| self.quarantine_dir.to_string_lossy().into_owned()),
+        })
+        .append_to(writer)?;
         Ok(())
     }
 
@@ -759,14 +781,4 @@ pub fn finish(
         e.stop(pipeline, writer)?;
     }
     Ok(())
-}
-
-fn absolute(p: &Path) -> PathBuf {
-    if p.is_absolute() {
-        p.to_path_buf()
-    } else {
-        std::env::current_dir()
-            .map(|d| d.join(p))
-            .unwrap_or_else(|_| p.to_path_buf())
-    }
 }

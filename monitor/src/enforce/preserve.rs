@@ -38,8 +38,8 @@ use serde_json::{json, Value};
 use sha2::{Digest as _, Sha256};
 
 use crate::{
+    core::rfc3339,
     record::{text_fields, Action, Op},
-    session::rfc3339,
 };
 
 /// Files up to this size get a sha256 in the manifest.

@@ -42,7 +42,7 @@ fn run(shared: Arc<Shared>, rx: mpsc::Receiver<u64>) {
 
 fn ask(shared: &Shared, id: u64) {
     let text = {
-        let pending = shared.pending.lock().unwrap();
+        let pending = shared.pending();
         let Some(p) = pending.get(&id) else { return };
         format!(
             "\nabm: confirm request #{id}: {}\nabm:   rule {}: {}\nabm: allow it? [y/N] (or `abm approve {id}` / `abm deny {id}`; denied in {:.0}s) ",
@@ -61,7 +61,7 @@ fn ask(shared: &Shared, id: u64) {
         if shared.stop.load(Ordering::Relaxed) {
             return;
         }
-        if !shared.pending.lock().unwrap().contains_key(&id) {
+        if !shared.pending().contains_key(&id) {
             let _ = tty.write_all(
                 format!("\nabm: request #{id} was answered elsewhere (or timed out)\n").as_bytes(),
             );

@@ -7,7 +7,7 @@
 //! ```text
 //!   arch != AUDIT_ARCH_X86_64            -> KILL_PROCESS   (ia32 via int 0x80, ...)
 //!   nr & __X32_SYSCALL_BIT               -> KILL_PROCESS   (x32 ABI)
-//!   nr in NOTIFY_ALWAYS                  -> USER_NOTIF
+//!   nr in notify_always()                -> USER_NOTIF
 //!   nr == open   && args[1] & WRITE_FLAGS -> USER_NOTIF
 //!   nr == openat && args[2] & WRITE_FLAGS -> USER_NOTIF
 //!   otherwise                            -> ALLOW
@@ -23,36 +23,25 @@ use std::{
 
 /// x86_64 syscall numbers, shared with the kernel programs.
 pub use monitor_common::syscall_nr as nr;
+use monitor_common::{Notify, SYSCALLS};
 
-/// Syscalls that always go to the supervisor.
-pub const NOTIFY_ALWAYS: [u32; 21] = [
-    nr::UNLINK,
-    nr::UNLINKAT,
-    nr::RMDIR,
-    nr::RENAME,
-    nr::RENAMEAT,
-    nr::RENAMEAT2,
-    nr::CHMOD,
-    nr::FCHMOD,
-    nr::FCHMODAT,
-    nr::FCHMODAT2,
-    nr::CHOWN,
-    nr::FCHOWN,
-    nr::LCHOWN,
-    nr::FCHOWNAT,
-    nr::TRUNCATE,
-    nr::FTRUNCATE,
-    nr::EXECVE,
-    nr::EXECVEAT,
-    nr::CREAT,
-    nr::OPENAT2,
-    // Refused under --enforce: io_uring operations would bypass the filter.
-    nr::IO_URING_SETUP,
-];
+/// Syscalls that always go to the supervisor (the traced syscalls of
+/// `monitor_common::SYSCALLS` marked `Notify::Always`).
+pub fn notify_always() -> impl Iterator<Item = u32> {
+    SYSCALLS
+        .iter()
+        .filter(|s| s.notify == Notify::Always)
+        .map(|s| s.nr)
+}
 
 /// Opens that go to the supervisor only when their flags may write:
 /// (syscall, index of the flags argument).
-pub const NOTIFY_BY_FLAGS: [(u32, u32); 2] = [(nr::OPEN, 1), (nr::OPENAT, 2)];
+pub fn notify_by_flags() -> impl Iterator<Item = (u32, u32)> {
+    SYSCALLS.iter().filter_map(|s| match s.notify {
+        Notify::IfWrites { flags_arg } => Some((s.nr, flags_arg as u32)),
+        Notify::Always => None,
+    })
+}
 
 pub const O_WRONLY: u64 = 0o1;
 pub const O_RDWR: u64 = 0o2;
@@ -134,7 +123,7 @@ pub fn build_filter() -> Vec<libc::sock_filter> {
             jf: Next,
         },
     ];
-    for n in NOTIFY_ALWAYS {
+    for n in notify_always() {
         p.push(Jump {
             code: BPF_JMP_JEQ_K,
             k: n,
@@ -142,7 +131,8 @@ pub fn build_filter() -> Vec<libc::sock_filter> {
             jf: Next,
         });
     }
-    for (i, (n, _)) in NOTIFY_BY_FLAGS.iter().enumerate() {
+    let by_flags: Vec<(u32, u32)> = notify_by_flags().collect();
+    for (i, (n, _)) in by_flags.iter().enumerate() {
         p.push(Jump {
             code: BPF_JMP_JEQ_K,
             k: *n,
@@ -153,7 +143,7 @@ pub fn build_filter() -> Vec<libc::sock_filter> {
     // Classic BPF jumps forward only: the open checks come after the
     // fall-through ALLOW and have their own ALLOW after them.
     p.push(Ret(SECCOMP_RET_ALLOW));
-    for (i, (_, arg)) in NOTIFY_BY_FLAGS.iter().enumerate() {
+    for (i, (_, arg)) in by_flags.iter().enumerate() {
         p.push(Mark(Open(i)));
         p.push(Ld(off_arg_lo(*arg)));
         p.push(Jump {
@@ -615,7 +605,8 @@ mod tests {
     fn filter_notifies_destructive_calls_only() {
         let p = build_filter();
         assert!(p.len() < 64);
-        for n in NOTIFY_ALWAYS {
+        assert_eq!(notify_always().count(), 21);
+        for n in notify_always() {
             assert_eq!(run_filter(&p, X86_64, n, [0; 6]), RET_NOTIFY, "syscall {n}");
         }
         // read(2), write(2), close(2), getpid

@@ -17,15 +17,17 @@ use std::{
 use serde_json::json;
 
 use super::{
+    lock,
     preserve::Quarantine,
     seccomp::{nr, Listener, Recv},
     target::{Reader, Unreadable},
     Msg, Pending, Shared,
 };
 use crate::{
+    core::{monotonic_ns, rfc3339},
     policy::{Context, Policy},
     record::{Action, Irreversibility, Op, Scope, Treatment, Verdict},
-    session::{monotonic_ns, rfc3339},
+    trace::note::{EnforcementStats, Note},
 };
 
 /// Rule id of the monitor's own enforcement rules.
@@ -107,24 +109,21 @@ impl Supervisor {
             }
         }
         let st = &self.stats;
-        let _ = self.shared.tx.send(Msg::Note(
-            "enforcement_stats",
-            json!({
-                "backend": "seccomp",
-                "notifications": st.notifications,
-                "mean_handling_us": if st.notifications > 0 { st.busy_ns as f64 / st.notifications as f64 / 1000.0 } else { 0.0 },
-                "max_handling_us": st.max_ns as f64 / 1000.0,
-            }),
-        ));
-        // Whatever still waits is refused: nobody is left to answer it.
-        let ids: Vec<u64> = self
+        let _ = self
             .shared
-            .pending
-            .lock()
-            .unwrap()
-            .keys()
-            .copied()
-            .collect();
+            .tx
+            .send(Msg::Note(Note::EnforcementStats(EnforcementStats {
+                backend: "seccomp".into(),
+                notifications: st.notifications,
+                mean_handling_us: if st.notifications > 0 {
+                    st.busy_ns as f64 / st.notifications as f64 / 1000.0
+                } else {
+                    0.0
+                },
+                max_handling_us: st.max_ns as f64 / 1000.0,
+            })));
+        // Whatever still waits is refused: nobody is left to answer it.
+        let ids: Vec<u64> = self.shared.pending().keys().copied().collect();
         for id in ids {
             let _ = self.shared.decide(id, false, "shutdown", "denied");
         }
@@ -136,7 +135,7 @@ impl Supervisor {
         let mut expired = Vec::new();
         let mut gone = Vec::new();
         {
-            let pending = self.shared.pending.lock().unwrap();
+            let pending = self.shared.pending();
             for (id, p) in pending.iter() {
                 if now >= p.deadline {
                     expired.push(*id);
@@ -149,22 +148,19 @@ impl Supervisor {
             let _ = self.shared.decide(id, false, "timeout", "timeout");
         }
         for id in gone {
-            if let Some(p) = self.shared.pending.lock().unwrap().remove(&id) {
-                let _ = self.shared.tx.send(Msg::Note(
-                    "enforcement",
-                    json!({
-                        "backend": "seccomp",
-                        "decision": "abandoned",
-                        "request": id,
-                        "rule": p.verdict.rule,
-                        "op": p.action.op,
-                        "path": p.action.path,
-                        "pid": p.action.pid,
-                        "tid": p.action.tid,
-                        "decided_at": rfc3339(SystemTime::now()),
-                        "reason": "the waiting call went away (the process exited or was interrupted)",
-                    }),
-                ));
+            if let Some(p) = self.shared.pending().remove(&id) {
+                let _ = self.shared.tx.send(Msg::Note(Note::Enforcement(json!({
+                    "backend": "seccomp",
+                    "decision": "abandoned",
+                    "request": id,
+                    "rule": p.verdict.rule,
+                    "op": p.action.op,
+                    "path": p.action.path,
+                    "pid": p.action.pid,
+                    "tid": p.action.tid,
+                    "decided_at": rfc3339(SystemTime::now()),
+                    "reason": "the waiting call went away (the process exited or was interrupted)",
+                }))));
             }
         }
     }
@@ -339,7 +335,7 @@ impl Supervisor {
             "timeout_secs": timeout.as_secs_f64(),
             "control_socket": self.shared.socket_path.to_string_lossy(),
         });
-        let _ = self.shared.tx.send(Msg::Note("enforcement", note));
+        let _ = self.shared.tx.send(Msg::Note(Note::Enforcement(note)));
         if !self.shared.quiet {
             eprintln!(
                 "abm: request #{id} waits for confirmation: {what} (rule {}: {}); answer with `abm approve {id}` or `abm deny {id}` (denied after {}s)",
@@ -348,7 +344,7 @@ impl Supervisor {
                 timeout.as_secs_f64()
             );
         }
-        self.shared.pending.lock().unwrap().insert(
+        self.shared.pending().insert(
             id,
             Pending {
                 notif_id,
@@ -361,7 +357,7 @@ impl Supervisor {
             },
         );
         if let Some(tx) = &self.shared.prompt_tx {
-            let _ = tx.lock().unwrap().send(id);
+            let _ = lock(tx).send(id);
         }
     }
 }

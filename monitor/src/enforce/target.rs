@@ -13,8 +13,8 @@ use std::{
 
 use super::seccomp::{nr, O_CREAT, O_TRUNC, O_WRONLY, WRITE_FLAGS};
 use crate::{
+    pipeline::resolve,
     record::{text_fields, Action, Op},
-    resolve,
 };
 
 const AT_FDCWD: i32 = -100;
@@ -624,7 +624,7 @@ fn set(bytes: &[u8], s: &mut Option<String>, b64: &mut Option<String>) {
 }
 
 /// Symbolic flag names, as the tracepoint resolver writes them.
-pub use crate::resolve::flag_names;
+pub use crate::pipeline::resolve::flag_names;
 
 #[cfg(test)]
 mod tests {
@@ -661,9 +661,13 @@ mod tests {
         std::os::unix::fs::symlink(d.join("real"), d.join("link")).unwrap();
         let real = std::fs::canonicalize(d.join("real")).unwrap();
         let got =
-            crate::resolve::canonical_parent(d.join("link/file").as_os_str().as_bytes()).unwrap();
+            crate::pipeline::resolve::canonical_parent(d.join("link/file").as_os_str().as_bytes())
+                .unwrap();
         assert_eq!(got, real.join("file").as_os_str().as_bytes());
-        assert_eq!(crate::resolve::canonical_parent(b"/no/such/dir/file"), None);
+        assert_eq!(
+            crate::pipeline::resolve::canonical_parent(b"/no/such/dir/file"),
+            None
+        );
         let _ = std::fs::remove_dir_all(&d);
     }
 

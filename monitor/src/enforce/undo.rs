@@ -2,7 +2,7 @@
 //! kept in a run's quarantine.
 //!
 //! RUN is a quarantine directory, a trace file (its header names the
-//! quarantine) or a run id (the trace file name without `.jsonl`, looked up
+//! quarantine) or a run id (the trace file name without its extension, looked up
 //! under /var/lib/abm/quarantine/). Without `--seq` or `--all` the entries
 //! are listed and nothing changes.
 //!
@@ -29,12 +29,12 @@ use anyhow::{bail, Context as _};
 use serde_json::{json, Value};
 
 use super::preserve::{read_manifest, Entry, MANIFEST, RESTORED};
-use crate::session::rfc3339;
+use crate::core::rfc3339;
 
 #[derive(Debug, clap::Args)]
 pub struct UndoArgs {
     /// The run: a quarantine directory, a trace file, or a run id (the trace
-    /// file name without `.jsonl`).
+    /// file name without its extension).
     #[arg(value_name = "RUN")]
     pub run: String,
     /// Restore this manifest entry (repeatable). Entry ids are listed by

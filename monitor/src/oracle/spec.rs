@@ -274,15 +274,7 @@ pub struct TaskSpec {
 }
 
 /// File operations that change the world.
-pub const FILE_OPS: [Op; 7] = [
-    Op::Unlink,
-    Op::Rmdir,
-    Op::Rename,
-    Op::Chmod,
-    Op::Chown,
-    Op::Truncate,
-    Op::Write,
-];
+pub use crate::record::FILE_OPS;
 
 struct Ctx<'a> {
     file: &'a Path,

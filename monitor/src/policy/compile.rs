@@ -54,15 +54,7 @@ enum Value {
 }
 
 /// Operations a rule applies to when it names none and has no exec matchers.
-const FILE_OPS: [Op; 7] = [
-    Op::Unlink,
-    Op::Rmdir,
-    Op::Rename,
-    Op::Chmod,
-    Op::Chown,
-    Op::Truncate,
-    Op::Write,
-];
+use crate::record::FILE_OPS;
 
 struct Ctx<'s> {
     sources: &'s [Source],

@@ -31,6 +31,7 @@ mod tests;
 
 pub use error::{ErrorKind, PolicyError};
 pub use format::{Severity, FORMAT_VERSION};
+pub(crate) use matcher::FlagSpec;
 pub use matcher::{Condition, Field, FieldKind, Operator, Root};
 
 use compile::{compile, op_bit, Source};

@@ -27,6 +27,7 @@ pub mod cat;
 pub mod cmd;
 pub mod compact;
 pub mod format;
+pub mod note;
 mod packer;
 mod read;
 mod report;

@@ -272,6 +272,7 @@ pub fn is_cgroup2(path: &Path) -> bool {
     let Ok(c) = CString::new(path.as_os_str().as_bytes()) else {
         return false;
     };
+    // SAFETY: statfs is plain old data; all-zero bytes are a valid value.
     let mut st: libc::statfs = unsafe { std::mem::zeroed() };
     // SAFETY: valid C string and out pointer.
     let r = unsafe { libc::statfs(c.as_ptr(), &mut st) };
@@ -462,7 +463,7 @@ impl Drop for RunCgroup {
 /// `bpf_get_current_ancestor_cgroup_id` (`current_scope` in the kernel
 /// programs).
 pub fn set_watched_levels(
-    probes: &mut crate::probes::Probes,
+    probes: &mut super::probes::Probes,
     levels: impl IntoIterator<Item = u32>,
 ) {
     let mask = levels

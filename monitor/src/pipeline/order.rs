@@ -12,7 +12,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::{
-    events::{Field, KernelEvent},
+    kernel::events::{Field, KernelEvent},
     record::Action,
 };
 
@@ -96,12 +96,12 @@ impl Orderer {
                     *old = f.clone();
                 }
             }
-            slot.action = crate::resolve::action_from_event(&ev);
+            slot.action = super::resolve::action_from_event(&ev);
             slot.action.result_note = Some("path_read_at_exit".into());
         }
         slot.action.result = Some(result);
         if result < 0 {
-            slot.action.errno = Some(crate::resolve::errno_name(result));
+            slot.action.errno = Some(super::resolve::errno_name(result));
         }
         slot.ready = true;
         true

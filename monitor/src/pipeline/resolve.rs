@@ -16,7 +16,7 @@ use std::{
 use monitor_common::{field_flags, field_tag, header_flags, EventKind};
 
 use crate::{
-    events::{Field, KernelEvent},
+    kernel::events::{Field, KernelEvent},
     record::{text_fields, Action, Op},
 };
 
@@ -215,33 +215,9 @@ pub fn resolve_path(
     })
 }
 
+/// The name of a traced syscall (`monitor_common::SYSCALLS`), or "".
 pub fn syscall_name(nr: u32) -> &'static str {
-    match nr {
-        2 => "open",
-        59 => "execve",
-        76 => "truncate",
-        77 => "ftruncate",
-        82 => "rename",
-        84 => "rmdir",
-        85 => "creat",
-        87 => "unlink",
-        90 => "chmod",
-        91 => "fchmod",
-        92 => "chown",
-        93 => "fchown",
-        94 => "lchown",
-        257 => "openat",
-        260 => "fchownat",
-        263 => "unlinkat",
-        264 => "renameat",
-        268 => "fchmodat",
-        316 => "renameat2",
-        322 => "execveat",
-        425 => "io_uring_setup",
-        437 => "openat2",
-        452 => "fchmodat2",
-        _ => "",
-    }
+    monitor_common::syscall(nr).map_or("", |s| s.name)
 }
 
 pub fn errno_name(err: i64) -> String {
@@ -330,23 +306,6 @@ pub fn flag_names(op: Op, syscall: &str, flags: u64) -> Vec<String> {
         .collect()
 }
 
-fn op_of(kind: EventKind) -> Option<Op> {
-    Some(match kind {
-        EventKind::Unlink => Op::Unlink,
-        EventKind::Rmdir => Op::Rmdir,
-        EventKind::Rename => Op::Rename,
-        EventKind::Chmod => Op::Chmod,
-        EventKind::Chown => Op::Chown,
-        EventKind::Truncate => Op::Truncate,
-        EventKind::Write => Op::Write,
-        EventKind::Exec => Op::Exec,
-        EventKind::Fork => Op::Fork,
-        EventKind::Exit => Op::Exit,
-        EventKind::IoUringSetup => Op::IoUringSetup,
-        EventKind::SyscallExit => return None,
-    })
-}
-
 fn set_text(bytes: &[u8], s: &mut Option<String>, b64: &mut Option<String>) {
     let (t, b) = text_fields(bytes);
     *s = Some(t);
@@ -358,7 +317,7 @@ fn set_text(bytes: &[u8], s: &mut Option<String>, b64: &mut Option<String>) {
 /// the caller.
 pub fn action_from_event(ev: &KernelEvent) -> Action {
     let h = &ev.hdr;
-    let op = op_of(ev.kind);
+    let op = Op::from_kind(ev.kind);
     let syscall = syscall_name(h.syscall).to_owned();
     let mut a = Action {
         op,
@@ -472,7 +431,7 @@ pub fn action_from_event(ev: &KernelEvent) -> Action {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::events::{empty_header, encode, Field};
+    use crate::kernel::events::{empty_header, encode, Field};
 
     #[test]
     fn components_reverse_into_absolute_path() {

@@ -81,6 +81,7 @@ pub fn preflight() -> Result<(), ProbeError> {
     if OBJECT.is_empty() {
         return Err(ProbeError::NoObject);
     }
+    // SAFETY: geteuid(2) has no arguments and cannot fail.
     if unsafe { libc::geteuid() } != 0 {
         return Err(ProbeError::NotRoot);
     }
@@ -96,6 +97,7 @@ fn raise_memlock() {
         rlim_max: libc::RLIM_INFINITY,
     };
     // Kernels before 5.11 charge BPF maps to RLIMIT_MEMLOCK; harmless after.
+    // SAFETY: setrlimit(2) reads the valid `rlim` struct.
     let _ = unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &rlim) };
 }
 
@@ -212,6 +214,7 @@ pub fn self_into_scope(map_fd: i32, target: u32) -> std::io::Result<()> {
         value: u64,
         flags: u64,
     }
+    // SAFETY: getpid(2) has no arguments and cannot fail.
     let pid: u32 = unsafe { libc::getpid() } as u32;
     let entry = ScopeEntry { target, _pad: 0 };
     let attr = UpdateAttr {
@@ -222,6 +225,8 @@ pub fn self_into_scope(map_fd: i32, target: u32) -> std::io::Result<()> {
         flags: 0,
     };
     const BPF_MAP_UPDATE_ELEM: libc::c_long = 2;
+    // SAFETY: bpf(2) reads `attr` (its size is passed), whose key and value
+    // pointers point at live locals.
     let r = unsafe {
         libc::syscall(
             libc::SYS_bpf,
@@ -247,6 +252,7 @@ pub struct Capability {
 /// What this kernel supports, with reasons.
 pub fn capabilities() -> Vec<Capability> {
     let mut out = Vec::new();
+    // SAFETY: geteuid(2) has no arguments and cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
     out.push(Capability {
         name: "root",

@@ -201,6 +201,7 @@ mod tests {
         let mut hdr = empty_header(EventKind::Unlink);
         hdr.payload_len = 500;
         let mut bytes = vec![0u8; HDR];
+        // SAFETY: `bytes` holds at least size_of::<EventHeader>() bytes; unaligned write of a Copy type.
         unsafe { std::ptr::write_unaligned(bytes.as_mut_ptr().cast(), hdr) };
         assert!(matches!(
             KernelEvent::decode(&bytes),

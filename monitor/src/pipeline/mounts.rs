@@ -31,11 +31,13 @@ use std::{
 
 use monitor_common::{field_flags, field_tag};
 
-use super::cgroup::{parse_mountinfo, MountLine};
+use super::resolve::{components_to_path, join, strip_root};
 use crate::{
-    events::KernelEvent,
+    kernel::{
+        cgroup::{parse_mountinfo, MountLine},
+        KernelEvent,
+    },
     record::{text_fields, Action},
-    resolve::{components_to_path, join, strip_root},
 };
 
 /// How long a mount table is trusted before it is read again (when a path
@@ -145,6 +147,8 @@ struct Table {
 
 /// Per-namespace mount tables and the namespace of each process seen.
 pub struct Views {
+    /// A process of the host view: its mount table is the host's.
+    host_pid: u32,
     host_ns: Option<u64>,
     host: Option<Table>,
     tables: HashMap<u64, Table>,
@@ -161,12 +165,29 @@ impl Default for Views {
 }
 
 impl Views {
+    /// The daemon's views: the host is the mount namespace of pid 1 (a
+    /// daemon in a pod runs with hostPID and its own mount namespace).
     pub fn new() -> Views {
-        // The host is the mount namespace of pid 1 (a daemon in a pod runs
-        // with hostPID and its own mount namespace).
-        let host_ns = mnt_ns_of(1).or_else(|| mnt_ns_of(std::process::id()));
+        match mnt_ns_of(1) {
+            Some(ns) => Views::with_host(1, ns),
+            None => Views::own(),
+        }
+    }
+
+    /// `abm run`'s views: the host is abm's own mount namespace, the view
+    /// of the person who started the command.
+    pub fn own() -> Views {
+        let me = std::process::id();
+        match mnt_ns_of(me) {
+            Some(ns) => Views::with_host(me, ns),
+            None => Views::with_host(me, 0),
+        }
+    }
+
+    fn with_host(host_pid: u32, ns: u64) -> Views {
         Views {
-            host_ns,
+            host_pid,
+            host_ns: (ns != 0).then_some(ns),
             host: None,
             tables: HashMap::new(),
             pid_ns: HashMap::new(),
@@ -217,7 +238,7 @@ impl Views {
             .as_ref()
             .is_none_or(|t| t.read_at.elapsed() > TABLE_TTL);
         if stale {
-            let text = std::fs::read_to_string("/proc/1/mountinfo")
+            let text = std::fs::read_to_string(format!("/proc/{}/mountinfo", self.host_pid))
                 .or_else(|_| std::fs::read_to_string("/proc/self/mountinfo"))
                 .unwrap_or_default();
             self.host = Some(Table {

@@ -1,0 +1,10 @@
+//! Shared ground of every layer: clocks and small system facts. The action
+//! record itself is [`crate::record`].
+//!
+//! - [`clock`]: kernel (monotonic) time, wall time, RFC 3339 stamps.
+//! - [`sys`]: host name and kernel release, absolute paths.
+pub mod clock;
+pub mod sys;
+
+pub use clock::{monotonic_ns, rfc3339, Clock};
+pub use sys::{absolute, uname};

@@ -1,0 +1,470 @@
+//! The running BPF LSM backend: maps filled, programs attached, decision
+//! records turned into trace records.
+use super::*;
+
+/// The BPF LSM backend of one enforcing `abm run`.
+pub struct LsmBackend {
+    pub(super) events: RingBuf<MapData>,
+    pub(super) approvals: Approvals,
+    pub(super) compiled: Compiled,
+    pub(super) policy: Policy,
+    pub(super) ctx: Context,
+    pub(super) clock: Clock,
+    pub(super) quarantine: crate::enforce::preserve::Quarantine,
+    pub(super) held: Vec<Held>,
+    pub attached: Vec<&'static str>,
+    pub(super) quiet: bool,
+}
+
+pub(super) fn take<T>(
+    ebpf: &mut Ebpf,
+    name: &'static str,
+    conv: impl FnOnce(aya::maps::Map) -> Result<T, aya::maps::MapError>,
+) -> Result<T, LsmError> {
+    let m = ebpf.take_map(name).ok_or(LsmError::Map {
+        name,
+        detail: "missing from the kernel object".into(),
+    })?;
+    conv(m).map_err(|e| LsmError::Map {
+        name,
+        detail: e.to_string(),
+    })
+}
+
+pub(super) fn borrow<'a, T>(
+    ebpf: &'a mut Ebpf,
+    name: &'static str,
+    conv: impl FnOnce(&'a mut aya::maps::Map) -> Result<T, aya::maps::MapError>,
+) -> Result<T, LsmError> {
+    let m = ebpf.map_mut(name).ok_or(LsmError::Map {
+        name,
+        detail: "missing from the kernel object".into(),
+    })?;
+    conv(m).map_err(|e| LsmError::Map {
+        name,
+        detail: e.to_string(),
+    })
+}
+
+pub(super) fn map_err(name: &'static str) -> impl Fn(aya::maps::MapError) -> LsmError {
+    move |e| LsmError::Map {
+        name,
+        detail: e.to_string(),
+    }
+}
+
+impl LsmBackend {
+    /// Compiles the policy into the kernel maps of the loaded tracepoint
+    /// backend, then loads and attaches the LSM programs and the exec-rule
+    /// matcher. Call before the command starts.
+    pub fn start(
+        probes: &mut Probes,
+        policy: &Policy,
+        ctx: &Context,
+        quarantine: crate::enforce::preserve::Quarantine,
+        quiet: bool,
+    ) -> Result<LsmBackend, LsmError> {
+        available().map_err(LsmError::Unavailable)?;
+        let compiled = compile(policy, ctx)?;
+        let ebpf = &mut probes.ebpf;
+        // Filled in place: the maps stay owned by the object, whose program
+        // instructions refer to their fds (a taken and dropped map would
+        // close the fd before the LSM programs load).
+        {
+            let mut cfg: Array<&mut MapData, LsmConfig> =
+                borrow(ebpf, "LSM_CONFIG", Array::try_from)?;
+            cfg.set(0, compiled.config, 0)
+                .map_err(map_err("LSM_CONFIG"))?;
+        }
+        {
+            let mut protect: BpfHashMap<&mut MapData, InodeKey, PathRuleBits> =
+                borrow(ebpf, "LSM_PROTECT", BpfHashMap::try_from)?;
+            for (k, v) in &compiled.protect {
+                protect.insert(k, v, 0).map_err(map_err("LSM_PROTECT"))?;
+            }
+        }
+        {
+            let mut rules: Array<&mut MapData, ExecRule> =
+                borrow(ebpf, "LSM_EXEC_RULES", Array::try_from)?;
+            for (i, r) in compiled.exec_rules.iter().enumerate() {
+                rules
+                    .set(i as u32, r, 0)
+                    .map_err(map_err("LSM_EXEC_RULES"))?;
+            }
+        }
+        {
+            let mut progs: BpfHashMap<&mut MapData, u64, u32> =
+                borrow(ebpf, "LSM_EXEC_PROGRAMS", BpfHashMap::try_from)?;
+            for (k, v) in &compiled.exec_programs {
+                progs
+                    .insert(k, v, 0)
+                    .map_err(map_err("LSM_EXEC_PROGRAMS"))?;
+            }
+        }
+        {
+            let mut tokens: BpfHashMap<&mut MapData, u64, u64> =
+                borrow(ebpf, "LSM_EXEC_TOKENS", BpfHashMap::try_from)?;
+            for (k, v) in &compiled.exec_tokens {
+                tokens.insert(k, v, 0).map_err(map_err("LSM_EXEC_TOKENS"))?;
+            }
+        }
+        // Taken (and kept alive by the backend): read and written during the run.
+        let allow = take(ebpf, "LSM_ALLOW", BpfHashMap::try_from)?;
+        let events = take(ebpf, "LSM_EVENTS", RingBuf::try_from)?;
+        let btf = Btf::from_sys_fs()
+            .map_err(|e| LsmError::Unavailable(format!("cannot read the kernel BTF: {e}")))?;
+        let mut attached = Vec::new();
+        for (name, hook, required) in PROGRAMS {
+            let perr = |detail: String| LsmError::Program { name, hook, detail };
+            let prog: &mut Lsm = ebpf
+                .program_mut(name)
+                .ok_or_else(|| perr("missing from the kernel object".into()))?
+                .try_into()
+                .map_err(|e: aya::programs::ProgramError| perr(e.to_string()))?;
+            let t = std::time::Instant::now();
+            match prog.load(hook, &btf) {
+                Ok(()) => {}
+                Err(aya::programs::ProgramError::Btf(e)) if !required => {
+                    tracing::info!("LSM hook {hook} not in this kernel ({e}); skipped");
+                    continue;
+                }
+                Err(e) => return Err(perr(explain_load(&e))),
+            }
+            prog.attach().map_err(|e| perr(explain_load(&e)))?;
+            tracing::info!(
+                "LSM program {name} loaded and attached in {:.2?}",
+                t.elapsed()
+            );
+            attached.push(hook);
+        }
+        let tp: &mut RawTracePoint = ebpf
+            .program_mut(EXEC_RULES_PROGRAM)
+            .ok_or_else(|| LsmError::Program {
+                name: EXEC_RULES_PROGRAM,
+                hook: "sys_enter",
+                detail: "missing".into(),
+            })?
+            .try_into()
+            .map_err(|e: aya::programs::ProgramError| LsmError::Program {
+                name: EXEC_RULES_PROGRAM,
+                hook: "sys_enter",
+                detail: e.to_string(),
+            })?;
+        tp.load()
+            .and_then(|_| tp.attach("sys_enter").map(|_| ()))
+            .map_err(|e| LsmError::Program {
+                name: EXEC_RULES_PROGRAM,
+                hook: "sys_enter",
+                detail: e.to_string(),
+            })?;
+        for r in &compiled.report {
+            match &r.fidelity {
+                Fidelity::AuditOnly(why) if blocks(r.treatment) => {
+                    tracing::warn!(
+                        "rule {} ({:?}) is not enforced by BPF LSM, only audited: {why}",
+                        r.rule,
+                        r.treatment
+                    )
+                }
+                Fidelity::Partial(why) => {
+                    tracing::info!("rule {} is partly enforced by BPF LSM: {why}", r.rule)
+                }
+                _ => {}
+            }
+        }
+        let approvals = Approvals {
+            inner: Arc::new(Mutex::new(ApprovalState {
+                allow,
+                pending: BTreeMap::new(),
+                next_request: 1,
+                granted: HashMap::new(),
+                counts: BTreeMap::new(),
+                notes: Vec::new(),
+            })),
+        };
+        Ok(LsmBackend {
+            events,
+            approvals,
+            compiled,
+            policy: policy.clone(),
+            ctx: ctx.clone(),
+            clock: Clock::new(),
+            quarantine,
+            held: Vec::new(),
+            attached,
+            quiet,
+        })
+    }
+
+    /// The compile report (for the trace header and `abm doctor`).
+    pub fn report(&self) -> &[RuleReport] {
+        &self.compiled.report
+    }
+
+    /// Fields for the trace header's `extra.enforcement`.
+    pub fn header_extra(&self) -> Value {
+        json!({
+            "backend": "lsm",
+            "hooks": self.attached,
+            "rules": self.compiled.report,
+            "quarantine": self.quarantine.dir().to_string_lossy(),
+        })
+    }
+
+    pub(super) fn rule_id(&self, index: u32) -> String {
+        self.compiled
+            .rules
+            .get(&index)
+            .map(|(id, _)| id.clone())
+            .unwrap_or_else(|| format!("#{index}"))
+    }
+
+    /// The shared request table (for the control socket).
+    pub fn approvals(&self) -> Approvals {
+        self.approvals.clone()
+    }
+
+    /// Reads the kernel's decision records: refusals become held records
+    /// (matched to their syscall records by [`LsmBackend::fixup`]),
+    /// `preserve` copies are made and allowed, `confirm` requests wait for
+    /// [`Approvals::decide`]. Returns notes for the trace (including the
+    /// answers given on the control socket since the last call).
+    pub fn absorb(&mut self) -> Vec<Note> {
+        let mut raw = Vec::new();
+        while let Some(item) = self.events.next() {
+            raw.push(item.to_vec());
+        }
+        for bytes in raw {
+            match decode(&bytes) {
+                Some((action, d)) => self.on_decision(action, d),
+                None => tracing::warn!("undecodable LSM record ({} bytes)", bytes.len()),
+            }
+        }
+        std::mem::take(&mut self.approvals.lock().notes)
+    }
+
+    pub(super) fn on_decision(&mut self, mut a: Action, d: LsmDecision) {
+        let rule = self.rule_id(d.rule);
+        let key = AllowKey {
+            ino: d.ino,
+            dev: d.dev,
+            op: a.op.map(|o| o.kind() as u16).unwrap_or(0),
+            rule: d.rule as u16,
+        };
+        let treatment = self.compiled.rules.get(&d.rule).map(|(_, t)| *t);
+        let mut enf = json!({
+            "backend": "lsm",
+            "rule": rule,
+            "hook": hook::name(d.hook),
+            "treatment": treatment,
+        });
+        let approvals = self.approvals.clone();
+        let mut st = approvals.lock();
+        let name = match d.decision {
+            decision::DENIED => "denied",
+            decision::CONFIRM_PENDING => {
+                let id = match st.pending.values().find(|p| p.key == key) {
+                    Some(p) => p.id,
+                    None => {
+                        let id = st.next_request;
+                        st.next_request += 1;
+                        let what = crate::enforce::describe(&a);
+                        if !self.quiet {
+                            eprintln!(
+                                "abm: confirm request {id}: {what} was refused by rule {rule}; `abm approve {id}` lets a retry through"
+                            );
+                        }
+                        let note = json!({
+                            "enforcement": { "backend": "lsm", "decision": "confirm_requested", "request": id, "rule": rule },
+                            "what": what, "op": a.op, "path": a.path, "pid": a.pid,
+                        });
+                        st.notes.push(Note::Enforcement(note));
+                        st.pending.insert(
+                            id,
+                            Pending {
+                                id,
+                                key,
+                                rule: rule.clone(),
+                                what,
+                                action: a.clone(),
+                                requested_ns: monotonic_ns(),
+                            },
+                        );
+                        id
+                    }
+                };
+                enf["request"] = json!(id);
+                "pending_confirmation"
+            }
+            decision::PRESERVE_PENDING => {
+                if let Some((id, _, kept)) = st.granted.get(&key) {
+                    // A repeat before the retry: the copy exists already.
+                    enf["request"] = json!(id);
+                    enf["preserved"] = kept.clone();
+                } else {
+                    let id = st.next_request;
+                    st.next_request += 1;
+                    enf["request"] = json!(id);
+                    match self.quarantine.preserve(&a, &rule) {
+                        Ok(entries) => {
+                            let kept = json!(entries);
+                            enf["preserved"] = kept.clone();
+                            match st.grant(key) {
+                                Ok(()) => {
+                                    enf["retry"] = json!("allowed once");
+                                    st.granted.insert(key, (id, "preserved", kept));
+                                }
+                                Err(e) => enf["error"] = json!(e),
+                            }
+                        }
+                        Err(e) => {
+                            enf["error"] = json!(format!(
+                                "could not keep a copy, the call stays refused: {e}"
+                            ));
+                        }
+                    }
+                }
+                "preserve_pending"
+            }
+            decision::ALLOWED_ONCE => {
+                if let Some((id, how, kept)) = st.granted.remove(&key) {
+                    enf["request"] = json!(id);
+                    enf["allowed_by"] = json!(how);
+                    if how == "preserved" {
+                        enf["preserved"] = kept;
+                    }
+                }
+                "allowed_once"
+            }
+            _ => "unknown",
+        };
+        enf["decision"] = json!(name);
+        *st.counts.entry(name.to_owned()).or_default() += 1;
+        drop(st);
+        a.enforcement = Some(enf.clone());
+        self.held.push(Held {
+            action: a,
+            enforcement: enf,
+        });
+    }
+
+    /// Attaches held decisions to the released syscall records of the same
+    /// thread, and inserts (in time order) the decisions that have no
+    /// syscall record (io_uring requests, which bypass the syscall
+    /// tracepoints). `force`: the run is over, nothing more will come.
+    pub fn fixup(&mut self, acts: &mut Vec<Action>, force: bool) {
+        if self.held.is_empty() {
+            return;
+        }
+        let newest = acts.iter().map(|a| a.ktime_ns).max().unwrap_or(0);
+        let mut keep = Vec::new();
+        let mut alone = Vec::new();
+        for h in std::mem::take(&mut self.held) {
+            let target = acts
+                .iter_mut()
+                .filter(|a| {
+                    a.tid == h.action.tid
+                        && a.op == h.action.op
+                        && a.ktime_ns <= h.action.ktime_ns
+                        && a.enforcement.is_none()
+                })
+                .max_by_key(|a| a.ktime_ns);
+            if let Some(t) = target {
+                t.enforcement = Some(h.enforcement);
+                continue;
+            }
+            let stale = monotonic_ns().saturating_sub(h.action.ktime_ns) > 30_000_000_000;
+            if force || newest > h.action.ktime_ns || stale {
+                alone.push(h.action);
+            } else {
+                keep.push(h);
+            }
+        }
+        self.held = keep;
+        for mut a in alone {
+            a.time = self.clock.wall(a.ktime_ns);
+            if a.result.is_some_and(|r| r < 0) {
+                a.result_note = Some("denied_by_lsm".into());
+            } else {
+                a.result_note = Some("allowed_by_lsm".into());
+            }
+            a.verdict = Some(self.policy.evaluate(&a, &self.ctx));
+            let at = acts.partition_point(|x| x.ktime_ns <= a.ktime_ns);
+            acts.insert(at, a);
+        }
+    }
+
+    /// Closes what still waits; returns the summary note.
+    pub fn stop(&mut self) -> Value {
+        let mut st = self.approvals.lock();
+        let left: Vec<u64> = st.pending.keys().copied().collect();
+        st.pending.clear();
+        json!({ "backend": "lsm", "decisions": st.counts, "unanswered_requests": left,
+                "quarantine": self.quarantine.dir().to_string_lossy() })
+    }
+
+    /// Decision counts so far, by decision name.
+    pub fn counts(&self) -> BTreeMap<String, u64> {
+        self.approvals.lock().counts.clone()
+    }
+}
+
+/// Decodes one `LSM_EVENTS` record into an action and its decision.
+pub fn decode(bytes: &[u8]) -> Option<(Action, LsmDecision)> {
+    let ev = KernelEvent::decode(bytes).ok()?;
+    let df = ev.field(field::DECISION)?;
+    if df.data.len() != std::mem::size_of::<LsmDecision>() {
+        return None;
+    }
+    // SAFETY: LsmDecision is repr(C) plain data of exactly this size.
+    let d: LsmDecision = unsafe { std::ptr::read_unaligned(df.data.as_ptr().cast()) };
+    let mut a = resolve::action_from_event(&ev);
+    a.result = Some(ev.hdr.result);
+    if ev.hdr.result < 0 {
+        a.errno = Some(resolve::errno_name(ev.hdr.result));
+    }
+    if let Some(t2) = ev.field(field::TARGET2) {
+        let p = resolve::components_to_path(&t2.data);
+        let (s, b) = text_fields(&p);
+        a.path2 = Some(s);
+        a.path2_b64 = b;
+    }
+    Some((a, d))
+}
+
+/// Starts the BPF LSM backend when `--enforce` chose it: compiles the
+/// policy into the maps of the loaded tracepoint object and attaches the
+/// LSM programs. Call after [`crate::enforce::Enforcer::start`], before the
+/// command is spawned.
+pub fn attach(
+    e: &mut crate::enforce::Enforcer,
+    probes: &mut Probes,
+    policy: &Policy,
+    ctx: &Context,
+    quiet: bool,
+) -> anyhow::Result<()> {
+    if e.backend() != crate::enforce::Backend::Lsm {
+        return Ok(());
+    }
+    let quarantine = crate::enforce::preserve::Quarantine::new(
+        e.quarantine_dir.clone(),
+        e.run_id.clone(),
+        ctx.trace_path.clone().unwrap_or_default(),
+        ctx.workspace.clone(),
+    );
+    let b = LsmBackend::start(probes, policy, ctx, quarantine, quiet)
+        .map_err(|err| anyhow::anyhow!("--enforce (BPF LSM backend): {err}"))?;
+    if !quiet {
+        let enforced = b
+            .report()
+            .iter()
+            .filter(|r| r.index.is_some() && blocks(r.treatment))
+            .count();
+        eprintln!(
+            "abm: BPF LSM hooks attached: {} ({enforced} blocking rules in the kernel)",
+            b.attached.join(", ")
+        );
+    }
+    e.set_lsm(b);
+    Ok(())
+}

@@ -1,0 +1,649 @@
+//! The policy compiled into the kernel tables of the BPF LSM backend, with
+//! a report of what each rule became.
+use super::*;
+use crate::{policy::FlagSpec, record::FILE_OPS};
+
+/// What one policy rule became in the kernel.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case", tag = "fidelity", content = "note")]
+pub enum Fidelity {
+    /// The kernel decides exactly as the policy engine would (up to the
+    /// notes in docs/lsm.md: inodes instead of path strings).
+    Exact,
+    /// Enforced; the kernel test is looser than the policy's (e.g. a
+    /// subcommand word matched anywhere on the command line).
+    Approximate(String),
+    /// Enforced for part of its patterns; the rest is audited only.
+    Partial(String),
+    /// An accept/audit rule that the kernel over-approximates, so it never
+    /// blocks what the policy would let through.
+    Shadow(String),
+    /// Not enforced by this backend: the verdict is still recorded in the
+    /// trace by the policy engine, but the call is not blocked.
+    AuditOnly(String),
+    /// The rule's operations have no LSM hook (fork, exit, io_uring_setup)
+    /// or it accepts without conditions.
+    NotApplicable,
+}
+
+/// One line of the compile report.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct RuleReport {
+    pub rule: String,
+    pub treatment: Treatment,
+    /// `file`, `exec`.
+    pub part: &'static str,
+    #[serde(flatten)]
+    pub fidelity: Fidelity,
+    /// Kernel rule index, when compiled.
+    pub index: Option<u32>,
+}
+
+/// The kernel tables of one policy.
+#[derive(Clone, Debug, Default)]
+pub struct Compiled {
+    pub config: LsmConfig,
+    pub protect: HashMap<InodeKey, PathRuleBits>,
+    pub exec_rules: Vec<ExecRule>,
+    pub exec_programs: HashMap<u64, u32>,
+    pub exec_tokens: HashMap<u64, u64>,
+    /// Kernel rule index -> (rule id, treatment).
+    pub rules: BTreeMap<u32, (String, Treatment)>,
+    pub report: Vec<RuleReport>,
+}
+
+pub(super) fn kernel_treatment(t: Treatment) -> u32 {
+    match t {
+        Treatment::Accept | Treatment::Audit => treatment::ALLOW,
+        Treatment::Deny => treatment::DENY,
+        Treatment::Confirm => treatment::CONFIRM,
+        Treatment::Preserve => treatment::PRESERVE,
+    }
+}
+
+pub(super) fn blocks(t: Treatment) -> bool {
+    kernel_treatment(t) != treatment::ALLOW
+}
+
+/// The kernel's `dev_t` (`MKDEV`: major << 20 | minor) of a stat `st_dev`.
+pub fn kernel_dev(st_dev: u64) -> u32 {
+    let major = libc::major(st_dev) as u32;
+    let minor = libc::minor(st_dev) as u32;
+    (major << 20) | (minor & 0xfffff)
+}
+
+pub(super) fn inode_of(p: &Path, follow: bool) -> Option<InodeKey> {
+    let m = if follow {
+        std::fs::metadata(p)
+    } else {
+        std::fs::symlink_metadata(p)
+    }
+    .ok()?;
+    Some(InodeKey {
+        ino: m.ino(),
+        dev: kernel_dev(m.dev()),
+        _pad: 0,
+    })
+}
+
+/// Kernel entries of one pattern, and a note when they are partial.
+pub(super) type Entries = (Vec<(InodeKey, Reach)>, Option<String>);
+
+/// Where a compiled path pattern points in the kernel walk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Reach {
+    /// The object itself.
+    Itself,
+    /// Entries of the directory.
+    Child,
+    /// Everything below the directory.
+    Desc,
+}
+
+pub(super) fn has_meta(s: &str) -> bool {
+    s.contains(['*', '?', '[', ']', '{', '}', '\\'])
+}
+
+/// Replaces a leading `${root}`; `None` when the root is not set (the
+/// pattern can never match), `Err` when unknown.
+pub(super) fn substitute(pattern: &str, ctx: &Context) -> Result<Option<String>, String> {
+    let roots: [(&str, Option<&Path>); 3] = [
+        (
+            "${workspace}",
+            Some(ctx.workspace.as_path()).filter(|p| !p.as_os_str().is_empty()),
+        ),
+        (
+            "${home}",
+            Some(ctx.home.as_path()).filter(|p| !p.as_os_str().is_empty()),
+        ),
+        ("${trace}", ctx.trace_path.as_deref()),
+    ];
+    for (var, val) in roots {
+        if let Some(rest) = pattern.strip_prefix(var) {
+            let Some(v) = val.and_then(Path::to_str) else {
+                return Ok(None);
+            };
+            return Ok(Some(format!("{}{rest}", v.trim_end_matches('/'))));
+        }
+    }
+    if pattern.starts_with('/') {
+        Ok(Some(pattern.to_owned()))
+    } else {
+        Err(format!("`{pattern}` is not anchored"))
+    }
+}
+
+/// The kernel entries of one path glob: `Ok(entries)` (possibly empty when
+/// the named object does not exist yet), `Err(why)` when its shape cannot
+/// be expressed with inodes. `snapshot` allows expanding a wildcard in the
+/// last component against the directory's current entries (an
+/// under-approximation: only for rules that block).
+pub(super) fn path_entries(
+    pattern: &str,
+    ctx: &Context,
+    snapshot: bool,
+) -> Result<Entries, String> {
+    let Some(p) = substitute(pattern, ctx)? else {
+        return Ok((vec![], None));
+    };
+    let comps: Vec<&str> = p.split('/').filter(|c| !c.is_empty()).collect();
+    let first_meta = comps
+        .iter()
+        .position(|c| has_meta(c))
+        .unwrap_or(comps.len());
+    let prefix: PathBuf = std::iter::once("/")
+        .chain(comps[..first_meta].iter().copied())
+        .collect();
+    let rest = &comps[first_meta..];
+    let missing = |what: &str| {
+        Some(format!(
+            "{} does not exist at start ({what})",
+            prefix.display()
+        ))
+    };
+    let one = |reach: Reach, follow: bool| match inode_of(&prefix, follow) {
+        Some(k) => Ok((vec![(k, reach)], None)),
+        None => Ok((vec![], missing(pattern))),
+    };
+    match rest {
+        [] => one(Reach::Itself, false),
+        ["**"] | ["**", "*"] => one(Reach::Desc, true),
+        ["*"] => one(Reach::Child, true),
+        [last] if snapshot && !last.contains("**") => {
+            let glob = globset::GlobBuilder::new(last)
+                .literal_separator(true)
+                .backslash_escape(true)
+                .build()
+                .map_err(|e| e.to_string())?
+                .compile_matcher();
+            let Ok(dir) = std::fs::read_dir(&prefix) else { return Ok((vec![], missing(pattern))) };
+            let mut out = Vec::new();
+            for e in dir.flatten() {
+                if glob.is_match(e.file_name()) {
+                    if let Some(k) = inode_of(&e.path(), false) {
+                        out.push((k, Reach::Itself));
+                    }
+                }
+            }
+            Ok((out, Some(format!("`{pattern}`: entries present at start only"))))
+        }
+        _ => Err(format!("`{pattern}`: only literal paths, DIR/*, DIR/** and (for blocking rules) DIR/NAME-GLOB compile")),
+    }
+}
+
+/// Compiles the policy's rules into kernel tables. Errors only when the
+/// blocking rules do not fit the kernel tables (the policy must then be
+/// trimmed or the seccomp backend used).
+pub fn compile(policy: &Policy, ctx: &Context) -> Result<Compiled, LsmError> {
+    let mut c = Compiled::default();
+    c.config.allow_ttl_ns = ALLOW_TTL_NS;
+    let mut file_n = 0u32;
+    for rule in policy.rules() {
+        let file_ops: Vec<Op> = rule
+            .ops
+            .iter()
+            .copied()
+            .filter(|o| FILE_OPS.contains(o))
+            .collect();
+        if !file_ops.is_empty() {
+            let r = compile_file_rule(&mut c, rule, &file_ops, file_n, ctx)?;
+            if r.index.is_some() {
+                file_n += 1;
+            }
+            c.report.push(r);
+        }
+        if rule.ops.contains(&Op::Exec) {
+            let r = compile_exec_rule(&mut c, rule)?;
+            c.report.push(r);
+        }
+        if file_ops.is_empty() && !rule.ops.contains(&Op::Exec) {
+            c.report.push(RuleReport {
+                rule: rule.id.clone(),
+                treatment: rule.treatment,
+                part: "none",
+                fidelity: Fidelity::NotApplicable,
+                index: None,
+            });
+        }
+    }
+    c.config.exec_rules = c.exec_rules.len() as u32;
+    if c.protect.len() > MAX_PROTECT as usize {
+        return Err(LsmError::Capacity(format!(
+            "{} protected inodes, the kernel table holds {MAX_PROTECT}",
+            c.protect.len()
+        )));
+    }
+    if c.exec_tokens.len() > MAX_TOKENS as usize {
+        return Err(LsmError::Capacity(format!(
+            "{} exec argument tokens, the kernel table holds {MAX_TOKENS}",
+            c.exec_tokens.len()
+        )));
+    }
+    Ok(c)
+}
+
+/// Whether a path condition's operator is the positive (`paths`) or the
+/// excluding (`not_paths`) form of a glob.
+pub(super) fn path_cond(cond: &Condition) -> Option<bool> {
+    match (cond.field, cond.operator) {
+        (Field::Path, Operator::Glob) => Some(true),
+        (Field::Path, Operator::NotGlob) => Some(false),
+        _ => None,
+    }
+}
+
+pub(super) fn compile_file_rule(
+    c: &mut Compiled,
+    rule: &Rule,
+    ops: &[Op],
+    n: u32,
+    ctx: &Context,
+) -> Result<RuleReport, LsmError> {
+    let blocking = blocks(rule.treatment);
+    let report = |fidelity: Fidelity, index: Option<u32>| RuleReport {
+        rule: rule.id.clone(),
+        treatment: rule.treatment,
+        part: "file",
+        fidelity,
+        index,
+    };
+    let mut positive: Option<&Condition> = None;
+    let mut negative: Option<&Condition> = None;
+    let mut dropped: Vec<String> = Vec::new();
+    for cond in &rule.conditions {
+        match path_cond(cond) {
+            Some(true) if positive.is_none() => positive = Some(cond),
+            Some(false) if negative.is_none() => negative = Some(cond),
+            _ => dropped.push(cond.to_string()),
+        }
+    }
+    if blocking && !dropped.is_empty() {
+        return Ok(report(
+            Fidelity::AuditOnly(format!(
+                "conditions the kernel cannot test: {}",
+                dropped.join("; ")
+            )),
+            None,
+        ));
+    }
+    // Entries: (key, reach, excluded).
+    let mut entries: Vec<(InodeKey, Reach, bool)> = Vec::new();
+    let mut notes: Vec<String> = dropped.iter().map(|d| format!("ignores {d}")).collect();
+    let mut any_path = positive.is_none();
+    let mut partial: Vec<String> = Vec::new();
+    if let Some(cond) = positive {
+        for v in &cond.values {
+            match path_entries(v, ctx, blocking) {
+                Ok((es, note)) => {
+                    entries.extend(es.into_iter().map(|(k, r)| (k, r, false)));
+                    if let Some(n) = note {
+                        if blocking {
+                            partial.push(n);
+                        }
+                    }
+                }
+                Err(why) if blocking => partial.push(why),
+                Err(why) => {
+                    // An accept rule the kernel cannot bound matches any
+                    // path: it may only ever let more through.
+                    notes.push(why);
+                    any_path = true;
+                }
+            }
+        }
+    }
+    if let Some(cond) = negative {
+        for v in &cond.values {
+            match path_entries(v, ctx, false) {
+                Ok((es, note)) => {
+                    entries.extend(es.into_iter().map(|(k, r)| (k, r, true)));
+                    if let (Some(n), true) = (note, blocking) {
+                        // An exclusion that names nothing yet: a later file
+                        // there would be blocked although the policy excludes it.
+                        return Ok(report(Fidelity::AuditOnly(format!("exclusion {n}")), None));
+                    }
+                }
+                Err(why) if blocking => {
+                    return Ok(report(
+                        Fidelity::AuditOnly(format!("exclusion {why}")),
+                        None,
+                    ));
+                }
+                Err(why) => notes.push(format!("exclusion ignored: {why}")),
+            }
+        }
+    }
+    if blocking && !any_path && entries.iter().all(|e| e.2) {
+        return Ok(report(
+            Fidelity::AuditOnly(format!(
+                "no pattern names an existing object: {}",
+                partial.join("; ")
+            )),
+            None,
+        ));
+    }
+    if n >= MAX_FILE_RULES {
+        if blocking {
+            return Err(LsmError::Capacity(format!(
+                "rule {} would be kernel file rule {}, the kernel holds {MAX_FILE_RULES}",
+                rule.id,
+                n + 1
+            )));
+        }
+        return Ok(report(
+            Fidelity::AuditOnly("kernel rule table full".into()),
+            None,
+        ));
+    }
+    let bit = 1u64 << n;
+    for (k, reach, excl) in entries {
+        let e = c.protect.entry(k).or_default();
+        let slot = match (reach, excl) {
+            (Reach::Itself, false) => &mut e.self_,
+            (Reach::Child, false) => &mut e.child,
+            (Reach::Desc, false) => &mut e.desc,
+            (Reach::Itself, true) => &mut e.excl_self,
+            (Reach::Child, true) => &mut e.excl_child,
+            (Reach::Desc, true) => &mut e.excl_desc,
+        };
+        *slot |= bit;
+    }
+    if any_path {
+        c.config.any_path |= bit;
+    }
+    for op in ops {
+        c.config.op_rules[Op::kind(*op) as usize] |= bit;
+    }
+    match kernel_treatment(rule.treatment) {
+        treatment::DENY => c.config.deny |= bit,
+        treatment::CONFIRM => c.config.confirm |= bit,
+        treatment::PRESERVE => c.config.preserve |= bit,
+        _ => {}
+    }
+    c.rules.insert(n, (rule.id.clone(), rule.treatment));
+    let fidelity = if !partial.is_empty() {
+        Fidelity::Partial(partial.join("; "))
+    } else if !notes.is_empty() {
+        Fidelity::Shadow(notes.join("; "))
+    } else {
+        Fidelity::Exact
+    };
+    Ok(report(fidelity, Some(n)))
+}
+
+/// The clauses of one condition, whether they are negated, and a note.
+pub(super) type Clauses = (Vec<Vec<Alt>>, bool, Option<String>);
+
+/// One alternative of an exec clause.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Alt {
+    Token(String),
+    Letters(u128),
+}
+
+/// A flag as the policy spells it, parsed by the policy's own parser
+/// (`FlagSpec`): one clause per part.
+pub(super) fn flag_alts(spec: &str) -> Result<Vec<Vec<Alt>>, String> {
+    fn clauses(f: FlagSpec, out: &mut Vec<Vec<Alt>>) {
+        match f {
+            FlagSpec::Word(w) => out.push(vec![Alt::Token(w)]),
+            FlagSpec::Letters(mask) => out.push(vec![Alt::Letters(mask)]),
+            FlagSpec::All(parts) => parts.into_iter().for_each(|p| clauses(p, out)),
+        }
+    }
+    let mut out = Vec::new();
+    clauses(FlagSpec::parse(spec)?, &mut out);
+    Ok(out)
+}
+
+/// Clauses of one exec condition (each clause: alternatives, any may hold).
+pub(super) fn exec_clauses(cond: &Condition) -> Result<Clauses, String> {
+    let literal = |v: &str| -> Result<(), String> {
+        if has_meta(v) {
+            Err(format!("`{v}` is a pattern"))
+        } else if v.len() > MAX_TOKEN {
+            Err(format!("`{v}` is longer than {MAX_TOKEN} bytes"))
+        } else {
+            Ok(())
+        }
+    };
+    let anywhere = Some("words are matched anywhere on the command line".to_owned());
+    match (cond.field, cond.operator) {
+        (Field::Subcommand, Operator::Equal) => {
+            let alts: Vec<Vec<&str>> = cond
+                .values
+                .iter()
+                .map(|v| v.split_whitespace().collect())
+                .collect();
+            for w in alts.iter().flatten() {
+                literal(w)?;
+            }
+            if alts.len() == 1 {
+                Ok((
+                    alts[0]
+                        .iter()
+                        .map(|w| vec![Alt::Token((*w).to_owned())])
+                        .collect(),
+                    false,
+                    anywhere,
+                ))
+            } else if alts.iter().all(|a| a.len() == 1) {
+                Ok((
+                    vec![alts.iter().map(|a| Alt::Token(a[0].to_owned())).collect()],
+                    false,
+                    anywhere,
+                ))
+            } else {
+                Err("several multi-word subcommands".into())
+            }
+        }
+        (Field::Arg, Operator::Glob)
+        | (Field::Argv, Operator::Equal)
+        | (Field::Argv, Operator::Glob) => {
+            for v in &cond.values {
+                literal(v)?;
+            }
+            Ok((
+                vec![cond.values.iter().map(|v| Alt::Token(v.clone())).collect()],
+                false,
+                anywhere,
+            ))
+        }
+        (Field::Flag, op @ (Operator::Present | Operator::Absent)) => {
+            let negated = op == Operator::Absent;
+            let mut per_value = Vec::new();
+            for v in &cond.values {
+                let cl = flag_alts(v)?;
+                for alt in cl.iter().flatten() {
+                    if let Alt::Token(t) = alt {
+                        literal(t)?;
+                    }
+                }
+                per_value.push(cl);
+            }
+            let note = Some("`--opt=value` spellings are not recognised in the kernel".to_owned());
+            if per_value.len() == 1 && !negated {
+                Ok((per_value.remove(0), false, note))
+            } else if per_value.iter().all(|cl| cl.len() == 1) {
+                Ok((
+                    vec![per_value
+                        .into_iter()
+                        .flat_map(|mut cl| cl.remove(0))
+                        .collect()],
+                    negated,
+                    note,
+                ))
+            } else {
+                Err("several multi-flag alternatives".into())
+            }
+        }
+        _ => Err(format!("`{cond}` has no kernel form")),
+    }
+}
+
+pub(super) fn compile_exec_rule(c: &mut Compiled, rule: &Rule) -> Result<RuleReport, LsmError> {
+    let blocking = rule.treatment == Treatment::Deny || rule.treatment == Treatment::Confirm;
+    let report = |fidelity: Fidelity, index: Option<u32>| RuleReport {
+        rule: rule.id.clone(),
+        treatment: rule.treatment,
+        part: "exec",
+        fidelity,
+        index,
+    };
+    let mut programs: Option<Vec<String>> = None;
+    let mut clauses: Vec<(Vec<Alt>, bool)> = Vec::new();
+    let mut notes: Vec<String> = Vec::new();
+    let mut dropped: Vec<String> = Vec::new();
+    for cond in &rule.conditions {
+        if cond.field == Field::Program && cond.operator == Operator::Glob && programs.is_none() {
+            if cond.values.iter().any(|v| has_meta(v) || v.contains('/')) {
+                dropped.push(format!("{cond} (program patterns)"));
+            } else {
+                programs = Some(cond.values.clone());
+            }
+            continue;
+        }
+        match exec_clauses(cond) {
+            Ok((cl, negated, note)) => {
+                clauses.extend(cl.into_iter().map(|a| (a, negated)));
+                if let Some(n) = note {
+                    if !notes.contains(&n) {
+                        notes.push(n);
+                    }
+                }
+            }
+            Err(why) => dropped.push(format!("{cond} ({why})")),
+        }
+    }
+    if blocking && !dropped.is_empty() {
+        return Ok(report(
+            Fidelity::AuditOnly(format!(
+                "conditions the kernel cannot test: {}",
+                dropped.join("; ")
+            )),
+            None,
+        ));
+    }
+    // Letter alternatives: one per clause.
+    let mut rule_letters = [[0u64; 2]; 4];
+    let mut kept: Vec<(Vec<Alt>, bool)> = Vec::new();
+    for (alts, neg) in clauses {
+        let letters: Vec<u128> = alts
+            .iter()
+            .filter_map(|a| {
+                if let Alt::Letters(m) = a {
+                    Some(*m)
+                } else {
+                    None
+                }
+            })
+            .collect();
+        if letters.len() > 1 {
+            if blocking {
+                return Ok(report(
+                    Fidelity::AuditOnly("a condition with several short-flag clusters".into()),
+                    None,
+                ));
+            }
+            continue;
+        }
+        kept.push((alts, neg));
+    }
+    if kept.len() > EXEC_CLAUSES as usize {
+        if blocking {
+            return Ok(report(
+                Fidelity::AuditOnly(format!("more than {EXEC_CLAUSES} command-line conditions")),
+                None,
+            ));
+        }
+        kept.retain(|(_, neg)| !neg);
+        kept.truncate(EXEC_CLAUSES as usize);
+        notes.push("extra conditions ignored".into());
+    }
+    let j = c.exec_rules.len() as u32;
+    if j >= MAX_EXEC_RULES {
+        if blocking {
+            return Err(LsmError::Capacity(format!(
+                "rule {} would be kernel exec rule {}, the kernel holds {MAX_EXEC_RULES}",
+                rule.id,
+                j + 1
+            )));
+        }
+        return Ok(report(
+            Fidelity::AuditOnly("kernel exec rule table full".into()),
+            None,
+        ));
+    }
+    let index = EXEC_INDEX_BASE + j;
+    let mut er = ExecRule {
+        treatment: if blocking {
+            kernel_treatment(rule.treatment)
+        } else {
+            treatment::ALLOW
+        },
+        index,
+        ..Default::default()
+    };
+    for (ci, (alts, neg)) in kept.iter().enumerate() {
+        er.used |= 1 << ci;
+        if *neg {
+            er.negated |= 1 << ci;
+        }
+        for a in alts {
+            match a {
+                Alt::Token(t) => {
+                    *c.exec_tokens.entry(fnv1a(t.as_bytes())).or_default() |=
+                        1u64 << (j * EXEC_CLAUSES + ci as u32);
+                }
+                Alt::Letters(m) => {
+                    rule_letters[ci] = [*m as u64, (*m >> 64) as u64];
+                }
+            }
+        }
+    }
+    er.letters = rule_letters;
+    match &programs {
+        Some(names) => {
+            for n in names {
+                *c.exec_programs.entry(fnv1a(n.as_bytes())).or_default() |= 1 << j;
+            }
+        }
+        None => c.config.exec_any_program |= 1 << j,
+    }
+    c.exec_rules.push(er);
+    c.rules.insert(index, (rule.id.clone(), rule.treatment));
+    if !dropped.is_empty() {
+        notes.push(format!("ignores {}", dropped.join("; ")));
+    }
+    if rule.treatment == Treatment::Preserve {
+        notes.push("preserve has nothing to keep for exec: allowed".into());
+    }
+    let fidelity = if !blocking && !notes.is_empty() {
+        Fidelity::Shadow(notes.join("; "))
+    } else if notes.is_empty() {
+        Fidelity::Exact
+    } else {
+        Fidelity::Approximate(notes.join("; "))
+    };
+    Ok(report(fidelity, Some(index)))
+}

@@ -1,0 +1,194 @@
+//! BPF LSM enforcement backend: the policy compiled into kernel maps, the
+//! LSM programs loaded and attached, and their decisions turned into trace
+//! records.
+//!
+//! The kernel decides alone and synchronously (monitor-ebpf/src/probes/lsm.rs):
+//! this module only fills the maps before the command starts, reads the
+//! decision records afterwards, grants one-shot allowances (an approval of a
+//! `confirm`, a finished copy for `preserve`) and writes the outcomes into
+//! the trace. docs/lsm.md describes what compiles and what does not.
+//!
+//! - [`available`]: whether LSM programs load and attach on this kernel.
+//! - [`compile`]: the policy's rules as kernel tables, with a report of
+//!   what each rule became.
+//! - [`LsmBackend`] (`backend`): one enforcing `abm run`.
+//! - `approvals`: requests waiting for a human, one-shot allowances.
+use std::{
+    collections::{BTreeMap, HashMap},
+    os::unix::fs::MetadataExt as _,
+    path::{Path, PathBuf},
+    sync::{Arc, Mutex, OnceLock},
+};
+
+use aya::{
+    maps::{Array, HashMap as BpfHashMap, MapData, RingBuf},
+    programs::{Lsm, RawTracePoint},
+    Btf, Ebpf, EbpfLoader,
+};
+use monitor_common::{
+    lsm::{
+        decision, field, fnv1a, hook, treatment, EXEC_CLAUSES, MAX_EXEC_RULES, MAX_FILE_RULES,
+        MAX_PROTECT, MAX_TOKEN, MAX_TOKENS,
+    },
+    AllowKey, Allowance, ExecRule, InodeKey, LsmConfig, LsmDecision, PathRuleBits,
+};
+use serde_json::{json, Value};
+
+use crate::{
+    core::{monotonic_ns, Clock},
+    kernel::{Capability, KernelEvent, Probes},
+    pipeline::resolve,
+    policy::{Condition, Context, Field, Operator, Policy, Rule},
+    record::{text_fields, Action, Op, Treatment},
+    trace::note::Note,
+};
+
+mod approvals;
+mod backend;
+mod compile;
+#[cfg(test)]
+mod tests;
+
+pub use approvals::*;
+pub use backend::*;
+pub use compile::*;
+
+/// LSM programs: (program name, hook, required). `file_truncate` exists
+/// since Linux 6.2; before that `path_truncate` sees ftruncate and O_TRUNC.
+pub const PROGRAMS: [(&str, &str, bool); 9] = [
+    ("lsm_path_unlink", "path_unlink", true),
+    ("lsm_path_rmdir", "path_rmdir", true),
+    ("lsm_path_rename", "path_rename", true),
+    ("lsm_path_chmod", "path_chmod", true),
+    ("lsm_path_chown", "path_chown", true),
+    ("lsm_path_truncate", "path_truncate", true),
+    ("lsm_file_truncate", "file_truncate", false),
+    ("lsm_file_open", "file_open", true),
+    ("lsm_bprm_check_security", "bprm_check_security", true),
+];
+
+/// The exec-rule matcher, a raw tracepoint attached only with this backend.
+pub const EXEC_RULES_PROGRAM: &str = "sys_enter_exec_rules";
+
+/// Kernel rule indices at or above this are exec rules.
+pub const EXEC_INDEX_BASE: u32 = MAX_FILE_RULES;
+
+/// How long an approval or a finished copy waits for the retry.
+pub const ALLOW_TTL_NS: u64 = 300 * 1_000_000_000;
+
+#[derive(Debug, thiserror::Error)]
+pub enum LsmError {
+    #[error("{0}")]
+    Unavailable(String),
+    #[error("the policy does not fit the BPF LSM backend: {0}")]
+    Capacity(String),
+    #[error("map {name}: {detail}")]
+    Map { name: &'static str, detail: String },
+    #[error("LSM program {name} on hook {hook}: {detail}")]
+    Program {
+        name: &'static str,
+        hook: &'static str,
+        detail: String,
+    },
+}
+
+// ---------------------------------------------------------------------------
+// Availability
+
+/// Whether BPF LSM programs load and attach here; the error says why not
+/// and what would fix it. The first call loads and attaches one program
+/// (a no-op while no policy is loaded), later calls reuse the answer.
+pub fn available() -> Result<(), String> {
+    static ANSWER: OnceLock<Result<(), String>> = OnceLock::new();
+    ANSWER.get_or_init(probe_available).clone()
+}
+
+/// `abm doctor`'s line for this backend.
+pub fn capability() -> Capability {
+    match available() {
+        Ok(()) => Capability {
+            name: "bpf_lsm",
+            available: true,
+            detail: format!("LSM programs load and attach ({} hooks)", PROGRAMS.len()),
+        },
+        Err(e) => Capability {
+            name: "bpf_lsm",
+            available: false,
+            detail: e,
+        },
+    }
+}
+
+fn probe_available() -> Result<(), String> {
+    crate::kernel::probes::preflight().map_err(|e| e.to_string())?;
+    match crate::kernel::probes::lsm_list() {
+        Some(l) if l.split(',').any(|x| x == "bpf") => {}
+        Some(l) => {
+            return Err(format!(
+                "the BPF LSM is not active (active LSMs: {l}): boot with `lsm={l},bpf` (needs CONFIG_BPF_LSM=y)"
+            ))
+        }
+        None => return Err("cannot read the active LSM list (/sys/kernel/security/lsm)".into()),
+    }
+    let btf = Btf::from_sys_fs().map_err(|e| format!("cannot read the kernel BTF: {e}"))?;
+    let mut ebpf = load_object().map_err(|e| format!("loading the kernel object: {e}"))?;
+    let (name, hook, _) = PROGRAMS[0];
+    let prog: &mut Lsm = ebpf
+        .program_mut(name)
+        .ok_or_else(|| format!("program {name} missing from the kernel object"))?
+        .try_into()
+        .map_err(|e| format!("{name}: {e}"))?;
+    prog.load(hook, &btf).map_err(|e| explain_load(&e))?;
+    prog.attach().map_err(|e| explain_load(&e))?;
+    Ok(())
+}
+
+fn load_object() -> Result<Ebpf, aya::EbpfError> {
+    EbpfLoader::new()
+        .map_max_entries("EVENTS", 64 * 1024)
+        .map_max_entries("LSM_EVENTS", 64 * 1024)
+        .load(crate::kernel::probes::OBJECT)
+}
+
+/// A program load or attach error in words, with the likely cause.
+fn explain_load(e: &aya::programs::ProgramError) -> String {
+    use aya::programs::ProgramError;
+    let (errno, what, log) = match e {
+        ProgramError::LoadError {
+            io_error,
+            verifier_log,
+        } => (
+            io_error.raw_os_error(),
+            format!("BPF_PROG_LOAD: {io_error}"),
+            Some(verifier_log.to_string()),
+        ),
+        ProgramError::SyscallError(s) => (
+            s.io_error.raw_os_error(),
+            format!("{}: {}", s.call, s.io_error),
+            None,
+        ),
+        other => (None, other.to_string(), None),
+    };
+    match errno {
+        Some(libc::EPERM) => format!(
+            "the kernel refuses LSM programs ({what}): BPF LSM needs BPF trampolines, which this kernel does \
+             not allow (e.g. a hardened or sandboxed kernel that forbids runtime text patching); the \
+             tracepoint backend still works and `--enforce` falls back to seccomp"
+        ),
+        Some(libc::EINVAL) | Some(ENOTSUPP) | Some(libc::EOPNOTSUPP) if log.as_deref().is_none_or(str::is_empty) => {
+            format!("the kernel does not support BPF LSM programs ({what}; CONFIG_BPF_LSM=y and BTF are needed)")
+        }
+        _ => match (e, log) {
+            (ProgramError::Btf(b), _) => format!("the kernel BTF has no BPF LSM hooks (CONFIG_BPF_LSM is off?): {b}"),
+            (_, Some(log)) => {
+                let lines: Vec<&str> = log.lines().collect();
+                let tail = lines[lines.len().saturating_sub(12)..].join("\n  ");
+                format!("the verifier rejected an LSM program ({what}); end of its log:\n  {tail}")
+            }
+            _ => what,
+        },
+    }
+}
+
+/// `ENOTSUPP`: kernel-internal, not in libc.
+const ENOTSUPP: i32 = 524;

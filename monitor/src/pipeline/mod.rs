@@ -1,0 +1,165 @@
+//! From kernel record to judged action record, the same way for `abm run`
+//! and the daemon.
+//!
+//! One record goes through: [`Intake::decode`] (the wire format, counted as
+//! a loss when undecodable) → [`Pipeline::accept`] (an action record with
+//! resolved paths ([`resolve`]), mapped to the host view when it was made
+//! in another mount namespace ([`mounts`]), then paired with its result
+//! and held for ordering ([`order`])) → [`Pipeline::release`] (in kernel
+//! timestamp order: wall time, executable, the policy's verdict).
+//! [`driver`] is the event loop both commands drive: it drains the ring
+//! buffer into the pipeline and hands every other wake-up to the command.
+//!
+//! - [`resolve`]: paths, flags, errno and syscall names of one record.
+//! - [`mounts`]: host and container views of paths in mount namespaces.
+//! - [`order`]: pairing entries with results, timestamp order.
+//! - [`driver`]: the shared event loop.
+use std::collections::HashMap;
+
+use monitor_common::EventKind;
+
+use crate::{
+    core::{monotonic_ns, Clock},
+    kernel::KernelEvent,
+    policy::{Context, Policy},
+    record::{Action, Op},
+};
+
+pub mod driver;
+pub mod mounts;
+pub mod order;
+pub mod resolve;
+
+pub use mounts::Views;
+use order::Orderer;
+
+/// The policy files given, merged in order; none: the built-in default pack.
+pub fn load_policy(files: &[std::path::PathBuf]) -> anyhow::Result<Policy> {
+    if files.is_empty() {
+        Ok(Policy::default_pack())
+    } else {
+        Policy::load(files).map_err(|e| anyhow::anyhow!("{e}"))
+    }
+}
+
+/// The first stage, shared by all targets: decoding, and the mount
+/// namespaces of the processes seen.
+pub struct Intake {
+    pub views: Views,
+    /// Records that could not be decoded (reported as `decode_error` losses).
+    pub decode_errors: u64,
+}
+
+impl Intake {
+    pub fn new(views: Views) -> Intake {
+        Intake {
+            views,
+            decode_errors: 0,
+        }
+    }
+
+    /// Decodes one kernel record; an undecodable one is counted.
+    pub fn decode(&mut self, bytes: &[u8]) -> Option<KernelEvent> {
+        match KernelEvent::decode(bytes) {
+            Ok(ev) => {
+                if ev.kind == EventKind::Exit {
+                    self.views.forget(ev.hdr.pid);
+                }
+                Some(ev)
+            }
+            Err(e) => {
+                tracing::warn!("undecodable kernel record: {e}");
+                self.decode_errors += 1;
+                None
+            }
+        }
+    }
+}
+
+/// Turns one target's kernel records into ordered, judged action records.
+pub struct Pipeline {
+    pub orderer: Orderer,
+    pub clock: Clock,
+    /// Executable per process, from exec events (inherited at fork).
+    exes: HashMap<u32, String>,
+    pub policy: Policy,
+    pub ctx: Context,
+    /// Results whose entry record was not there (lost).
+    pub unpaired_exits: u64,
+}
+
+impl Pipeline {
+    pub fn new(policy: Policy, ctx: Context) -> Pipeline {
+        Pipeline {
+            orderer: Orderer::default(),
+            clock: Clock::new(),
+            exes: HashMap::new(),
+            policy,
+            ctx,
+            unpaired_exits: 0,
+        }
+    }
+
+    /// One decoded record of `target`: pairs a result with its entry, or
+    /// makes an action record (host and container views of its paths) and
+    /// holds it for ordering.
+    pub fn accept(&mut self, ev: KernelEvent, views: &mut Views, target: u32) {
+        match ev.kind {
+            EventKind::SyscallExit => {
+                if !self.orderer.exit(ev.hdr.tid, ev.hdr.result, &ev.fields) {
+                    self.unpaired_exits += 1;
+                }
+            }
+            EventKind::Fork | EventKind::Exit | EventKind::IoUringSetup => {
+                self.orderer.ready(resolve::action_from_event(&ev))
+            }
+            _ => {
+                let mut action = resolve::action_from_event(&ev);
+                views.fix(&mut action, &ev, target);
+                // Keep the entry record when an argument must be re-read at exit.
+                let reread = action.path_issues.iter().any(|i| i == "read_failed");
+                self.orderer.enter(action, reread.then_some(ev));
+            }
+        }
+    }
+
+    /// Finishes released records: process details, wall time, verdict.
+    pub fn release(&mut self, force: bool) -> Vec<Action> {
+        let mut out = Vec::new();
+        self.orderer.release(monotonic_ns(), force, &mut out);
+        for a in &mut out {
+            a.time = self.clock.wall(a.ktime_ns);
+            match a.op {
+                Some(Op::Fork) => {
+                    if let (Some(child), Some(exe)) = (a.result, self.exe_of(a.pid)) {
+                        self.exes.insert(child as u32, exe);
+                    }
+                }
+                Some(Op::Exec) if a.succeeded() => {
+                    if let Some(p) = &a.path {
+                        self.exes.insert(a.pid, p.clone());
+                    }
+                }
+                _ => {}
+            }
+            a.exe = self.exe_of(a.pid);
+            if a.op == Some(Op::Exit) {
+                self.exes.remove(&a.pid);
+            }
+            if a.op.is_some_and(Op::is_action) {
+                a.verdict = Some(self.policy.evaluate(a, &self.ctx));
+            }
+        }
+        out
+    }
+
+    fn exe_of(&mut self, pid: u32) -> Option<String> {
+        if let Some(e) = self.exes.get(&pid) {
+            return Some(e.clone());
+        }
+        let e = std::fs::read_link(format!("/proc/{pid}/exe")).ok()?;
+        let e = e.to_string_lossy().into_owned();
+        self.exes.insert(pid, e.clone());
+        Some(e)
+    }
+}

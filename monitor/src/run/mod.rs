@@ -1,0 +1,534 @@
+//! `abm run`: watch one launched command's process tree, judge every action
+//! and write the trusted trace.
+//!
+//! A leaf: it loads the kernel programs ([`crate::kernel`]), starts the
+//! guard of `--enforce` ([`crate::enforce`]), spawns the command into scope
+//! and drives the shared event loop ([`crate::pipeline::driver`]) until the
+//! command's tree has ended.
+use std::{
+    collections::BTreeMap,
+    ffi::OsString,
+    os::unix::process::ExitStatusExt,
+    path::{Path, PathBuf},
+    time::{Duration, Instant, SystemTime},
+};
+
+use anyhow::{bail, Context as _};
+use tokio::signal::unix::SignalKind;
+
+use crate::{
+    core::{absolute, rfc3339, uname},
+    enforce::Enforcer,
+    kernel::{
+        cgroup::{self, RunCgroup},
+        probes,
+        ring::{self, Ring},
+        LossTracker, ProbeOptions, Probes,
+    },
+    pipeline::{
+        driver::{self, Driver, Flow},
+        load_policy, Intake, Pipeline, Views,
+    },
+    policy::Context,
+    record::Treatment,
+    summary::Summary,
+    trace::{note::Note, Header, SealInfo, TraceWriter},
+};
+
+/// Options of `abm run`.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// Trace file to write (hash-chained). It must not exist yet.
+    /// Default: /var/lib/abm/traces/run-<UTC time>-<pid>.abmt, outside any
+    /// workspace so the watched command cannot reach it by accident.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// Form of the trace file: `compact` (zstd frames, about 10x smaller)
+    /// or `jsonl` (plain JSON lines). Default: jsonl when the --trace path
+    /// ends in `.jsonl`, compact otherwise. Every abm command reads both;
+    /// `abm trace cat` prints either as JSON lines.
+    #[arg(long, value_enum, value_name = "FORM")]
+    pub format: Option<crate::trace::TraceFormat>,
+    /// The task's own directory: the `${workspace}` root of policies and the
+    /// `workspace` scope. Default: the current directory.
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// Policy file(s) to judge actions with, merged in order. Default: the
+    /// built-in default pack (see `abm policy show`).
+    #[arg(long = "policy", value_name = "FILE")]
+    pub policy: Vec<PathBuf>,
+    /// Key file: chain the trace with HMAC-SHA256 under this key instead of
+    /// plain SHA-256, so only key holders can produce a valid trace.
+    #[arg(long, value_name = "FILE")]
+    pub sign_key: Option<PathBuf>,
+    /// Print each action as it is recorded (to stderr).
+    #[arg(long, short)]
+    pub verbose: bool,
+    /// Print no summary at the end.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Print the end-of-run summary as JSON (to stderr) instead of text.
+    #[arg(long)]
+    pub summary_json: bool,
+    /// Kernel ring buffer size in KiB (power of two, at least 4). Smaller
+    /// buffers lose events under bursts; losses are recorded in the trace.
+    #[arg(long, default_value_t = 16384, value_name = "KIB")]
+    pub ringbuf_kib: u32,
+    /// After the command exits, keep watching its remaining descendants
+    /// (e.g. daemons) for this many seconds, then terminate them.
+    #[arg(long, default_value_t = 2.0, value_name = "SECS")]
+    pub linger: f64,
+    /// Leave descendants still running after --linger alive (untraced from
+    /// then on) instead of terminating them.
+    #[arg(long)]
+    pub keep_orphans: bool,
+    /// Also put CMD in a fresh cgroup v2 child (under the hierarchy found in
+    /// /proc/self/mountinfo) and watch it by cgroup id, so a process that
+    /// joins the cgroup from outside the tree is in scope too; everything
+    /// in the cgroup is the command's (waited for, terminated). The cgroup
+    /// is removed at the end.
+    #[arg(long)]
+    pub cgroup: bool,
+    /// Enforcement: --enforce and its options (docs/enforcement.md).
+    #[command(flatten)]
+    pub enforce: crate::enforce::EnforceArgs,
+    /// The command to run, after `--`.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<OsString>,
+}
+
+pub fn default_trace_dir() -> PathBuf {
+    PathBuf::from("/var/lib/abm/traces")
+}
+
+fn trace_path(arg: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+    if let Some(p) = arg {
+        return Ok(p);
+    }
+    let dir = default_trace_dir();
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("cannot create trace directory {}", dir.display()))?;
+    let stamp = humantime::format_rfc3339_seconds(SystemTime::now())
+        .to_string()
+        .replace(':', "");
+    Ok(dir.join(format!(
+        "run-{stamp}-{}.{}",
+        std::process::id(),
+        crate::trace::TraceFormat::Compact.extension()
+    )))
+}
+
+/// Runs `abm run`. Returns the command's exit code.
+pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
+    if !(4..=1 << 20).contains(&args.ringbuf_kib) || !args.ringbuf_kib.is_power_of_two() {
+        bail!(
+            "--ringbuf-kib {}: must be a power of two between 4 and 1048576",
+            args.ringbuf_kib
+        );
+    }
+    let workspace = match &args.workspace {
+        Some(w) => std::fs::canonicalize(w)
+            .with_context(|| format!("--workspace {}: no such directory", w.display()))?,
+        None => std::env::current_dir()?,
+    };
+    let policy = load_policy(&args.policy)?;
+    // --enforce never degrades to observe-only: no backend, no run.
+    let enforce_backend = crate::enforce::preflight(&args.enforce)?;
+    let key = match &args.sign_key {
+        Some(k) => {
+            Some(crate::trace::read_key(k).with_context(|| format!("--sign-key {}", k.display()))?)
+        }
+        None => None,
+    };
+    let trace = trace_path(args.trace.clone())?;
+    let trace_abs = absolute(&trace);
+    if trace_abs.starts_with(&workspace) {
+        tracing::warn!(
+            "the trace {} is inside the workspace {}: the watched command can reach it",
+            trace_abs.display(),
+            workspace.display()
+        );
+    }
+    let run_cgroup = if args.cgroup {
+        Some(RunCgroup::create()?)
+    } else {
+        None
+    };
+    let mut probes = Probes::load(&ProbeOptions {
+        ringbuf_bytes: args.ringbuf_kib * 1024,
+        watch_cgroups: run_cgroup.is_some(),
+    })?;
+    if let Some(cg) = &run_cgroup {
+        probes.add_cgroup(cg.id, TARGET)?;
+        cgroup::set_watched_levels(&mut probes, [cg.level]);
+    }
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/root"));
+    let ctx = Context {
+        workspace: workspace.clone(),
+        home,
+        trace_path: Some(trace_abs.clone()),
+    };
+    // The guard starts before the command: the BPF LSM backend fills its
+    // maps and attaches; seccomp gets ready for the child's listener.
+    let mut enforcer = match enforce_backend {
+        Some(b) => Some(crate::enforce::Enforcer::start(
+            &args.enforce,
+            b,
+            crate::enforce::RunInfo {
+                trace: &trace_abs,
+                policy: &policy,
+                ctx: &ctx,
+                quiet: args.quiet,
+            },
+            &mut probes,
+        )?),
+        None => None,
+    };
+    let (host, kernel) = uname();
+    let command: Vec<String> = args
+        .command
+        .iter()
+        .map(|s| s.to_string_lossy().into_owned())
+        .collect();
+    let mut header = Header {
+        schema: 0,
+        monitor_version: env!("CARGO_PKG_VERSION").to_owned(),
+        host,
+        kernel,
+        backends: std::iter::once("tracepoint".to_owned())
+            .chain(enforcer.as_ref().map(|e| e.backend_name().to_owned()))
+            .collect(),
+        policy_digest: policy.digest(),
+        command: command.clone(),
+        workspace: workspace.to_string_lossy().into_owned(),
+        start_time: rfc3339(SystemTime::now()),
+        extra: enforcer
+            .as_ref()
+            .map(|e| e.header_extra())
+            .unwrap_or_default(),
+    };
+    // The other named roots of the policy context, so `abm replay` judges
+    // with the same roots as the live run.
+    header
+        .extra
+        .insert("home".into(), ctx.home.to_string_lossy().into());
+    header
+        .extra
+        .insert("trace".into(), trace_abs.to_string_lossy().into());
+    if let Some(cg) = &run_cgroup {
+        header
+            .extra
+            .insert("cgroup".into(), cg.path.to_string_lossy().into());
+        header.extra.insert("cgroup_id".into(), cg.id.into());
+    }
+    let form = crate::trace::TraceFormat::for_path(args.format, &trace);
+    let mut writer = TraceWriter::create_as(&trace, key, header, form)
+        .with_context(|| format!("cannot create trace {}", trace.display()))?;
+    let protection = crate::protect::protect_trace(&trace_abs);
+    if let Err(e) = &protection {
+        tracing::warn!("trace file left unprotected: {e}");
+    }
+
+    let pipeline = Pipeline::new(policy, ctx);
+    let losses = LossTracker::new(&probes);
+    let started = Instant::now();
+
+    // Spawn the command; the child adds itself to the scope map before exec
+    // so its very first syscall is already traced.
+    let scope_fd = probes.scope_fd();
+    let cgroup_fd = run_cgroup.as_ref().map(|c| c.procs_fd());
+    let mut cmd = tokio::process::Command::new(&args.command[0]);
+    cmd.args(&args.command[1..])
+        .current_dir(std::env::current_dir()?);
+    // With --enforce the child also sets up its guard (the seccomp backend
+    // installs its filter and sends the listener fd to the supervisor).
+    let child_setup = enforcer.as_ref().and_then(|e| e.child_setup());
+    // SAFETY: the closure only makes raw syscalls (async-signal-safe).
+    unsafe {
+        cmd.pre_exec(move || {
+            if let Some(fd) = cgroup_fd {
+                cgroup::join_cgroup(fd)?;
+            }
+            probes::self_into_scope(scope_fd, TARGET)?;
+            if let Some(s) = &child_setup {
+                s.install()?;
+            }
+            Ok(())
+        });
+    }
+    let spawned = cmd.spawn();
+    crate::enforce::after_spawn(&mut enforcer);
+    let child = match spawned {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.kind() == std::io::ErrorKind::NotFound {
+                127
+            } else {
+                126
+            };
+            let _ = Note::SpawnFailed {
+                error: e.to_string(),
+            }
+            .append_to(&mut writer);
+            let _ = writer.seal(SealInfo {
+                end_time: rfc3339(SystemTime::now()),
+                lost_by_cause: BTreeMap::new(),
+                exit_code: Some(code),
+            });
+            crate::protect::release_trace(&trace_abs);
+            bail!("cannot run {}: {e}", args.command[0].to_string_lossy());
+        }
+    };
+
+    let mut ring = ring::register(&mut probes)?;
+    let mut s = Session {
+        args: &args,
+        probes,
+        run_cgroup,
+        intake: Intake::new(Views::own()),
+        pipeline,
+        enforcer,
+        writer,
+        losses,
+        summary: Summary::default(),
+        child,
+        sigint: tokio::signal::unix::signal(SignalKind::interrupt())?,
+        sigterm: tokio::signal::unix::signal(SignalKind::terminate())?,
+        exit_code: None,
+        deadline: None,
+        interrupted: false,
+        last_flush: Instant::now(),
+        reported_decode: 0,
+    };
+    driver::drive(&mut ring, &mut s).await?;
+    s.end(&mut ring, &command, started, &trace_abs)
+}
+
+/// The target id of the launched command's tree in the kernel's scope maps.
+const TARGET: u32 = 1;
+
+/// One `abm run` while its command runs.
+struct Session<'a> {
+    args: &'a RunArgs,
+    probes: Probes,
+    run_cgroup: Option<RunCgroup>,
+    intake: Intake,
+    pipeline: Pipeline,
+    enforcer: Option<Enforcer>,
+    writer: TraceWriter,
+    losses: LossTracker,
+    summary: Summary,
+    child: tokio::process::Child,
+    sigint: tokio::signal::unix::Signal,
+    sigterm: tokio::signal::unix::Signal,
+    exit_code: Option<i32>,
+    /// When descendants left after the command exited are terminated.
+    deadline: Option<Instant>,
+    interrupted: bool,
+    last_flush: Instant,
+    reported_decode: u64,
+}
+
+enum Wake {
+    Exited(std::process::ExitStatus),
+    Interrupted,
+}
+
+fn exit_code_of(s: std::process::ExitStatus) -> i32 {
+    s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0))
+}
+
+impl Driver for Session<'_> {
+    type Wake = Wake;
+
+    fn push(&mut self, bytes: &[u8]) {
+        if let Some(ev) = self.intake.decode(bytes) {
+            self.pipeline.accept(ev, &mut self.intake.views, TARGET);
+        }
+    }
+
+    async fn wake(&mut self) -> anyhow::Result<Wake> {
+        let running = self.exit_code.is_none();
+        tokio::select! {
+            status = self.child.wait(), if running => Ok(Wake::Exited(status?)),
+            _ = self.sigint.recv() => Ok(Wake::Interrupted),
+            _ = self.sigterm.recv() => Ok(Wake::Interrupted),
+        }
+    }
+
+    async fn handle(&mut self, wake: Wake, _ring: &mut Ring) -> anyhow::Result<Flow> {
+        match wake {
+            Wake::Exited(status) => {
+                self.exit_code = Some(exit_code_of(status));
+                self.deadline =
+                    Some(Instant::now() + Duration::from_secs_f64(self.args.linger.max(0.0)));
+            }
+            Wake::Interrupted => self.interrupted = true,
+        }
+        Ok(Flow::Continue)
+    }
+
+    async fn turn(&mut self, _ring: &mut Ring) -> anyhow::Result<Flow> {
+        self.release(false)?;
+        if self.last_flush.elapsed() >= Duration::from_millis(500) {
+            self.account_losses()?;
+            self.writer.flush()?;
+            self.last_flush = Instant::now();
+        }
+        if self.interrupted {
+            let pids = self.scoped_pids();
+            Note::Interrupted {
+                terminated_pids: pids,
+            }
+            .append_to(&mut self.writer)?;
+            self.terminate(libc::SIGTERM);
+            if self.exit_code.is_none() {
+                if let Ok(Ok(s)) =
+                    tokio::time::timeout(Duration::from_secs(2), self.child.wait()).await
+                {
+                    self.exit_code = Some(exit_code_of(s));
+                }
+            }
+            self.terminate(libc::SIGKILL);
+            if self.exit_code.is_none() {
+                let _ = self.child.kill().await;
+                self.exit_code = Some(130);
+            }
+            return Ok(Flow::Stop);
+        }
+        if let Some(d) = self.deadline {
+            let remaining = self.scoped_pids();
+            if remaining.is_empty() {
+                return Ok(Flow::Stop);
+            }
+            if Instant::now() >= d {
+                if self.args.keep_orphans {
+                    Note::OrphansLeftRunning { pids: remaining }.append_to(&mut self.writer)?;
+                } else {
+                    Note::OrphansTerminated { pids: remaining }.append_to(&mut self.writer)?;
+                    self.terminate(libc::SIGTERM);
+                    tokio::time::sleep(Duration::from_millis(300)).await;
+                    self.terminate(libc::SIGKILL);
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                return Ok(Flow::Stop);
+            }
+        }
+        Ok(Flow::Continue)
+    }
+}
+
+impl Session<'_> {
+    /// Released records (with the guard's records merged in) to the trace.
+    fn release(&mut self, force: bool) -> anyhow::Result<()> {
+        let acts = crate::enforce::release(
+            &mut self.enforcer,
+            &mut self.pipeline,
+            &mut self.writer,
+            force,
+        )?;
+        for a in acts {
+            let seq = self.writer.append_event(&a)?;
+            if self.args.verbose {
+                eprintln!("abm: {}", crate::summary::one_line(seq, &a));
+            }
+            self.summary.add(&a);
+        }
+        Ok(())
+    }
+
+    /// Kernel losses and undecodable records since the last call.
+    fn account_losses(&mut self) -> anyhow::Result<()> {
+        for loss in self.losses.poll(&self.probes) {
+            self.writer.append_loss(&loss)?;
+        }
+        let decode_errors = self.intake.decode_errors;
+        if decode_errors > self.reported_decode {
+            let l = self
+                .losses
+                .userspace("decode_error", decode_errors - self.reported_decode);
+            self.reported_decode = decode_errors;
+            self.writer.append_loss(&l)?;
+        }
+        Ok(())
+    }
+
+    /// After the loop: the guard stops, the last records, the seal, the
+    /// summary.
+    fn end(
+        mut self,
+        ring: &mut Ring,
+        command: &[String],
+        started: Instant,
+        trace_abs: &Path,
+    ) -> anyhow::Result<i32> {
+        crate::enforce::finish(&mut self.enforcer, &mut self.pipeline, &mut self.writer)?;
+        // Final drain: everything the kernel produced before the tree ended.
+        ring::drain_all(ring, |b| self.push(b));
+        self.release(true)?;
+        self.account_losses()?;
+        if self.pipeline.unpaired_exits > 0 {
+            // Results whose syscall entry record was lost (counted as a loss
+            // already): kept so a reader can reconcile kernel record counts.
+            Note::UnpairedResults {
+                count: self.pipeline.unpaired_exits,
+            }
+            .append_to(&mut self.writer)?;
+        }
+        let exit_code = self.exit_code;
+        let seal = self.writer.seal(SealInfo {
+            end_time: rfc3339(SystemTime::now()),
+            lost_by_cause: self.losses.total.clone(),
+            exit_code,
+        })?;
+        crate::protect::release_trace(trace_abs);
+        let code = exit_code.unwrap_or(1);
+        let args = self.args;
+        let summary = &mut self.summary;
+        if !args.quiet {
+            summary.finish(
+                command,
+                code,
+                started.elapsed(),
+                &seal,
+                self.pipeline.unpaired_exits,
+            );
+            if args.summary_json {
+                eprintln!("{}", serde_json::to_string_pretty(&summary.to_json())?);
+            } else {
+                eprint!("{}", summary.render());
+            }
+            if let Some(e) = &self.enforcer {
+                eprint!("{}", e.summary());
+            }
+        }
+        if self.enforcer.is_none() && summary.by_treatment.contains_key(&Treatment::Deny) {
+            tracing::info!("deny verdicts were recorded; without --enforce they were not blocked");
+        }
+        Ok(code)
+    }
+
+    fn terminate(&self, sig: i32) {
+        let me = std::process::id();
+        for pid in self.scoped_pids() {
+            if pid != me {
+                // SAFETY: kill(2) has no memory effects; a pid that exited
+                // meanwhile gives ESRCH, which is ignored.
+                unsafe { libc::kill(pid as i32, sig) };
+            }
+        }
+    }
+
+    /// Processes in scope: the pid table, plus the run's cgroup with --cgroup.
+    fn scoped_pids(&self) -> Vec<u32> {
+        let mut pids = self.probes.scoped_pids();
+        if let Some(cg) = &self.run_cgroup {
+            pids.extend(cg.pids());
+            pids.sort_unstable();
+            pids.dedup();
+        }
+        pids
+    }
+}

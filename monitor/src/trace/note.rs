@@ -1,0 +1,154 @@
+//! Trace notes, typed: every kind of note abm writes is a variant with its
+//! fields. A note is written as `{"type": "note", "kind": <kind>, "body":
+//! <fields>}` (docs/trace.md); the kind is the variant's name in
+//! snake_case.
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{TraceError, TraceWriter};
+
+/// One note.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", content = "body", rename_all = "snake_case")]
+pub enum Note {
+    /// `abm run`: the command could not be started.
+    SpawnFailed { error: String },
+    /// `abm run`: SIGINT or SIGTERM; the processes still in scope were
+    /// terminated.
+    Interrupted { terminated_pids: Vec<u32> },
+    /// `abm run --keep-orphans`: descendants left running after `--linger`.
+    OrphansLeftRunning { pids: Vec<u32> },
+    /// `abm run`: descendants terminated after `--linger`.
+    OrphansTerminated { pids: Vec<u32> },
+    /// Results whose syscall entry record was lost (counted as a loss).
+    UnpairedResults { count: u64 },
+    /// The daemon put a reloaded policy in force.
+    PolicyReloaded {
+        policy_digest: String,
+        changed: bool,
+    },
+    /// The daemon's target ended: its cgroup or processes are gone.
+    TargetGone(TargetEnd),
+    /// The daemon's target was removed (`abm watch remove`).
+    TargetRemoved(TargetEnd),
+    /// The daemon stopped.
+    DaemonStopped(TargetEnd),
+    /// The pod is no longer selected.
+    PodDeselected(TargetEnd),
+    /// The target's cgroup could not be watched.
+    WatchFailed(TargetEnd),
+    /// A decision of the guard (docs/enforcement.md, docs/lsm.md).
+    Enforcement(Value),
+    /// The seccomp supervisor's handling cost.
+    EnforcementStats(EnforcementStats),
+    /// The end of an enforcing run: decisions by kind, what was preserved.
+    EnforcementSummary(EnforcementSummary),
+    /// The BPF LSM backend at the end of the run.
+    LsmSummary(Value),
+}
+
+/// Body of the notes that end a daemon target.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TargetEnd {
+    pub target: String,
+    pub reason: String,
+}
+
+/// Body of `enforcement_stats`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct EnforcementStats {
+    pub backend: String,
+    pub notifications: u64,
+    pub mean_handling_us: f64,
+    pub max_handling_us: f64,
+}
+
+/// Body of `enforcement_summary`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct EnforcementSummary {
+    pub backend: String,
+    pub decisions: BTreeMap<String, u64>,
+    pub preserved_entries: u64,
+    pub quarantine: Option<String>,
+}
+
+impl Note {
+    /// The note's kind and body, as written.
+    pub fn parts(&self) -> (String, Value) {
+        match serde_json::to_value(self) {
+            Ok(Value::Object(mut m)) => {
+                let kind = match m.remove("kind") {
+                    Some(Value::String(k)) => k,
+                    _ => String::new(),
+                };
+                (kind, m.remove("body").unwrap_or(Value::Null))
+            }
+            _ => (String::new(), Value::Null),
+        }
+    }
+
+    /// The note's kind.
+    pub fn kind(&self) -> String {
+        self.parts().0
+    }
+
+    /// Appends the note to a trace; returns its `seq`.
+    pub fn append_to(&self, w: &mut TraceWriter) -> Result<u64, TraceError> {
+        let (kind, body) = self.parts();
+        w.append_note(&kind, body)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn notes_are_written_as_their_kind_and_fields() {
+        let cases = [
+            (
+                Note::Interrupted {
+                    terminated_pids: vec![3, 4],
+                },
+                "interrupted",
+                json!({ "terminated_pids": [3, 4] }),
+            ),
+            (
+                Note::UnpairedResults { count: 2 },
+                "unpaired_results",
+                json!({ "count": 2 }),
+            ),
+            (
+                Note::DaemonStopped(TargetEnd {
+                    target: "a".into(),
+                    reason: "daemon_stopped".into(),
+                }),
+                "daemon_stopped",
+                json!({ "target": "a", "reason": "daemon_stopped" }),
+            ),
+            (
+                Note::Enforcement(json!({ "decision": "denied" })),
+                "enforcement",
+                json!({ "decision": "denied" }),
+            ),
+            (
+                Note::EnforcementSummary(EnforcementSummary {
+                    backend: "seccomp".into(),
+                    decisions: BTreeMap::from([("denied".into(), 1)]),
+                    preserved_entries: 0,
+                    quarantine: None,
+                }),
+                "enforcement_summary",
+                json!({ "backend": "seccomp", "decisions": { "denied": 1 },
+                        "preserved_entries": 0, "quarantine": null }),
+            ),
+        ];
+        for (note, kind, body) in cases {
+            assert_eq!(note.parts(), (kind.to_owned(), body));
+        }
+    }
+}
