@@ -344,8 +344,7 @@ pub(crate) fn pack_lines(
     out: &mut Vec<u8>,
 ) -> Result<(), PackError> {
     let mut fb = FrameBuilder::new();
-    let mut line_no = first_line;
-    for line in text.split_inclusive(|&c| c == b'\n') {
+    for (line_no, line) in (first_line..).zip(text.split_inclusive(|&c| c == b'\n')) {
         let Some(line) = line.strip_suffix(b"\n") else {
             return Err(PackError::Line {
                 line: line_no,
@@ -362,7 +361,6 @@ pub(crate) fn pack_lines(
             fb.finish(z, out).map_err(PackError::Io)?;
         }
         fb.push(&p);
-        line_no += 1;
     }
     if !fb.is_empty() {
         fb.finish(z, out).map_err(PackError::Io)?;
