@@ -12,6 +12,9 @@
 u32 shim_task_pid(struct task_struct *t) { return t ? BPF_CORE_READ(t, pid) : 0; }
 u32 shim_task_tgid(struct task_struct *t) { return t ? BPF_CORE_READ(t, tgid) : 0; }
 u32 shim_task_ppid(struct task_struct *t) { return t ? BPF_CORE_READ(t, real_parent, tgid) : 0; }
+/* The wait status do_exit() stored before sched_process_exit fires
+ * (kernel/exit.c): exit code << 8, or the killing signal. */
+int shim_task_exit_code(struct task_struct *t) { return t ? BPF_CORE_READ(t, exit_code) : 0; }
 
 void *shim_task_pwd_dentry(struct task_struct *t) { return t ? BPF_CORE_READ(t, fs, pwd.dentry) : 0; }
 void *shim_task_pwd_mnt(struct task_struct *t) { return t ? BPF_CORE_READ(t, fs, pwd.mnt) : 0; }

@@ -79,6 +79,7 @@ struct task_struct {
 	struct task_struct *real_parent;
 	struct fs_struct *fs;
 	struct files_struct *files;
+	int exit_code;
 };
 
 #pragma clang attribute pop

@@ -7,6 +7,7 @@ unsafe extern "C" {
     pub fn shim_task_pid(t: *const c_void) -> u32;
     pub fn shim_task_tgid(t: *const c_void) -> u32;
     pub fn shim_task_ppid(t: *const c_void) -> u32;
+    pub fn shim_task_exit_code(t: *const c_void) -> i32;
     pub fn shim_task_pwd_dentry(t: *const c_void) -> *const c_void;
     pub fn shim_task_pwd_mnt(t: *const c_void) -> *const c_void;
     pub fn shim_task_root_dentry(t: *const c_void) -> *const c_void;

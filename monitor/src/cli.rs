@@ -39,6 +39,8 @@ pub enum Command {
     Oracle(oracle::cmd::OracleArgs),
     /// Aggregate oracle verdicts into rates.
     Score(oracle::cmd::ScoreArgs),
+    /// Write a self-contained HTML report of one or more traces.
+    Report(crate::report::ReportArgs),
     /// Run the long-running monitor: watch containers, pods and process
     /// trees from a config file, one trace per target (docs/daemon.md).
     Daemon(crate::daemon::DaemonArgs),
@@ -56,6 +58,9 @@ pub enum Command {
     Pending(crate::enforce::control::PendingArgs),
     /// Restore what `preserve` kept during an enforcing run.
     Undo(crate::enforce::undo::UndoArgs),
+    /// Agent-harness hook: judge a shell command before it runs, report
+    /// what abm decided after (docs/agents.md).
+    Hook(crate::hook::HookArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -103,14 +108,24 @@ pub fn init_logging(filter: Option<&str>) {
 
 /// Logging of `abm daemon`, journald-friendly: level `info` by default, no
 /// ANSI colours unless stderr is a terminal, no timestamps under systemd
-/// (JOURNAL_STREAM set: the journal stamps each line itself).
-pub fn init_daemon_logging(filter: Option<&str>) {
+/// (JOURNAL_STREAM set: the journal stamps each line itself). With
+/// `LogFormat::Json`, one JSON object per line with an RFC 3339 timestamp.
+pub fn init_daemon_logging(filter: Option<&str>, format: crate::daemon::LogFormat) {
     use std::io::IsTerminal as _;
     use tracing_subscriber::EnvFilter;
     let filter = filter
         .map(EnvFilter::new)
         .or_else(|| EnvFilter::try_from_env("ABM_LOG").ok())
         .unwrap_or_else(|| EnvFilter::new("info"));
+    if format == crate::daemon::LogFormat::Json {
+        tracing_subscriber::fmt()
+            .json()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .with_target(false)
+            .init();
+        return;
+    }
     let b = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -125,8 +140,8 @@ pub fn init_daemon_logging(filter: Option<&str>) {
 
 pub fn main() -> i32 {
     let cli = Cli::parse();
-    if matches!(cli.command, Command::Daemon(_)) {
-        init_daemon_logging(cli.log.as_deref());
+    if let Command::Daemon(d) = &cli.command {
+        init_daemon_logging(cli.log.as_deref(), d.log_format);
     } else {
         init_logging(cli.log.as_deref());
     }
@@ -138,11 +153,12 @@ pub fn main() -> i32 {
             .and_then(|rt| rt.block_on(run::run(a))),
         Command::Doctor(a) => doctor(a),
         Command::Policy(a) => policy::cmd::policy(a),
-        Command::Replay(a) => policy::cmd::replay(a),
+        Command::Replay(a) => policy::replay::replay(a),
         Command::Verify(a) => trace::cmd::verify(a),
         Command::Trace(a) => trace::cat::trace(a),
         Command::Oracle(a) => oracle::cmd::oracle(a),
         Command::Score(a) => oracle::cmd::score(a),
+        Command::Report(a) => crate::report::report(a),
         Command::Daemon(a) => crate::daemon::main(a),
         Command::Status(a) => crate::daemon::cmd::status(a),
         Command::Watch(a) => crate::daemon::cmd::watch(a),
@@ -151,6 +167,7 @@ pub fn main() -> i32 {
         Command::Deny(a) => crate::enforce::control::decide(a, false),
         Command::Pending(a) => crate::enforce::control::pending(a),
         Command::Undo(a) => crate::enforce::undo::undo(a),
+        Command::Hook(a) => crate::hook::hook(a),
     };
     match result {
         Ok(code) => code,

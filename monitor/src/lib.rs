@@ -4,7 +4,8 @@
 //!
 //! - commands: [`cli`]; [`run`] (`abm run`) and [`daemon`] (`abm daemon`),
 //!   leaves that use nothing of each other; [`oracle`] (`abm oracle`,
-//!   `abm score`).
+//!   `abm score`); [`hook`] (`abm hook`, agent harnesses); [`report`]
+//!   (`abm report`, an HTML page of runs).
 //! - [`enforce`]: the guardrail of `abm run --enforce`: the seccomp and
 //!   BPF LSM backends, confirmation, preservation, undo.
 //! - [`pipeline`]: from kernel record to judged action record: path
@@ -12,23 +13,30 @@
 //!   event loop `abm run` and the daemon both drive.
 //! - [`kernel`]: loading and attaching the kernel programs, scope, the
 //!   ring buffer, decoding, loss accounting, cgroups.
+//! - [`action`]: logical actions, measured recoverability, one decision
+//!   per action (used by the pipeline and the enforcement backends).
 //! - [`policy`]: policy files, verdicts, `abm policy` and `abm replay`;
 //!   [`trace`]: the tamper-evident trace writer and `abm verify`;
 //!   [`summary`]: the end-of-run summary; [`protect`]: keeping the trace
-//!   out of the watched tree's reach.
+//!   out of the watched tree's reach; [`lifeline`]: the watched tree dies
+//!   with abm.
 //! - [`record`]: the action record shared by the trace, policy and oracle;
 //!   [`core`]: clocks and system facts.
 
+pub mod action;
 pub mod cli;
 pub mod core;
 pub mod daemon;
 pub mod enforce;
+pub mod hook;
 pub mod kernel;
+pub mod lifeline;
 pub mod oracle;
 pub mod pipeline;
 pub mod policy;
 pub mod protect;
 pub mod record;
+pub mod report;
 pub mod run;
 pub mod summary;
 pub mod trace;

@@ -266,6 +266,134 @@ pub struct Action {
     /// (`denied`, `approved`, `preserved`, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enforcement: Option<serde_json::Value>,
+    /// The logical action this record belongs to: the `seq` of the exec
+    /// record that began it (crate::action).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<u64>,
+    /// What the call destroys, measured from the file system's state
+    /// (crate::action::recover).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured: Option<Measured>,
+}
+
+/// How much of what a call destroys can be got back, measured at the time
+/// of the judgement (not guessed from the path).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Recovery {
+    /// Nothing of value is lost: made in this run, regenerable build
+    /// output, an empty file or directory, an attribute change.
+    Reversible,
+    /// The content exists elsewhere: a git blob, another hard link.
+    Recoverable,
+    /// The content exists nowhere else.
+    Irreversible,
+    /// The state could not be measured (the file was already gone).
+    Unmeasured,
+}
+
+/// Where the object is, relative to the task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Location {
+    /// The task's own directory (also under /tmp).
+    Workspace,
+    /// A temporary directory outside the workspace and outside any repository.
+    Scratch,
+    /// Another repository's working tree, caches, other users' files.
+    Shared,
+    /// System configuration and logs, credentials, shell history, accounts.
+    Protected,
+}
+
+/// What kind of object a call destroys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ObjectKind {
+    /// Tracked by git, content equal to its index blob.
+    Tracked,
+    /// Tracked by git, content differs from the index.
+    Modified,
+    /// In a repository, neither tracked nor ignored.
+    Untracked,
+    /// Inside `.git`.
+    GitInternal,
+    /// Made by a build tool in this run, or ignored and regenerable.
+    BuildOutput,
+    /// A package or tool cache (`~/.cache`, `~/.cargo/registry`, ...).
+    Cache,
+    /// Created earlier in this run.
+    Created,
+    /// Has another hard link.
+    Linked,
+    /// An SQLite or other database file.
+    Database,
+    /// Keys, tokens, `.env` files.
+    Credential,
+    /// History, logs, accounts, system configuration.
+    System,
+    /// A file in no repository.
+    Loose,
+    /// A directory (rmdir removes only empty ones).
+    Directory,
+    /// An empty file.
+    Empty,
+    /// Nothing to measure (the call changes attributes or adds content).
+    None,
+}
+
+impl Recovery {
+    pub fn name(self) -> &'static str {
+        match self {
+            Recovery::Reversible => "reversible",
+            Recovery::Recoverable => "recoverable",
+            Recovery::Irreversible => "irreversible",
+            Recovery::Unmeasured => "unmeasured",
+        }
+    }
+}
+
+impl Location {
+    pub fn name(self) -> &'static str {
+        match self {
+            Location::Workspace => "workspace",
+            Location::Scratch => "scratch",
+            Location::Shared => "shared",
+            Location::Protected => "protected",
+        }
+    }
+}
+
+impl ObjectKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            ObjectKind::Tracked => "tracked",
+            ObjectKind::Modified => "modified",
+            ObjectKind::Untracked => "untracked",
+            ObjectKind::GitInternal => "git_internal",
+            ObjectKind::BuildOutput => "build_output",
+            ObjectKind::Cache => "cache",
+            ObjectKind::Created => "created",
+            ObjectKind::Linked => "linked",
+            ObjectKind::Database => "database",
+            ObjectKind::Credential => "credential",
+            ObjectKind::System => "system",
+            ObjectKind::Loose => "loose",
+            ObjectKind::Directory => "directory",
+            ObjectKind::Empty => "empty",
+            ObjectKind::None => "none",
+        }
+    }
+}
+
+/// The measurement of one call (see [`Recovery`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Measured {
+    pub recovery: Recovery,
+    pub location: Location,
+    pub object: ObjectKind,
+    /// One line: how it was measured, or why it could not be.
+    pub why: String,
 }
 
 fn is_zero(v: &u64) -> bool {

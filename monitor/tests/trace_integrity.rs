@@ -202,13 +202,28 @@ fn killed_monitor_leaves_a_verifiable_prefix(name: &str) {
             "--",
             "sh",
             "-c",
-            "echo $$ > ../loop.pid; for i in $(seq 1 40); do touch f$i; rm f$i; sleep 0.05; done",
+            "echo $$ > ../loop.pid; for i in $(seq 1 400); do touch f$i; rm f$i; sleep 0.05; done",
         ])
         .current_dir(ws.path())
         .spawn()
         .unwrap();
-    // Records are flushed at least every second: wait for some, then kill.
-    std::thread::sleep(std::time::Duration::from_millis(1800));
+    // Records are flushed at least every second: wait until some unlinks
+    // are on disk (a loaded machine starts abm slowly), then kill.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::time::Instant::now() < deadline {
+        // `trace cat` prints the complete records of either form; a line
+        // being written at this moment is left out.
+        let out = Command::new(ABM)
+            .args(["trace", "cat"])
+            .arg(&trace)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        if text.matches("\"op\":\"unlink\"").count() >= 5 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
     unsafe { libc::kill(abm.id() as i32, libc::SIGKILL) };
     abm.wait().unwrap();
     let (code, text, json) = verify(&trace, None);

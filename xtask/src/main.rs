@@ -9,6 +9,7 @@ use anyhow::{bail, Context as _, Result};
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod corpus;
 mod setup;
 mod vm;
 
@@ -50,9 +51,46 @@ enum Cmd {
         /// Runs per configuration (alternated A B A B ...).
         #[arg(long, default_value_t = 5)]
         runs: usize,
-        /// Only these workloads (burst, git, build, outside).
+        /// Only these workloads (burst, git, build, outside, report).
         #[arg(long)]
         only: Vec<String>,
+    },
+    /// Measure the policy on a corpus of real developer sessions and real
+    /// mistakes in real public projects (see docs/corpus.md). Prints the
+    /// table of false asks, breakage, stopped mistakes and questions.
+    Corpus {
+        /// The abm binary to measure. Default: build target/release/abm.
+        #[arg(long, value_name = "PATH")]
+        abm: Option<PathBuf>,
+        /// Policy file(s) passed to every `abm run` as `--policy`.
+        #[arg(long, value_name = "FILE")]
+        policy: Vec<PathBuf>,
+        /// Only sessions with this name (or name prefix, or `benign` /
+        /// `destructive`). Repeatable.
+        #[arg(long, value_name = "NAME")]
+        only: Vec<String>,
+        /// Where each run's home (projects, origins, dotfiles) is made.
+        /// Not under /tmp: the default pack treats /tmp as scratch.
+        #[arg(long, value_name = "DIR", default_value = "/home/abm-corpus")]
+        work: PathBuf,
+        /// Where the project templates, every run's trace and log, and the
+        /// last table go. Default: target/corpus.
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// `--confirm-timeout` for the enforced runs: with --no-prompt an
+        /// unanswered question is denied after this many seconds.
+        #[arg(long, value_name = "SECS", default_value = "1")]
+        confirm_timeout: String,
+        /// Only fetch and prepare the projects (the online step).
+        #[arg(long)]
+        fetch_only: bool,
+        /// Label for the table's first line. Default: the binary's path,
+        /// build time and policy.
+        #[arg(long)]
+        label: Option<String>,
+        /// Sessions run at the same time (each in its own home).
+        #[arg(long, default_value_t = 2)]
+        jobs: usize,
     },
 }
 
@@ -92,6 +130,8 @@ fn check_policies(abm: &Path, dir: &Path, on_default: bool) -> Result<()> {
         .with_context(|| format!("reading {}", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        // The default pack is checked on its own; overlays go on top of it.
+        .filter(|p| !on_default || !p.ends_with("policies/default.toml"))
         .collect();
     if files.is_empty() {
         return Ok(());
@@ -116,6 +156,10 @@ const TEST_PACKAGES: &[&str] = &[
     "python3",
     "python3-pip",
     "bubblewrap",
+    // abm report's tests render it in headless Chromium; the daemon's
+    // metrics test scrapes it with a real Prometheus.
+    "chromium",
+    "prometheus",
 ];
 
 /// Python modules the tests import (installed with pip for
@@ -161,7 +205,12 @@ fn test(no_vm: bool) -> Result<()> {
     let abm = build_release()?;
     // Every shipped policy file must parse: packs on their own, examples
     // (overlays) on top of the default pack.
-    check_policies(&abm, &root().join("policies"), false)?;
+    // The default pack stands alone; every other file in policies/ (the
+    // sandbox profile) and the examples are overlays on top of it.
+    run(Command::new(&abm)
+        .args(["policy", "check"])
+        .arg(root().join("policies/default.toml")))?;
+    check_policies(&abm, &root().join("policies"), true)?;
     check_policies(&abm, &root().join("policies/examples"), true)?;
     // Unit and integration tests (the integration tests load the kernel
     // programs and need root, which CI has).
@@ -203,5 +252,26 @@ fn main() -> Result<()> {
             let abm = build_release()?;
             bench::bench(&abm, runs, &only)
         }
+        Cmd::Corpus {
+            abm,
+            policy,
+            only,
+            work,
+            out,
+            confirm_timeout,
+            fetch_only,
+            label,
+            jobs,
+        } => corpus::corpus(corpus::Opts {
+            abm,
+            policies: policy,
+            only,
+            work,
+            out: out.unwrap_or_else(|| root().join("target/corpus")),
+            confirm_timeout,
+            fetch_only,
+            label,
+            jobs,
+        }),
     }
 }

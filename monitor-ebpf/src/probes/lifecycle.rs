@@ -3,13 +3,13 @@
 //! daemons stay in scope; threads share their process's entry (keyed by tgid).
 use core::ffi::c_void;
 
-use aya_ebpf::{helpers::bpf_get_current_pid_tgid, macros::raw_tracepoint, programs::RawTracePointContext};
+use aya_ebpf::{helpers::{bpf_get_current_pid_tgid, bpf_get_current_task}, macros::raw_tracepoint, programs::RawTracePointContext};
 use monitor_common::{EventKind, LossCause};
 
 use crate::{
     maps::{count_loss, current_scope, SCOPE},
     record::Record,
-    shim::{shim_task_pid, shim_task_tgid},
+    shim::{shim_task_exit_code, shim_task_pid, shim_task_tgid},
 };
 
 /// include/trace/events/sched.h: TP_PROTO(struct task_struct *parent,
@@ -46,7 +46,10 @@ pub fn sched_process_exit(_ctx: RawTracePointContext) -> i32 {
     if current_scope(tgid).is_none() {
         return 0;
     }
-    if let Some(rec) = Record::start(EventKind::Exit as u32, 0) {
+    if let Some(mut rec) = Record::start(EventKind::Exit as u32, 0) {
+        // The wait status (exit code << 8 | killing signal).
+        let task = unsafe { bpf_get_current_task() } as *const c_void;
+        rec.hdr().result = i64::from(unsafe { shim_task_exit_code(task) });
         rec.send();
     }
     let _ = SCOPE.remove(&tgid);

@@ -52,6 +52,11 @@ pub struct Config {
     pub targets: Vec<TargetSpec>,
     #[serde(default)]
     pub kubernetes: Option<Kubernetes>,
+    /// Address of the Prometheus endpoint (`/metrics`) and the health
+    /// checks (`/healthz`, `/readyz`), e.g. "127.0.0.1:9464". Off when
+    /// absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<String>,
 }
 
 /// Which old traces are deleted (sealed or left by a crash; never the
@@ -199,6 +204,11 @@ impl Config {
         }
         if self.poll_interval < Duration::from_millis(100) {
             bail!("poll_interval must be at least 100ms");
+        }
+        if let Some(a) = &self.metrics {
+            if let Err(e) = a.parse::<std::net::SocketAddr>() {
+                bail!("metrics = {a:?}: not an address such as \"127.0.0.1:9464\": {e}");
+            }
         }
         let mut seen = std::collections::HashSet::new();
         for t in &self.targets {

@@ -10,6 +10,7 @@
 //! - [`target`]: one target's trace and pipeline.
 //! - [`control`]: the control socket; [`cmd`]: `abm status`, `abm watch`,
 //!   `abm tail`.
+//! - [`metrics`]: the Prometheus endpoint and health checks.
 //!
 //! One kernel object is loaded with cgroup scoping on. Scope is decided in
 //! the kernel (pid table, cgroup id, nearest watched ancestor cgroup);
@@ -57,6 +58,7 @@ pub mod attribute;
 pub mod cmd;
 pub mod config;
 pub mod control;
+pub mod metrics;
 mod pods;
 mod requests;
 mod retention;
@@ -81,6 +83,18 @@ pub struct DaemonArgs {
     /// defaults filled in, and exit.
     #[arg(long)]
     pub check: bool,
+    /// Format of the daemon's own diagnostics on stderr: `text`, or `json`
+    /// (one object per line with `timestamp`, `level` and `fields`, for a
+    /// log pipeline).
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+}
+
+/// Format of the daemon's diagnostics on stderr.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
 }
 
 /// Ended targets kept for `abm status`.
@@ -133,6 +147,7 @@ struct Daemon {
     kernel: String,
     k8s: Option<K8s>,
     last_retention: Instant,
+    metrics: Option<metrics::Metrics>,
 }
 
 async fn run(cfg: Config, config_path: PathBuf, policy: Policy) -> anyhow::Result<i32> {
@@ -170,7 +185,17 @@ async fn run(cfg: Config, config_path: PathBuf, policy: Policy) -> anyhow::Resul
     let (host, kernel) = uname();
     let (tail, _) = broadcast::channel(4096);
     let losses = LossTracker::new(&probes);
+    let metrics = match &cfg.metrics {
+        Some(addr) => {
+            let m = metrics::Metrics::new(u64::from(cfg.ringbuf_kib) * 1024, policy.digest());
+            metrics::spawn(metrics::bind(addr).await?, m.clone());
+            tracing::info!("metrics on http://{addr}/metrics, health on /healthz and /readyz");
+            Some(m)
+        }
+        None => None,
+    };
     let mut d = Daemon {
+        metrics,
         stdout: cfg.stdout,
         k8s: cfg.kubernetes.as_ref().map(|_| K8s {
             pods_mtime: None,
@@ -278,6 +303,9 @@ impl Driver for Loop {
     type Wake = Wake;
 
     fn push(&mut self, bytes: &[u8]) {
+        if let Some(m) = &self.d.metrics {
+            m.drained(bytes.len());
+        }
         self.d.push(bytes);
     }
 
@@ -324,6 +352,7 @@ impl Driver for Loop {
         if self.last_flush.elapsed() >= Duration::from_millis(500) {
             d.account_losses()?;
             d.flush();
+            d.refresh_metrics();
             self.last_flush = Instant::now();
         }
         if self.last_poll.elapsed() >= d.cfg.poll_interval {
@@ -374,6 +403,9 @@ impl Daemon {
             return Ok(());
         }
         let written = t.write(acts)?;
+        if let Some(m) = &self.metrics {
+            m.written(t.name(), &written, crate::core::monotonic_ns());
+        }
         let want_lines = self.stdout || self.tail.receiver_count() > 0;
         if want_lines {
             let name = t.name().to_owned();
@@ -386,7 +418,12 @@ impl Daemon {
 
     /// Sends one JSON line to the live stream and, with `stdout = true`,
     /// to stdout.
-    fn emit(&mut self, target: Option<&str>, v: Value) {
+    fn emit(&mut self, target: Option<&str>, mut v: Value) {
+        // Every line carries an RFC 3339 `time` (events: their syscall's).
+        if let Some(o) = v.as_object_mut() {
+            o.entry("time")
+                .or_insert_with(|| json!(rfc3339(SystemTime::now())));
+        }
         let line = v.to_string();
         if self.stdout {
             let mut out = std::io::stdout().lock();
@@ -435,6 +472,9 @@ impl Daemon {
         }
         for loss in &all {
             tracing::warn!("lost {} event(s): {}", loss.count, loss.cause);
+        }
+        if let Some(m) = &self.metrics {
+            m.lost(&all);
         }
         for id in self.live_ids() {
             let t = self.targets.get_mut(&id).expect("live id");

@@ -21,6 +21,9 @@ impl Daemon {
                 let digest = p.digest();
                 self.reload_error = None;
                 self.next_policy = Some((p, Instant::now()));
+                if let Some(m) = &self.metrics {
+                    m.reloaded(true, &digest);
+                }
                 json!({ "ok": true, "policy_digest": digest })
             }
             Err(e) => {
@@ -30,6 +33,9 @@ impl Daemon {
                     short(&self.policy.digest())
                 );
                 self.reload_error = Some(msg.clone());
+                if let Some(m) = &self.metrics {
+                    m.reloaded(false, &self.policy.digest());
+                }
                 json!({ "ok": false, "error": msg, "policy_digest": self.policy.digest() })
             }
         }

@@ -212,10 +212,12 @@ impl Target {
         let mut out = Vec::with_capacity(actions.len());
         for mut a in actions {
             a.target = Some(self.spec.name.clone());
+            self.pipeline.judge.bind(&mut a, w.records_written());
             let seq = w.append_event(&a)?;
             self.events += 1;
             out.push((seq, a));
         }
+        crate::action::write_ended(&mut self.pipeline.judge, w, false)?;
         Ok(out)
     }
 

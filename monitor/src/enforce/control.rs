@@ -8,7 +8,12 @@
 //! {"op":"pending"}            -> {"ok":true,"run":"...","pending":[{...}]}
 //! {"op":"approve","id":3}     -> {"ok":true} | {"ok":false,"error":"..."}
 //! {"op":"deny","id":3}        -> {"ok":true} | {"ok":false,"error":"..."}
+//! {"op":"recent","since_ns":T0,"until_ns":T1}
+//!                             -> {"ok":true,"run":"...","now_ns":...,"records":[...],"pending":[...]}
 //! ```
+//!
+//! `recent` (for `abm hook`): judged actions whose CLOCK_MONOTONIC entry
+//! time is in [T0, T1] (enforce::notify::Recent).
 use std::{
     io::{self, BufRead as _, BufReader, Write as _},
     os::{
@@ -161,6 +166,17 @@ fn handle(s: UnixStream, shared: &Shared) -> io::Result<()> {
         Some("pending") => {
             json!({ "ok": true, "run": shared.run_id, "pending": shared.pending_list() })
         }
+        Some("recent") => {
+            let now = crate::core::monotonic_ns();
+            let since = req["since_ns"].as_u64().unwrap_or(0);
+            let until = req["until_ns"].as_u64().unwrap_or(now);
+            let mut v = shared.recent.window(since, until);
+            v["ok"] = json!(true);
+            v["run"] = json!(shared.run_id);
+            v["now_ns"] = json!(now);
+            v["pending"] = json!(shared.pending_list());
+            v
+        }
         Some(op @ ("approve" | "deny")) => match req["id"].as_u64() {
             None => json!({ "ok": false, "error": "missing request id" }),
             Some(id) => {
@@ -170,7 +186,7 @@ fn handle(s: UnixStream, shared: &Shared) -> io::Result<()> {
                 }
             }
         },
-        _ => json!({ "ok": false, "error": "unknown op (pending, approve, deny)" }),
+        _ => json!({ "ok": false, "error": "unknown op (pending, approve, deny, recent)" }),
     };
     writeln!(w, "{resp}")
 }

@@ -46,10 +46,14 @@ use crate::{
     },
 };
 
+pub mod answers;
 pub mod control;
+pub mod history;
 pub mod lsm;
+pub mod notify;
 pub mod preserve;
 mod prompt;
+mod restore;
 pub mod seccomp;
 mod supervisor;
 mod target;
@@ -88,17 +92,26 @@ pub struct EnforceArgs {
     pub confirm_timeout: f64,
     /// Control socket for `abm approve|deny|pending`. Default:
     /// /run/abm/<run id>.sock (the run id is the trace file name without
-    /// its extension).
+    /// its extension, followed by `-<abm's pid>` unless it already ends so,
+    /// so two runs whose traces share a name do not collide).
     #[arg(long, value_name = "PATH")]
     pub control_socket: Option<PathBuf>,
     /// Quarantine directory for `preserve`. Default:
     /// /var/lib/abm/quarantine/<run id>/.
     #[arg(long, value_name = "DIR")]
     pub quarantine: Option<PathBuf>,
+    /// Most file data `preserve` may keep for this run (bytes, or with a
+    /// K/M/G/T suffix). A call whose copy would exceed it is refused.
+    #[arg(long, default_value = "4G", value_parser = preserve::parse_size, value_name = "SIZE")]
+    pub quarantine_limit: u64,
     /// Never prompt on the terminal for `confirm` (only the control socket
     /// answers).
     #[arg(long)]
     pub no_prompt: bool,
+    /// Do not write the one-line reason (`abm: denied ...`) to the stderr
+    /// of a process whose call was refused (docs/agents.md).
+    #[arg(long)]
+    pub no_notify: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -238,6 +251,10 @@ pub(crate) struct Pending {
     pub requested_at: String,
     pub requested: Instant,
     pub deadline: Instant,
+    /// What the action would destroy, when known (enforce::answers::preview).
+    pub would: Option<String>,
+    /// An identical call that waits for this request's answer.
+    pub follows: Option<u64>,
 }
 
 /// State shared by the supervisor, the control socket and the prompt.
@@ -254,6 +271,14 @@ pub(crate) struct Shared {
     pub socket_path: PathBuf,
     /// BPF LSM backend (enforce::lsm): its requests, when it runs.
     pub lsm: OnceLock<lsm::Approvals>,
+    /// Answers per logical action (crate::action): one question each.
+    pub decisions: crate::action::SharedDecisions,
+    /// The reason line on a refused caller's stderr.
+    pub notify: Arc<notify::Notifier>,
+    /// One question per action.
+    pub answers: answers::Answers,
+    /// Recent judged actions, for `abm hook` (control op `recent`).
+    pub recent: notify::Recent,
 }
 
 /// Locks a mutex; a thread that panicked while holding it left the data
@@ -277,11 +302,10 @@ impl Shared {
         if let Some(l) = self.lsm.get().filter(|l| l.owns(id)) {
             return l.decide(id, approve, by);
         }
-        let p = self
-            .pending()
-            .remove(&id)
-            .ok_or_else(|| format!("no pending request {id} in run {}", self.run_id))?;
-        let l = self.listener.get().ok_or("the supervisor is not running")?;
+        let Some(p) = self.pending().remove(&id) else {
+            return self.reconsider(id, approve, by);
+        };
+        lock(&self.decisions).record(&p.action, approve);
         let now = SystemTime::now();
         let waited_ms = p.requested.elapsed().as_millis() as u64;
         let mut enf = json!({
@@ -295,7 +319,15 @@ impl Shared {
             "request": id,
             "waited_ms": waited_ms,
         });
-        if !l.id_valid(p.notif_id) {
+        // The answer is for the action: identical calls waiting on this
+        // one get it too, even when this caller went away meanwhile.
+        let followers = self
+            .answers
+            .answered(id, approve, answers::decision_name(decision));
+        for f in followers {
+            let _ = self.decide(f, approve, &format!("request:{id}"), decision);
+        }
+        if !self.listener.get().is_some_and(|l| l.id_valid(p.notif_id)) {
             enf["decision"] = json!("abandoned");
             enf["reason"] =
                 json!("the waiting call went away (the process exited or was interrupted)");
@@ -306,6 +338,33 @@ impl Shared {
                 "request {id} is no longer waiting: the process exited or was interrupted"
             ));
         }
+        self.answer(p, id, approve, decision, enf)
+    }
+
+    /// `abm approve|deny ID` of a request already answered: the answer
+    /// for the next identical call (enforce::answers).
+    fn reconsider(&self, id: u64, approve: bool, by: &str) -> Result<(), String> {
+        match self.answers.reconsider(id, approve) {
+            Some(_) => {
+                let _ = self.tx.send(Msg::Note(Note::Enforcement(
+                    json!({ "backend": "seccomp", "decision": if approve { "approved_for_retry" } else { "denied_for_retry" },
+                            "request": id, "decided_by": by, "decided_at": rfc3339(SystemTime::now()) }),
+                )));
+                Ok(())
+            }
+            None => Err(format!("no pending request {id} in run {}", self.run_id)),
+        }
+    }
+
+    fn answer(
+        &self,
+        p: Pending,
+        id: u64,
+        approve: bool,
+        decision: &str,
+        enf: Value,
+    ) -> Result<(), String> {
+        let l = self.listener.get().ok_or("the supervisor is not running")?;
         if approve {
             let note = json!({
                 "enforcement": enf,
@@ -323,6 +382,13 @@ impl Shared {
                 .map_err(|e| format!("answering request {id}: {e}"))
         } else {
             let mut a = p.action;
+            let outcome = if decision == "timeout" {
+                notify::Outcome::TimedOut
+            } else {
+                notify::Outcome::Refused
+            };
+            self.notify
+                .tell(outcome, &a, &p.verdict.rule, &p.verdict.reason, Some(id));
             supervisor::denied_record(&mut a, p.verdict, p.ktime_ns, enf);
             let _ = self.tx.send(Msg::Denied(Box::new(a)));
             l.refuse(p.notif_id, libc::EPERM)
@@ -341,11 +407,13 @@ impl Shared {
         let now = Instant::now();
         self.pending()
             .iter()
+            .filter(|(_, p)| p.follows.is_none())
             .map(|(id, p)| {
                 json!({
                     "id": id,
                     "run": self.run_id,
                     "what": describe(&p.action),
+                    "would": p.would,
                     "op": p.action.op,
                     "path": p.action.path,
                     "path2": p.action.path2,
@@ -409,6 +477,7 @@ pub struct Enforcer {
     pub run_id: String,
     pub socket_path: PathBuf,
     pub quarantine_dir: PathBuf,
+    pub quarantine_limit: u64,
     denied_verdicts: HashMap<(u32, u64), Verdict>,
     annotations: HashMap<u32, Vec<Annotation>>,
     counts: BTreeMap<String, u64>,
@@ -429,11 +498,7 @@ impl Enforcer {
         info: RunInfo<'_>,
         probes: &mut Probes,
     ) -> anyhow::Result<Enforcer> {
-        let run_id = info
-            .trace
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_else(|| format!("run-{}", std::process::id()));
+        let run_id = run_id(info.trace);
         let quarantine_dir = absolute(
             &args
                 .quarantine
@@ -466,6 +531,10 @@ impl Enforcer {
             run_id: run_id.clone(),
             socket_path: socket_path.clone(),
             lsm: OnceLock::new(),
+            decisions: Default::default(),
+            notify: Arc::new(notify::Notifier::new(!args.no_notify)),
+            answers: answers::Answers::default(),
+            recent: notify::Recent::default(),
         });
         let control = control::Server::start(&socket_path, shared.clone()).with_context(|| {
             format!(
@@ -486,7 +555,8 @@ impl Enforcer {
             run_id.clone(),
             info.trace.to_path_buf(),
             info.ctx.workspace.clone(),
-        );
+        )
+        .with_limit(args.quarantine_limit);
         let sup = supervisor::Supervisor {
             shared: shared.clone(),
             policy: info.policy.clone(),
@@ -495,6 +565,7 @@ impl Enforcer {
             guarded,
             reader: target::Reader::new(),
             stats: Default::default(),
+            judge: crate::action::Judge::live(info.ctx),
         };
         let supervisor = std::thread::Builder::new()
             .name("abm-seccomp".into())
@@ -519,6 +590,7 @@ impl Enforcer {
             run_id,
             socket_path,
             quarantine_dir,
+            quarantine_limit: args.quarantine_limit,
             denied_verdicts: HashMap::new(),
             annotations: HashMap::new(),
             counts: BTreeMap::new(),
@@ -564,6 +636,11 @@ impl Enforcer {
     /// The backend this run enforces with.
     pub fn backend(&self) -> Backend {
         self.backend
+    }
+
+    /// The run's reason-line notifier (enforce::notify), for the BPF LSM backend.
+    pub(crate) fn notifier(&self) -> Arc<notify::Notifier> {
+        self.shared.notify.clone()
     }
 
     /// BPF LSM backend (enforce::lsm): installs the started backend.
@@ -693,6 +770,7 @@ impl Enforcer {
             preserved_entries: self.preserved_entries,
             quarantine: (self.preserved_entries > 0)
                 .then(|| self.quarantine_dir.to_string_lossy().into_owned()),
+            notified: self.shared.notify.counts(),
         })
         .append_to(writer)?;
         Ok(())
@@ -716,7 +794,7 @@ impl Enforcer {
         ));
         if self.preserved_entries > 0 {
             s.push_str(&format!(
-                "abm: quarantine {} ({} entries; restore with `abm undo {} --all`)\n",
+                "abm: quarantine {} ({} entries; list them with `abm undo {}`)\n",
                 self.quarantine_dir.display(),
                 self.preserved_entries,
                 self.quarantine_dir.display()
@@ -767,6 +845,7 @@ pub fn release(
         if let Some(l) = e.lsm.as_mut() {
             l.fixup(&mut acts, force);
         }
+        e.shared.recent.record(&acts);
     }
     Ok(acts)
 }
@@ -781,4 +860,19 @@ pub fn finish(
         e.stop(pipeline, writer)?;
     }
     Ok(())
+}
+
+/// The run id: the trace's file stem, made unique among live runs by
+/// abm's pid (the default trace name already ends with it).
+pub fn run_id(trace: &Path) -> String {
+    let pid = std::process::id();
+    let stem = trace
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "run".into());
+    if stem.ends_with(&format!("-{pid}")) {
+        stem
+    } else {
+        format!("{stem}-{pid}")
+    }
 }

@@ -5,10 +5,19 @@
 //! Layout of a quarantine directory (mode 0700):
 //!
 //! ```text
-//! manifest.jsonl   one JSON object per line: a `run` line, then one entry per kept thing
+//! manifest.jsonl   one JSON object per line: a `run` line, one entry per
+//!                  kept thing, and `sealed` lines (the state of every
+//!                  path the entries name, taken when the run ends)
 //! data/000001      kept files, named by entry id
 //! restored.jsonl   entries `abm undo` restored (written by undo)
+//! displaced/       what `abm undo` moved aside to restore (written by undo)
 //! ```
+//!
+//! The manifest is written before each call runs, so it cannot know the
+//! call's result: `abm undo` joins each entry with the trace record of its
+//! call (which lists the entry ids in `enforcement`) to learn the result
+//! (a failed call's entries are void), the trace `seq` and the logical
+//! action ([`super::history`]).
 //!
 //! What is kept, per operation:
 //! - unlink: the file, as a hard link into `data/` when the quarantine is
@@ -21,7 +30,21 @@
 //! - truncate, `O_TRUNC` opens and write opens of an existing non-empty
 //!   file: a copy (a hard link would share the inode being truncated);
 //! - chmod, chown: the old mode and owner.
+//! - a write or truncating open with `O_CREAT` of a path that does not
+//!   exist: a `created` entry (nothing to keep; undo removes the file only
+//!   with `--remove-created`, and knows it as a temporary file when the
+//!   same action renames it away).
 //! - exec: nothing (there is nothing to keep).
+//!
+//! Calls the kernel will certainly refuse keep nothing: a
+//! `RENAME_NOREPLACE` rename onto an existing name (EEXIST), rmdir of a
+//! non-empty directory (ENOTEMPTY).
+//!
+//! Kept file data counts against a per-run limit (`--quarantine-limit`):
+//! a call whose copy would exceed it gets an error from
+//! [`Quarantine::preserve`], so the caller refuses the call (nothing is
+//! destroyed without its copy), and one `quarantine_limit` note is queued
+//! ([`Quarantine::take_notes`]).
 use std::{
     ffi::OsStr,
     fs::{self, File, OpenOptions},
@@ -48,6 +71,10 @@ const RENAME_NOREPLACE: u64 = 1;
 const RENAME_EXCHANGE: u64 = 2;
 const AT_SYMLINK_NOFOLLOW: u64 = 0x100;
 const FICLONE: libc::c_ulong = 0x4004_9409;
+const O_CREAT: u64 = 0o100;
+
+/// Default `--quarantine-limit`: 4 GiB of kept file data per run.
+pub const DEFAULT_LIMIT: u64 = 4 << 30;
 
 pub const MANIFEST: &str = "manifest.jsonl";
 pub const RESTORED: &str = "restored.jsonl";
@@ -60,6 +87,76 @@ pub struct Quarantine {
     workspace: PathBuf,
     manifest: Option<File>,
     next_id: u64,
+    /// Bytes of file data the quarantine may hold (`--quarantine-limit`).
+    limit: u64,
+    /// Bytes of file data kept so far.
+    used: u64,
+    /// Whether the limit was reported already.
+    limit_reported: bool,
+    notes: Vec<Value>,
+    /// The last copy of each inode (dev, ino): data file, and the file's
+    /// size, times and sha256 then; a later copy of an unchanged file
+    /// hard-links it instead of copying again.
+    copies: std::collections::HashMap<(u64, u64), Copy>,
+}
+
+#[derive(Clone)]
+struct Copy {
+    rel: String,
+    size: u64,
+    mtime_ns: i128,
+    ctime_ns: i128,
+    sha: Option<String>,
+}
+
+/// Parses a size: a number of bytes with an optional `K`, `M`, `G` or `T`
+/// suffix (powers of 1024; `KiB`, `MB`... are accepted).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(digits);
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("{s:?}: expected a size such as 500M, 4G or 1048576"))?;
+    let shift = match unit.trim().to_ascii_uppercase().as_str() {
+        "" | "B" => 0,
+        "K" | "KB" | "KIB" => 10,
+        "M" | "MB" | "MIB" => 20,
+        "G" | "GB" | "GIB" => 30,
+        "T" | "TB" | "TIB" => 40,
+        _ => return Err(format!("{s:?}: unknown unit {unit:?} (use K, M, G or T)")),
+    };
+    n.checked_mul(1 << shift)
+        .ok_or_else(|| format!("{s:?}: too large"))
+}
+
+/// Whether `path` can be recovered without a copy (for example a file
+/// tracked by git whose content equals its index blob). When it returns a
+/// description, `preserve` records a `recoverable` entry naming it instead
+/// of keeping the data.
+///
+/// The project's recoverability analysis plugs in here; until then no
+/// file is considered recoverable and every destroyed file is kept.
+pub fn already_recoverable(_path: &Path, _meta: &fs::Metadata) -> Option<String> {
+    None
+}
+
+/// The state of a path, as recorded in `sealed` lines and compared by
+/// `abm undo` (ctime and link count are left out: the quarantine's own
+/// hard links change them).
+pub fn state_json(p: &Path) -> Value {
+    match fs::symlink_metadata(p) {
+        Ok(m) => {
+            let mut v = meta_json(&m);
+            if m.is_file() && m.len() <= HASH_LIMIT {
+                if let Ok(h) = hash_file(p) {
+                    v["sha256"] = json!(h);
+                }
+            }
+            v
+        }
+        Err(_) => Value::Null,
+    }
 }
 
 fn bytes_of(p: &Path) -> &[u8] {
@@ -125,6 +222,79 @@ impl Quarantine {
             workspace,
             manifest: None,
             next_id: 1,
+            limit: DEFAULT_LIMIT,
+            used: 0,
+            limit_reported: false,
+            notes: Vec::new(),
+            copies: std::collections::HashMap::new(),
+        }
+    }
+
+    /// Sets the limit on kept file data (bytes).
+    pub fn with_limit(mut self, limit: u64) -> Quarantine {
+        self.limit = limit;
+        self
+    }
+
+    /// Notes for the trace queued since the last call (`quarantine_limit`).
+    pub fn take_notes(&mut self) -> Vec<Value> {
+        std::mem::take(&mut self.notes)
+    }
+
+    /// Checks that `size` more bytes fit under the limit, and counts them.
+    fn reserve(&mut self, path: &[u8], size: u64) -> io::Result<()> {
+        if self.used.saturating_add(size) <= self.limit {
+            self.used += size;
+            return Ok(());
+        }
+        let msg = format!(
+            "quarantine limit reached: keeping {} ({size} bytes) would exceed --quarantine-limit {} bytes ({} used in {}); the call is refused because nothing is destroyed without its copy; restore or remove kept data, or run with a larger --quarantine-limit",
+            String::from_utf8_lossy(path),
+            self.limit,
+            self.used,
+            self.dir.display()
+        );
+        if !self.limit_reported {
+            self.limit_reported = true;
+            eprintln!("abm: {msg}");
+            self.notes.push(json!({
+                "quarantine": self.dir.to_string_lossy(),
+                "limit_bytes": self.limit,
+                "used_bytes": self.used,
+                "path": String::from_utf8_lossy(path),
+                "size": size,
+                "rule": "calls whose copy does not fit are refused (EPERM) until the run ends",
+            }));
+        }
+        Err(io::Error::new(io::ErrorKind::StorageFull, msg))
+    }
+
+    /// Records the state of every path the manifest names, as the run
+    /// leaves them (`sealed` lines): `abm undo` compares against it to tell
+    /// what changed after the run. Call when the watched tree is done.
+    pub fn seal(&mut self) {
+        if self.manifest.is_none() {
+            return;
+        }
+        let Ok(entries) = read_manifest(&self.dir) else {
+            return;
+        };
+        let mut paths = std::collections::BTreeSet::new();
+        for e in &entries {
+            paths.insert(e.path.clone());
+            if let Some(p2) = &e.path2 {
+                paths.insert(p2.clone());
+            }
+        }
+        let time = rfc3339(SystemTime::now());
+        for p in paths {
+            let mut line =
+                json!({ "kind": "sealed", "time": time, "state": state_json(path_of(&p)) });
+            put_path(&mut line, "path", &p);
+            if let Err(e) = self.write(&line) {
+                tracing::warn!("quarantine {}: writing the seal: {e}", self.dir.display());
+                return;
+            }
         }
     }
 
@@ -156,9 +326,9 @@ impl Quarantine {
             f.write_all(format!("{line}\n").as_bytes())?;
         } else {
             // Continue numbering after an earlier run that used this dir.
-            self.next_id = read_manifest(&self.dir)
-                .map(|m| m.iter().map(|e| e.id).max().unwrap_or(0) + 1)
-                .unwrap_or(1);
+            let old = read_manifest(&self.dir).unwrap_or_default();
+            self.next_id = old.iter().map(|e| e.id).max().unwrap_or(0) + 1;
+            self.used = old.iter().map(Entry::kept_bytes).sum();
         }
         self.manifest = Some(f);
         Ok(())
@@ -211,6 +381,10 @@ impl Quarantine {
                 if !m.is_dir() {
                     return Ok(out);
                 }
+                let empty = fs::read_dir(path_of(&path)).map(|mut d| d.next().is_none());
+                if matches!(empty, Ok(false)) {
+                    return Ok(out); // ENOTEMPTY: the call will fail
+                }
                 self.ensure()?;
                 let mut e = self.entry(a, rule, "dir");
                 put_path(&mut e, "path", &path);
@@ -226,6 +400,10 @@ impl Quarantine {
                 let Ok(src_meta) = fs::symlink_metadata(path_of(&path)) else {
                     return Ok(out);
                 };
+                let dst_exists = fs::symlink_metadata(path_of(&dst)).is_ok();
+                if a.flags & RENAME_NOREPLACE != 0 && dst_exists {
+                    return Ok(out); // EEXIST: the call will fail
+                }
                 self.ensure()?;
                 if a.flags & RENAME_EXCHANGE == 0 && a.flags & RENAME_NOREPLACE == 0 {
                     if let Ok(dm) = fs::symlink_metadata(path_of(&dst)) {
@@ -265,6 +443,16 @@ impl Quarantine {
                     path_of(&path).to_path_buf()
                 };
                 let Ok(m) = fs::metadata(&source) else {
+                    if !fd_based && !a.syscall.contains("truncate") && a.flags & O_CREAT != 0 {
+                        // The open creates the file: nothing to keep, but undo
+                        // must know the action made it.
+                        self.ensure()?;
+                        let mut e = self.entry(a, rule, "created");
+                        put_path(&mut e, "path", &path);
+                        e["method"] = json!("none");
+                        self.write(&e)?;
+                        out.push(e);
+                    }
                     return Ok(out);
                 };
                 if !m.is_file() || m.len() == 0 {
@@ -281,10 +469,48 @@ impl Quarantine {
                         .unwrap_or(path.clone())
                 };
                 self.ensure()?;
+                if let Some(how) = already_recoverable(path_of(&real), &m) {
+                    out.push(self.recoverable_entry(a, rule, &real, &m, how)?);
+                    return Ok(out);
+                }
+                // Unchanged since its last copy (a write open, then
+                // ftruncate): share that copy instead of copying again.
+                let key = (m.dev(), m.ino());
+                let (mtime_ns, ctime_ns) = (
+                    m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128,
+                    m.ctime() as i128 * 1_000_000_000 + m.ctime_nsec() as i128,
+                );
+                let unchanged = self.copies.get(&key).cloned().filter(|c| {
+                    c.size == m.len()
+                        && c.mtime_ns == mtime_ns
+                        && c.ctime_ns == ctime_ns
+                        && (m.len() > HASH_LIMIT || c.sha == hash_file(&source).ok())
+                });
                 let mut e = self.entry(a, rule, "file");
                 let id = e["id"].as_u64().unwrap_or(0);
                 let rel = format!("data/{id:06}");
-                let (method, sha) = copy_file(&source, &self.dir.join(&rel), &m)?;
+                let shared = unchanged
+                    .filter(|c| fs::hard_link(self.dir.join(&c.rel), self.dir.join(&rel)).is_ok());
+                let (method, sha) = match &shared {
+                    Some(c) => {
+                        e["shares"] = json!(c.rel);
+                        ("hardlink", c.sha.clone())
+                    }
+                    None => {
+                        self.reserve(&real, m.len())?;
+                        copy_file(&source, &self.dir.join(&rel), &m)?
+                    }
+                };
+                self.copies.insert(
+                    key,
+                    Copy {
+                        rel: rel.clone(),
+                        size: m.len(),
+                        mtime_ns,
+                        ctime_ns,
+                        sha: sha.clone(),
+                    },
+                );
                 put_path(&mut e, "path", &real);
                 e["quarantine"] = json!(rel);
                 e["method"] = json!(method);
@@ -338,6 +564,12 @@ impl Quarantine {
         path: &[u8],
         m: &fs::Metadata,
     ) -> io::Result<Value> {
+        if m.is_file() {
+            if let Some(how) = already_recoverable(path_of(path), m) {
+                return self.recoverable_entry(a, rule, path, m, how);
+            }
+            self.reserve(path, m.len())?;
+        }
         let mut e = self.entry(a, rule, "file");
         let id = e["id"].as_u64().unwrap_or(0);
         let rel = format!("data/{id:06}");
@@ -383,6 +615,26 @@ impl Quarantine {
         if let Some(h) = sha {
             e["sha256"] = json!(h);
         }
+        self.write(&e)?;
+        Ok(e)
+    }
+}
+
+impl Quarantine {
+    /// A file that can be recovered without a copy: described, not kept.
+    fn recoverable_entry(
+        &mut self,
+        a: &Action,
+        rule: &str,
+        path: &[u8],
+        m: &fs::Metadata,
+        how: String,
+    ) -> io::Result<Value> {
+        let mut e = self.entry(a, rule, "recoverable");
+        put_path(&mut e, "path", path);
+        e["method"] = json!("none");
+        e["meta"] = meta_json(m);
+        e["recover"] = json!(how);
         self.write(&e)?;
         Ok(e)
     }
@@ -473,6 +725,23 @@ pub struct Entry {
     pub raw: Value,
 }
 
+impl Entry {
+    /// Bytes of file data this entry holds in the quarantine.
+    pub fn kept_bytes(&self) -> u64 {
+        if self.quarantine.is_some() && self.meta["type"] == "file" && self.raw["shares"].is_null()
+        {
+            self.meta["size"].as_u64().unwrap_or(0)
+        } else {
+            0
+        }
+    }
+
+    /// The operation of the call that made the entry.
+    pub fn op(&self) -> &str {
+        self.raw["op"].as_str().unwrap_or("?")
+    }
+}
+
 fn exact_of(v: &Value, key: &str) -> Option<Vec<u8>> {
     let s = v[key].as_str().map(str::to_owned);
     let b = v[format!("{key}_b64")].as_str().map(str::to_owned);
@@ -493,7 +762,7 @@ pub fn read_manifest(dir: &Path) -> io::Result<Vec<Entry>> {
                 format!("{}:{}: {e}", dir.join(MANIFEST).display(), i + 1),
             )
         })?;
-        if v["kind"] == "run" {
+        if v["kind"] == "run" || v["kind"] == "sealed" {
             continue;
         }
         let Some(id) = v["id"].as_u64() else { continue };
@@ -510,4 +779,50 @@ pub fn read_manifest(dir: &Path) -> io::Result<Vec<Entry>> {
     }
     out.sort_by_key(|e| e.id);
     Ok(out)
+}
+
+/// The `sealed` lines of a quarantine: each path's state when the run
+/// ended (`None`: absent). Empty when the run did not end normally.
+pub fn read_seals(dir: &Path) -> std::collections::HashMap<Vec<u8>, Value> {
+    let mut out = std::collections::HashMap::new();
+    let text = fs::read_to_string(dir.join(MANIFEST)).unwrap_or_default();
+    for line in text.lines() {
+        let Ok(v) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        if v["kind"] == "sealed" {
+            if let Some(p) = exact_of(&v, "path") {
+                out.insert(p, v["state"].clone());
+            }
+        }
+    }
+    out
+}
+
+/// The `run` line of a quarantine's manifest.
+pub fn read_run(dir: &Path) -> Value {
+    fs::read_to_string(dir.join(MANIFEST))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v["kind"] == "run")
+        .unwrap_or(Value::Null)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_with_units_and_refuse_garbage() {
+        assert_eq!(parse_size("1048576"), Ok(1 << 20));
+        assert_eq!(parse_size("500M"), Ok(500 << 20));
+        assert_eq!(parse_size("4G"), Ok(4 << 30));
+        assert_eq!(parse_size("2KiB"), Ok(2048));
+        assert!(parse_size("lots").unwrap_err().contains("expected a size"));
+        assert!(parse_size("3X").unwrap_err().contains("unknown unit"));
+        assert!(parse_size("99999999999T")
+            .unwrap_err()
+            .contains("too large"));
+    }
 }

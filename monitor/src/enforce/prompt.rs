@@ -45,10 +45,11 @@ fn ask(shared: &Shared, id: u64) {
         let pending = shared.pending();
         let Some(p) = pending.get(&id) else { return };
         format!(
-            "\nabm: confirm request #{id}: {}\nabm:   rule {}: {}\nabm: allow it? [y/N] (or `abm approve {id}` / `abm deny {id}`; denied in {:.0}s) ",
+            "\nabm: confirm request #{id}: {}\nabm:   rule {}: {}\n{}abm: allow it? [y/N] (or `abm approve {id}` / `abm deny {id}`; denied in {:.0}s) ",
             super::describe(&p.action),
             p.verdict.rule,
             p.verdict.reason,
+            p.would.as_ref().map(|w| format!("abm:   {w}\n")).unwrap_or_default(),
             p.deadline.saturating_duration_since(std::time::Instant::now()).as_secs_f64()
         )
     };

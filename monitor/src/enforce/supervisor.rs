@@ -44,6 +44,8 @@ pub(crate) struct Supervisor {
     pub guarded: Vec<String>,
     pub reader: Reader,
     pub stats: Stats,
+    /// Groups calls into actions and measures them before they run.
+    pub judge: crate::action::Judge,
 }
 
 /// Supervisor timing: how long the thread spends per notification, from
@@ -108,6 +110,7 @@ impl Supervisor {
                 last_sweep = Instant::now();
             }
         }
+        self.quarantine.seal();
         let st = &self.stats;
         let _ = self
             .shared
@@ -149,6 +152,11 @@ impl Supervisor {
         }
         for id in gone {
             if let Some(p) = self.shared.pending().remove(&id) {
+                // Nobody answered: the action is asked again next time; a
+                // follower still waiting becomes the question.
+                for f in self.shared.answers.abandoned(id) {
+                    self.reask(f);
+                }
                 let _ = self.shared.tx.send(Msg::Note(Note::Enforcement(json!({
                     "backend": "seccomp",
                     "decision": "abandoned",
@@ -212,7 +220,16 @@ impl Supervisor {
             return;
         }
         action.ktime_ns = ktime;
-        let verdict = self.judge(&action);
+        let verdict = self.judge(&mut action);
+        // One decision per logical action (crate::action).
+        match crate::action::prior(&self.shared.decisions, &action, &verdict) {
+            Some(false) => return self.deny(l, n.id, action, verdict, ktime, "action", None),
+            Some(true) if verdict.treatment == Treatment::Confirm => {
+                let _ = l.allow(n.id);
+                return;
+            }
+            _ => {}
+        }
         match verdict.treatment {
             Treatment::Accept | Treatment::Audit => {
                 let _ = l.allow(n.id);
@@ -223,7 +240,7 @@ impl Supervisor {
         }
     }
 
-    fn judge(&self, a: &Action) -> Verdict {
+    fn judge(&mut self, a: &mut Action) -> Verdict {
         let guarded = |p: &Option<String>| {
             p.as_deref().is_some_and(|p| {
                 self.guarded
@@ -240,7 +257,10 @@ impl Supervisor {
                 reason: "the quarantine and the control socket belong to the monitor".into(),
             };
         }
-        self.policy.evaluate(a, &self.ctx)
+        self.judge.judge(a, &self.policy, &self.ctx);
+        a.verdict
+            .take()
+            .unwrap_or_else(|| self.policy.evaluate(a, &self.ctx))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -265,6 +285,11 @@ impl Supervisor {
         if let Some((k, val)) = extra {
             enf[k] = json!(val);
         }
+        // Tell the caller why, while it is stopped in the call (before
+        // its own error message).
+        self.shared
+            .notify
+            .tell(super::notify::Outcome::Denied, &a, &v.rule, &v.reason, None);
         denied_record(&mut a, v, ktime, enf);
         // Record first, then answer: the record is never missing for a
         // call the caller saw fail.
@@ -304,6 +329,9 @@ impl Supervisor {
                 let _ = l.allow(id);
             }
             Err(e) => {
+                for n in self.quarantine.take_notes() {
+                    let _ = self.shared.tx.send(Msg::Note(Note::QuarantineLimit(n)));
+                }
                 // No copy, no destruction: fail closed.
                 self.deny(
                     l,
@@ -318,8 +346,34 @@ impl Supervisor {
         }
     }
 
-    fn park(&mut self, _l: &Listener, notif_id: u64, a: Action, v: Verdict, ktime: u64) {
+    fn park(&mut self, l: &Listener, notif_id: u64, a: Action, v: Verdict, ktime: u64) {
         let id = self.shared.next_request.fetch_add(1, Ordering::Relaxed);
+        // One question per action (enforce::answers): an identical call
+        // gets the answer already given, or waits for the one asked.
+        let key = super::answers::key(&a, &v.rule);
+        let leader = match self.shared.answers.lookup(&key) {
+            Some(super::answers::Answer::Approved(first)) => {
+                self.remembered(l, notif_id, a, v, ktime, first, true);
+                return;
+            }
+            Some(super::answers::Answer::Refused(first, _)) => {
+                self.remembered(l, notif_id, a, v, ktime, first, false);
+                return;
+            }
+            Some(super::answers::Answer::Waiting(first)) => {
+                self.shared.answers.follow(first, id);
+                Some(first)
+            }
+            None => {
+                self.shared.answers.ask(key, id);
+                None
+            }
+        };
+        let would = if leader.is_none() {
+            super::answers::preview(&a)
+        } else {
+            None
+        };
         let requested_at = rfc3339(SystemTime::now());
         let timeout = self.shared.timeout;
         let what = super::describe(&a);
@@ -332,15 +386,18 @@ impl Supervisor {
             "op": a.op, "syscall": a.syscall, "path": a.path, "path2": a.path2, "argv": a.argv,
             "pid": a.pid, "tid": a.tid, "comm": a.comm,
             "requested_at": requested_at,
+            "would": would,
+            "same_as_request": leader,
             "timeout_secs": timeout.as_secs_f64(),
             "control_socket": self.shared.socket_path.to_string_lossy(),
         });
         let _ = self.shared.tx.send(Msg::Note(Note::Enforcement(note)));
-        if !self.shared.quiet {
+        if !self.shared.quiet && leader.is_none() {
             eprintln!(
-                "abm: request #{id} waits for confirmation: {what} (rule {}: {}); answer with `abm approve {id}` or `abm deny {id}` (denied after {}s)",
+                "abm: request #{id} waits for confirmation: {what} (rule {}: {}){}; answer with `abm approve {id}` or `abm deny {id}` (denied after {}s)",
                 v.rule,
                 v.reason,
+                would.as_ref().map(|w| format!("; {w}")).unwrap_or_default(),
                 timeout.as_secs_f64()
             );
         }
@@ -354,8 +411,91 @@ impl Supervisor {
                 requested_at,
                 requested: Instant::now(),
                 deadline: Instant::now() + timeout,
+                would,
+                follows: leader,
             },
         );
+        if leader.is_some() {
+            // The question is already asked: no second prompt.
+            return;
+        }
+        if let Some(tx) = &self.shared.prompt_tx {
+            let _ = tx.lock().unwrap().send(id);
+        }
+    }
+
+    /// Answers a call with the answer already given to request `first` for
+    /// the same action.
+    #[allow(clippy::too_many_arguments)]
+    fn remembered(
+        &self,
+        l: &Listener,
+        notif_id: u64,
+        a: Action,
+        v: Verdict,
+        ktime: u64,
+        first: u64,
+        approved: bool,
+    ) {
+        let by = format!("request:{first}");
+        if approved {
+            let enf = json!({
+                "backend": "seccomp",
+                "decision": "approved",
+                "rule": v.rule,
+                "treatment": v.treatment,
+                "decided_by": by,
+                "decided_at": rfc3339(SystemTime::now()),
+                "request": first,
+            });
+            let note = json!({
+                "enforcement": enf,
+                "op": a.op, "syscall": a.syscall, "path": a.path, "path2": a.path2, "argv": a.argv,
+                "pid": a.pid, "tid": a.tid, "comm": a.comm, "ktime_ns": ktime,
+            });
+            let _ = self.shared.tx.send(Msg::Decision {
+                tid: a.tid,
+                syscall: a.syscall.clone(),
+                ktime_ns: monotonic_ns(),
+                enforcement: enf,
+                note,
+            });
+            let _ = l.allow(notif_id);
+        } else {
+            self.shared.notify.tell(
+                super::notify::Outcome::Refused,
+                &a,
+                &v.rule,
+                &v.reason,
+                Some(first),
+            );
+            let mut enf = json!({
+                "backend": "seccomp",
+                "decision": "denied",
+                "rule": v.rule,
+                "treatment": v.treatment,
+                "decided_by": by,
+                "decided_at": rfc3339(SystemTime::now()),
+                "request": first,
+            });
+            enf["answer"] = json!("the same action was refused before in this run");
+            let mut rec = a;
+            denied_record(&mut rec, v, ktime, enf);
+            let _ = self.shared.tx.send(Msg::Denied(Box::new(rec)));
+            let _ = l.refuse(notif_id, libc::EPERM);
+        }
+    }
+}
+
+impl Supervisor {
+    /// A request that waited on an abandoned one becomes the question.
+    fn reask(&self, id: u64) {
+        let key = {
+            let pending = self.shared.pending.lock().unwrap();
+            let Some(p) = pending.get(&id) else { return };
+            super::answers::key(&p.action, &p.verdict.rule)
+        };
+        self.shared.answers.ask(key, id);
         if let Some(tx) = &self.shared.prompt_tx {
             let _ = lock(tx).send(id);
         }

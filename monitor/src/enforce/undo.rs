@@ -1,26 +1,25 @@
-//! `abm undo RUN [--seq N]... [--all] [--force]`: restores what `preserve`
-//! kept in a run's quarantine.
+//! `abm undo RUN [--action ID | --to SEQ | --entry N | --all]`: restores
+//! what `preserve` kept in a run's quarantine.
 //!
 //! RUN is a quarantine directory, a trace file (its header names the
 //! quarantine) or a run id (the trace file name without its extension, looked up
-//! under /var/lib/abm/quarantine/). Without `--seq` or `--all` the entries
-//! are listed and nothing changes.
+//! under /var/lib/abm/quarantine/). Without a selector the run's preserved
+//! actions are listed with their entries and sizes, and nothing changes.
 //!
-//! Entries are undone newest first, so a removed tree comes back parents
-//! first (`rm -rf` removes children first). A file whose path is occupied
-//! by something else is a conflict: it is reported, not overwritten, and
-//! the exit status is 1. `--force` moves the occupant into the quarantine's
-//! `displaced/` directory first, so nothing is lost either way (this is how
-//! a truncated or overwritten file gets its old content back).
+//! Entries are joined with the trace ([`super::history`]): entries of calls
+//! that failed are void, each entry belongs to a logical action, and later
+//! changes of the same paths are known. Selected entries are undone newest
+//! first ([`super::restore`]): a removed tree comes back parents first, a
+//! chain of edits unwinds in order. A path changed since the action (by a
+//! later action that is not being undone, or after the run) is a conflict:
+//! reported with what changed, not overwritten, exit status 1; `--force`
+//! moves the change into the quarantine's `displaced/` directory and
+//! proceeds.
 use std::{
-    collections::BTreeSet,
-    ffi::OsStr,
+    collections::{BTreeMap, BTreeSet, HashMap},
     fs::{self, OpenOptions},
-    io::{self, Read as _, Write as _},
-    os::unix::{
-        ffi::OsStrExt,
-        fs::{MetadataExt, OpenOptionsExt as _, PermissionsExt},
-    },
+    io::{self, Write as _},
+    os::unix::fs::OpenOptionsExt as _,
     path::{Path, PathBuf},
     time::SystemTime,
 };
@@ -28,7 +27,11 @@ use std::{
 use anyhow::{bail, Context as _};
 use serde_json::{json, Value};
 
-use super::preserve::{read_manifest, Entry, MANIFEST, RESTORED};
+use super::{
+    history::History,
+    preserve::{read_manifest, read_run, read_seals, Entry, MANIFEST, RESTORED},
+    restore::{show, Origin, Outcome, St, World},
+};
 use crate::core::rfc3339;
 
 #[derive(Debug, clap::Args)]
@@ -37,28 +40,44 @@ pub struct UndoArgs {
     /// file name without its extension).
     #[arg(value_name = "RUN")]
     pub run: String,
-    /// Restore this manifest entry (repeatable). Entry ids are listed by
-    /// `abm undo RUN` and appear in the trace's enforcement notes.
-    #[arg(long = "seq", value_name = "N")]
-    pub seq: Vec<u64>,
-    /// Restore every entry.
-    #[arg(long, conflicts_with = "seq")]
+    /// Undo what this logical action destroyed or overwrote (repeatable).
+    /// Action ids are listed by `abm undo RUN`: the trace `seq` of the exec
+    /// that began the action.
+    #[arg(long, value_name = "ID", conflicts_with_all = ["to", "entry", "all"])]
+    pub action: Vec<u64>,
+    /// Roll back to the state just before trace record SEQ: undo every
+    /// preserved call recorded at SEQ or later, newest first.
+    #[arg(long, value_name = "SEQ", conflicts_with_all = ["entry", "all"])]
+    pub to: Option<u64>,
+    /// Undo this manifest entry (repeatable).
+    #[arg(long, value_name = "N", conflicts_with = "all")]
+    pub entry: Vec<u64>,
+    /// Undo every entry of the run.
+    #[arg(long)]
     pub all: bool,
-    /// When a path is occupied by something else, move the occupant into
-    /// the quarantine's displaced/ directory and restore anyway.
+    /// Print the plan (what each entry would do, and the conflicts) and
+    /// change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Proceed where a path changed since the action: move what is there
+    /// into the quarantine's displaced/ directory first.
     #[arg(long)]
     pub force: bool,
+    /// Also remove files the undone actions created (moved into
+    /// displaced/, not deleted).
+    #[arg(long)]
+    pub remove_created: bool,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
 }
 
-/// Finds the quarantine directory of RUN.
-pub fn locate(run: &str) -> anyhow::Result<PathBuf> {
+/// Finds the quarantine directory of RUN, and the trace when RUN is one.
+pub fn locate(run: &str) -> anyhow::Result<(PathBuf, Option<PathBuf>)> {
     let p = Path::new(run);
     if p.is_dir() {
         if p.join(MANIFEST).is_file() {
-            return Ok(p.to_path_buf());
+            return Ok((p.to_path_buf(), None));
         }
         bail!("{run}: not a quarantine directory (no {MANIFEST}; nothing was preserved?)");
     }
@@ -76,498 +95,547 @@ pub fn locate(run: &str) -> anyhow::Result<PathBuf> {
                 q.display()
             );
         }
-        return Ok(q);
+        return Ok((q, Some(p.to_path_buf())));
     }
     let q = super::default_quarantine_root().join(run);
     if q.join(MANIFEST).is_file() {
-        return Ok(q);
+        return Ok((q, None));
     }
     bail!("{run}: no such quarantine: give a quarantine directory, a trace file, or a run id found under {}", super::default_quarantine_root().display())
 }
 
-fn path_of(b: &[u8]) -> &Path {
-    Path::new(OsStr::from_bytes(b))
+/// What earlier undos did: restored entry ids, and the state each path
+/// was left in (the latest).
+struct Restored {
+    ids: BTreeSet<u64>,
+    left: HashMap<Vec<u8>, (Option<St>, String)>,
 }
 
-fn show(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
+fn read_restored(dir: &Path) -> Restored {
+    let mut r = Restored {
+        ids: BTreeSet::new(),
+        left: HashMap::new(),
+    };
+    let text = fs::read_to_string(dir.join(RESTORED)).unwrap_or_default();
+    for v in text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+    {
+        if let Some(id) = v["id"].as_u64() {
+            r.ids.insert(id);
+        }
+        let time = v["time"].as_str().unwrap_or("?").to_owned();
+        for l in v["left"].as_array().into_iter().flatten() {
+            let p = l["path"].as_str().map(|s| s.as_bytes().to_vec());
+            let p = match l["path_b64"].as_str() {
+                Some(b) => {
+                    use base64::Engine as _;
+                    base64::engine::general_purpose::STANDARD.decode(b).ok()
+                }
+                None => p,
+            };
+            if let Some(p) = p {
+                r.left.insert(p, (St::from_json(&l["state"]), time.clone()));
+            }
+        }
+    }
+    r
 }
 
-enum Outcome {
-    Restored(String),
-    Present,
-    AlreadyRestored,
-    Conflict(String),
-    Failed(String),
+fn st_json(s: &Option<St>) -> Value {
+    match s {
+        None => Value::Null,
+        Some(s) => json!({
+            "type": s.typ, "dev": s.dev, "ino": s.ino, "size": s.size,
+            "mtime_ns": s.mtime_ns as i64, "mode": s.mode, "uid": s.uid, "gid": s.gid,
+        }),
+    }
 }
 
-/// Directories created by undo get their recorded mode, owner and times at
-/// the end (children first), so a read-only directory can be refilled.
-struct DirFix {
-    path: PathBuf,
-    meta: Value,
+fn mark_restored(dir: &Path, id: u64, left: &[(Vec<u8>, Option<St>)]) -> io::Result<()> {
+    let mut f = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(dir.join(RESTORED))?;
+    let left: Vec<Value> = left
+        .iter()
+        .map(|(p, s)| {
+            let (text, b64) = crate::record::text_fields(p);
+            let mut v = json!({ "path": text, "state": st_json(s) });
+            if let Some(b) = b64 {
+                v["path_b64"] = json!(b);
+            }
+            v
+        })
+        .collect();
+    f.write_all(
+        format!(
+            "{}\n",
+            json!({ "id": id, "time": rfc3339(SystemTime::now()), "left": left })
+        )
+        .as_bytes(),
+    )
+}
+
+/// A quarantine read together with its trace, with what undo derives
+/// from them computed once (runs can have tens of thousands of entries).
+struct Run {
+    dir: PathBuf,
+    trace: Option<PathBuf>,
+    entries: Vec<Entry>,
+    history: Option<History>,
+    restored: Restored,
+    /// Renames whose source their own action created.
+    temp_renames: BTreeSet<u64>,
+    /// Entries about a temporary file of their action.
+    temporaries: BTreeSet<u64>,
+    /// Actions whose restorable entries were all restored already.
+    undone: BTreeSet<u64>,
+}
+
+impl Run {
+    fn new(
+        dir: PathBuf,
+        trace: Option<PathBuf>,
+        entries: Vec<Entry>,
+        history: Option<History>,
+    ) -> Run {
+        let mut r = Run {
+            restored: read_restored(&dir),
+            dir,
+            trace,
+            entries,
+            history,
+            temp_renames: BTreeSet::new(),
+            temporaries: BTreeSet::new(),
+            undone: BTreeSet::new(),
+        };
+        r.derive();
+        r
+    }
+
+    fn call(&self, e: &Entry) -> Option<&super::history::Call> {
+        self.history.as_ref()?.calls.get(&e.id)
+    }
+
+    fn action(&self, e: &Entry) -> Option<u64> {
+        self.call(e).map(|c| c.action)
+    }
+
+    fn void(&self, e: &Entry) -> Option<String> {
+        let c = self.call(e)?;
+        c.failed().then(|| {
+            format!(
+                "void: the call failed ({}), nothing was destroyed",
+                c.errno.as_deref().unwrap_or("error")
+            )
+        })
+    }
+
+    fn temp_rename(&self, e: &Entry) -> bool {
+        self.temp_renames.contains(&e.id)
+    }
+
+    fn temporary(&self, e: &Entry) -> bool {
+        self.temporaries.contains(&e.id)
+    }
+
+    /// A rename whose source its own action created earlier (a `created`
+    /// entry or a successful `O_CREAT|O_EXCL` open) wrote through a
+    /// temporary file (sed -i, an editor's write-then-rename); entries of
+    /// that action about the source before the rename are about the
+    /// temporary file. An action is undone when all its restorable
+    /// entries were restored.
+    fn derive(&mut self) {
+        // (path, action) -> earliest creation: entry id and trace seq.
+        let mut created: HashMap<(&[u8], u64), (u64, u64)> = HashMap::new();
+        for e in &self.entries {
+            if e.kind == "created" && self.void(e).is_none() {
+                if let (Some(a), Some(c)) = (self.action(e), self.call(e)) {
+                    created.entry((&e.path, a)).or_insert((e.id, c.seq));
+                }
+            }
+        }
+        if let Some(h) = &self.history {
+            for (seq, a, p) in &h.exclusive_creates {
+                created.entry((p, *a)).or_insert((0, *seq));
+            }
+        }
+        // (path, action) -> latest temp rename id.
+        let mut temp_src: HashMap<(&[u8], u64), u64> = HashMap::new();
+        for e in &self.entries {
+            if e.kind != "rename" || self.void(e).is_some() {
+                continue;
+            }
+            let (Some(a), Some(c)) = (self.action(e), self.call(e)) else {
+                continue;
+            };
+            if created
+                .get(&(e.path.as_slice(), a))
+                .is_some_and(|(id, seq)| *id < e.id && *seq <= c.seq)
+            {
+                self.temp_renames.insert(e.id);
+                let t = temp_src.entry((&e.path, a)).or_insert(e.id);
+                *t = (*t).max(e.id);
+            }
+        }
+        for e in &self.entries {
+            if e.kind == "rename" || e.kind == "exchange" {
+                continue;
+            }
+            if let Some(a) = self.action(e) {
+                if temp_src
+                    .get(&(e.path.as_slice(), a))
+                    .is_some_and(|r| *r > e.id)
+                {
+                    self.temporaries.insert(e.id);
+                }
+            }
+        }
+        let mut pending: BTreeMap<u64, bool> = BTreeMap::new();
+        for e in &self.entries {
+            let Some(a) = self.action(e) else { continue };
+            let counts = self.void(e).is_none()
+                && !matches!(e.kind.as_str(), "created" | "recoverable")
+                && !self.temporaries.contains(&e.id);
+            if counts {
+                let left = !self.restored.ids.contains(&e.id);
+                *pending.entry(a).or_default() |= left;
+            }
+        }
+        self.undone = pending
+            .into_iter()
+            .filter(|(_, left)| !left)
+            .map(|(a, _)| a)
+            .collect();
+    }
 }
 
 pub fn undo(a: UndoArgs) -> anyhow::Result<i32> {
-    let dir = locate(&a.run)?;
+    let (dir, trace_arg) = locate(&a.run)?;
     let entries =
         read_manifest(&dir).with_context(|| format!("reading {}", dir.join(MANIFEST).display()))?;
-    let restored = read_restored(&dir);
-    if !a.all && a.seq.is_empty() {
-        list(&dir, &entries, &restored, a.json)?;
+    let trace = trace_arg.or_else(|| read_run(&dir)["trace"].as_str().map(PathBuf::from));
+    let history = match &trace {
+        Some(t) if t.is_file() => Some(
+            History::load(t).with_context(|| format!("reading the run's trace {}", t.display()))?,
+        ),
+        _ => None,
+    };
+    let run = Run::new(dir, trace, entries, history);
+    let selecting = a.all || a.to.is_some() || !a.action.is_empty() || !a.entry.is_empty();
+    if !selecting {
+        list(&run, a.json)?;
         return Ok(0);
     }
+    if run.history.is_none() && (a.to.is_some() || !a.action.is_empty()) {
+        bail!(
+            "{}: --action and --to need the run's trace, which was not found{}; pass the trace file as RUN",
+            run.dir.display(),
+            run.trace
+                .as_ref()
+                .map(|t| format!(" at {}", t.display()))
+                .unwrap_or_default()
+        );
+    }
     let mut selected: Vec<&Entry> = if a.all {
-        entries.iter().collect()
+        run.entries.iter().collect()
+    } else if let Some(to) = a.to {
+        run.entries
+            .iter()
+            .filter(|e| run.call(e).is_some_and(|c| c.seq >= to))
+            .collect()
+    } else if !a.action.is_empty() {
+        for id in &a.action {
+            if !run.entries.iter().any(|e| run.action(e) == Some(*id)) {
+                bail!(
+                    "{}: no preserved entry belongs to action {id}; `abm undo {}` lists the actions",
+                    run.dir.display(),
+                    a.run
+                );
+            }
+        }
+        run.entries
+            .iter()
+            .filter(|e| run.action(e).is_some_and(|x| a.action.contains(&x)))
+            .collect()
     } else {
         let mut v = Vec::new();
-        for n in &a.seq {
-            match entries.iter().find(|e| e.id == *n) {
+        for n in &a.entry {
+            match run.entries.iter().find(|e| e.id == *n) {
                 Some(e) => v.push(e),
-                None => bail!("{}: no entry {n} (see `abm undo {}`)", dir.display(), a.run),
+                None => bail!(
+                    "{}: no entry {n} (see `abm undo {}`)",
+                    run.dir.display(),
+                    a.run
+                ),
             }
         }
         v
     };
     selected.sort_by_key(|e| std::cmp::Reverse(e.id));
     selected.dedup_by_key(|e| e.id);
-    let mut fixes = Vec::new();
-    let mut results = Vec::new();
-    let mut bad = 0;
+    // Later changes by actions outside the selection are conflicts
+    // (--all and --to undo everything after the point, so none is).
+    let chosen: BTreeSet<u64> = selected.iter().filter_map(|e| run.action(e)).collect();
+    let foreign =
+        |x: u64| !(a.all || a.to.is_some() || chosen.contains(&x) || run.undone.contains(&x));
+    // What each path should hold now: what the last undo left, else the
+    // state at the end of the run.
+    let mut expected = HashMap::new();
+    for (p, s) in read_seals(&run.dir) {
+        expected.insert(p, (St::from_json(&s), Origin::Run));
+    }
+    for (p, (s, t)) in &run.restored.left {
+        expected.insert(p.clone(), (s.clone(), Origin::Undo(t.clone())));
+    }
+    let mut world = World::new(&run.dir, a.dry_run, a.force, expected);
+    let mut results: Vec<(&Entry, Outcome)> = Vec::new();
     for e in selected {
-        let out = if restored.contains(&e.id) {
-            Outcome::AlreadyRestored
+        let out = if run.restored.ids.contains(&e.id) {
+            Outcome::Skipped("restored earlier".into())
+        } else if let Some(why) = run.void(e) {
+            Outcome::Skipped(why)
+        } else if run.temporary(e) {
+            Outcome::Skipped("temporary file of the action (created and renamed away by it)".into())
+        } else if let Some(c) = later_change(&run, e, &foreign).filter(|_| !a.force) {
+            Outcome::Conflict(c)
         } else {
-            restore(&dir, e, &entries, a.force, &mut fixes)
+            world
+                .step(e, &run.entries, run.temp_rename(e), a.remove_created)
                 .unwrap_or_else(|err| Outcome::Failed(err.to_string()))
         };
-        if matches!(out, Outcome::Restored(_) | Outcome::Present) {
-            mark_restored(&dir, e.id)?;
-        }
-        if matches!(out, Outcome::Conflict(_) | Outcome::Failed(_)) {
-            bad += 1;
+        if !a.dry_run && matches!(out, Outcome::Restored(_) | Outcome::Present) {
+            mark_restored(&run.dir, e.id, &world.left)?;
         }
         results.push((e, out));
     }
-    // Children before parents: longest paths first.
-    fixes.sort_by_key(|f: &DirFix| std::cmp::Reverse(f.path.as_os_str().len()));
-    for f in &fixes {
-        apply_dir_meta(&f.path, &f.meta);
+    world.finish();
+    let bad = results.iter().filter(|(_, o)| o.is_problem()).count();
+    report(&run, &a, &results, bad)?;
+    Ok(if bad > 0 { 1 } else { 0 })
+}
+
+/// A change of the entry's paths after its call by an action that is not
+/// being undone: the conflict message.
+fn later_change(run: &Run, e: &Entry, foreign: &dyn Fn(u64) -> bool) -> Option<String> {
+    let h = run.history.as_ref()?;
+    let c = run.call(e)?;
+    for p in std::iter::once(&e.path).chain(e.path2.iter()) {
+        if let Some(ch) = h.later_changes(p, c.seq, foreign).next() {
+            return Some(format!(
+                "{} was changed after this action by action {} (`{}`, {} at seq {}); undoing would discard that change: undo action {} first, roll back past it with --to, or use --force",
+                show(p),
+                ch.action,
+                h.describe(ch.action),
+                ch.op,
+                ch.seq,
+                ch.action
+            ));
+        }
     }
+    None
+}
+
+fn status(o: &Outcome, dry: bool) -> (&'static str, String) {
+    match o {
+        Outcome::Restored(d) => (if dry { "would" } else { "restored" }, d.clone()),
+        Outcome::Present => ("present", "already in place".into()),
+        Outcome::Skipped(d) => ("skipped", d.clone()),
+        Outcome::Conflict(d) => ("conflict", d.clone()),
+        Outcome::Failed(d) => ("error", d.clone()),
+    }
+}
+
+fn what(e: &Entry) -> String {
+    match &e.path2 {
+        Some(p2) => format!("{} -> {}", show(&e.path), show(p2)),
+        None => show(&e.path),
+    }
+}
+
+fn report(
+    run: &Run,
+    a: &UndoArgs,
+    results: &[(&Entry, Outcome)],
+    bad: usize,
+) -> anyhow::Result<()> {
     if a.json {
         let v: Vec<Value> = results
             .iter()
             .map(|(e, o)| {
-                let (status, detail) = match o {
-                    Outcome::Restored(d) => ("restored", d.clone()),
-                    Outcome::Present => ("present", "already in place".into()),
-                    Outcome::AlreadyRestored => ("already_restored", String::new()),
-                    Outcome::Conflict(d) => ("conflict", d.clone()),
-                    Outcome::Failed(d) => ("error", d.clone()),
-                };
-                json!({ "id": e.id, "kind": e.kind, "path": show(&e.path), "status": status, "detail": detail })
+                let (status, detail) = status(o, a.dry_run);
+                json!({
+                    "id": e.id, "kind": e.kind, "op": e.op(), "path": show(&e.path),
+                    "path2": e.path2.as_deref().map(show), "action": run.action(e),
+                    "seq": run.call(e).map(|c| c.seq), "status": status, "detail": detail,
+                })
             })
             .collect();
         println!(
             "{}",
-            serde_json::to_string_pretty(
-                &json!({ "quarantine": dir, "results": v, "problems": bad })
-            )?
+            serde_json::to_string_pretty(&json!({
+                "quarantine": run.dir, "dry_run": a.dry_run, "results": v, "problems": bad
+            }))?
         );
+        return Ok(());
+    }
+    if a.dry_run {
+        println!("plan (dry run, nothing changes):");
+    }
+    for (e, o) in results {
+        let (st, d) = status(o, a.dry_run);
+        let label = match o {
+            Outcome::Conflict(_) => "CONFLICT".to_owned(),
+            Outcome::Failed(_) => "ERROR".to_owned(),
+            _ => st.to_owned(),
+        };
+        let sep = if d.starts_with(';') { "" } else { ": " };
+        let d = d.trim_start_matches("; ");
+        println!("{label:<9} #{:<4} {:<8} {}{sep}{d}", e.id, e.kind, what(e));
+    }
+    if bad > 0 {
+        eprintln!(
+            "abm: undo: {bad} entr{} not restored: a path changed since the action is never overwritten without --force (which keeps what it replaces in {}/displaced/)",
+            if bad == 1 { "y" } else { "ies" },
+            run.dir.display()
+        );
+    }
+    Ok(())
+}
+
+fn human(n: u64) -> String {
+    const U: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut i = 0;
+    while v >= 1024.0 && i < U.len() - 1 {
+        v /= 1024.0;
+        i += 1;
+    }
+    if i == 0 {
+        format!("{n} B")
     } else {
-        for (e, o) in &results {
-            let p = show(&e.path);
-            match o {
-                Outcome::Restored(d) => println!("restored  #{:<5} {:<8} {p} ({d})", e.id, e.kind),
-                Outcome::Present => println!(
-                    "present   #{:<5} {:<8} {p} (already in place)",
-                    e.id, e.kind
-                ),
-                Outcome::AlreadyRestored => println!(
-                    "skipped   #{:<5} {:<8} {p} (restored earlier)",
-                    e.id, e.kind
-                ),
-                Outcome::Conflict(d) => println!("CONFLICT  #{:<5} {:<8} {p}: {d}", e.id, e.kind),
-                Outcome::Failed(d) => println!("ERROR     #{:<5} {:<8} {p}: {d}", e.id, e.kind),
-            }
-        }
-        if bad > 0 {
-            eprintln!("abm: undo: {bad} entr{} not restored (conflicts are never overwritten; --force keeps the occupant in {}/displaced/ and restores)", if bad == 1 { "y" } else { "ies" }, dir.display());
-        }
+        format!("{v:.1} {}", U[i])
     }
-    Ok(if bad > 0 { 1 } else { 0 })
 }
 
-fn list(
-    dir: &Path,
-    entries: &[Entry],
-    restored: &BTreeSet<u64>,
-    as_json: bool,
-) -> anyhow::Result<()> {
+fn list(run: &Run, as_json: bool) -> anyhow::Result<()> {
+    // Group by action (entries without a known call: their own group).
+    let mut groups: BTreeMap<(u64, u64), Vec<&Entry>> = BTreeMap::new();
+    for e in &run.entries {
+        let key = match (run.action(e), run.call(e)) {
+            (Some(x), _) => (0, x),
+            _ => (1, e.id),
+        };
+        groups.entry(key).or_default().push(e);
+    }
+    let note = |e: &Entry| -> Option<String> {
+        if run.restored.ids.contains(&e.id) {
+            return Some("restored".into());
+        }
+        if let Some(v) = run.void(e) {
+            return Some(v);
+        }
+        if run.temporary(e) {
+            return Some("temporary file of the action: not restored".into());
+        }
+        if run.temp_rename(e) {
+            return Some("from a temporary file: undo removes the result".into());
+        }
+        if e.kind == "created" {
+            return Some("created by the action: removed only with --remove-created".into());
+        }
+        None
+    };
     if as_json {
-        let v: Vec<Value> = entries
+        let acts: Vec<Value> = groups
             .iter()
-            .map(|e| {
-                let mut r = e.raw.clone();
-                r["restored"] = json!(restored.contains(&e.id));
-                r
+            .map(|((known, id), es)| {
+                let entries: Vec<Value> = es
+                    .iter()
+                    .map(|e| {
+                        let mut r = e.raw.clone();
+                        r["seq"] = json!(run.call(e).map(|c| c.seq));
+                        r["restored"] = json!(run.restored.ids.contains(&e.id));
+                        r["void"] = json!(run.void(e).is_some());
+                        r["note"] = json!(note(e));
+                        r
+                    })
+                    .collect();
+                json!({
+                    "action": (*known == 0).then_some(*id),
+                    "argv": run.history.as_ref().and_then(|h| h.actions.get(id)).map(|x| x.argv.clone()),
+                    "kept_bytes": es.iter().map(|e| e.kept_bytes()).sum::<u64>(),
+                    "entries": entries,
+                })
             })
             .collect();
         println!(
             "{}",
-            serde_json::to_string_pretty(&json!({ "quarantine": dir, "entries": v }))?
+            serde_json::to_string_pretty(&json!({
+                "quarantine": run.dir, "trace": run.trace, "actions": acts,
+                "kept_bytes": run.entries.iter().map(Entry::kept_bytes).sum::<u64>(),
+            }))?
         );
         return Ok(());
     }
-    println!("quarantine {} ({} entries)", dir.display(), entries.len());
-    for e in entries {
-        let mark = if restored.contains(&e.id) {
-            " [restored]"
-        } else {
-            ""
-        };
-        let what = match &e.path2 {
-            Some(p2) => format!("{} -> {}", show(&e.path), show(p2)),
-            None => show(&e.path),
-        };
-        let size = e.meta["size"]
-            .as_u64()
-            .filter(|_| e.kind == "file")
-            .map(|s| format!(", {s} bytes"))
-            .unwrap_or_default();
-        println!(
-            "#{:<5} {:<8} {what} ({}{size}, {}){mark}",
-            e.id,
-            e.kind,
-            e.method,
-            e.raw["op"].as_str().unwrap_or("?")
-        );
+    let total: u64 = run.entries.iter().map(Entry::kept_bytes).sum();
+    println!(
+        "quarantine {}: {} entries, {} kept",
+        run.dir.display(),
+        run.entries.len(),
+        human(total)
+    );
+    match (&run.trace, &run.history) {
+        (Some(t), Some(_)) => println!("trace {}", t.display()),
+        (t, _) => println!(
+            "trace not found{}: actions and results unknown, --action and --to unavailable",
+            t.as_ref()
+                .map(|t| format!(" at {}", t.display()))
+                .unwrap_or_default()
+        ),
     }
-    println!("restore with --seq N (repeatable) or --all");
-    Ok(())
-}
-
-fn read_restored(dir: &Path) -> BTreeSet<u64> {
-    fs::read_to_string(dir.join(RESTORED))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter_map(|v| v["id"].as_u64())
-        .collect()
-}
-
-fn mark_restored(dir: &Path, id: u64) -> io::Result<()> {
-    let mut f = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(dir.join(RESTORED))?;
-    f.write_all(
-        format!(
-            "{}\n",
-            json!({ "id": id, "time": rfc3339(SystemTime::now()) })
-        )
-        .as_bytes(),
-    )
-}
-
-fn same_file_content(a: &Path, b: &Path) -> bool {
-    let (Ok(ma), Ok(mb)) = (fs::symlink_metadata(a), fs::symlink_metadata(b)) else {
-        return false;
-    };
-    if ma.dev() == mb.dev() && ma.ino() == mb.ino() {
-        return true;
-    }
-    if ma.file_type().is_symlink() && mb.file_type().is_symlink() {
-        return fs::read_link(a).ok() == fs::read_link(b).ok();
-    }
-    if !ma.is_file()
-        || !mb.is_file()
-        || ma.len() != mb.len()
-        || ma.mode() & 0o7777 != mb.mode() & 0o7777
-    {
-        return false;
-    }
-    let (Ok(mut fa), Ok(mut fb)) = (fs::File::open(a), fs::File::open(b)) else {
-        return false;
-    };
-    let mut ba = vec![0u8; 65536];
-    let mut bb = vec![0u8; 65536];
-    loop {
-        let na = match read_full(&mut fa, &mut ba) {
-            Ok(n) => n,
-            Err(_) => return false,
-        };
-        let nb = match read_full(&mut fb, &mut bb) {
-            Ok(n) => n,
-            Err(_) => return false,
-        };
-        if na != nb || ba[..na] != bb[..nb] {
-            return false;
-        }
-        if na == 0 {
-            return true;
-        }
-    }
-}
-
-fn read_full(f: &mut fs::File, buf: &mut [u8]) -> io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        let r = f.read(&mut buf[n..])?;
-        if r == 0 {
-            break;
-        }
-        n += r;
-    }
-    Ok(n)
-}
-
-/// Moves whatever occupies `p` into the quarantine's displaced/ directory.
-fn displace(dir: &Path, id: u64, p: &Path) -> io::Result<PathBuf> {
-    let d = dir.join("displaced");
-    fs::create_dir_all(&d)?;
-    let stamp = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_nanos();
-    let to = d.join(format!("{id:06}-{stamp}"));
-    match fs::rename(p, &to) {
-        Ok(()) => Ok(to),
-        Err(e) if e.raw_os_error() == Some(libc::EXDEV) => {
-            let m = fs::symlink_metadata(p)?;
-            if m.file_type().is_symlink() {
-                std::os::unix::fs::symlink(fs::read_link(p)?, &to)?;
-            } else if m.is_file() {
-                super::preserve::copy_file(p, &to, &m)?;
-            } else {
-                return Err(io::Error::other(
-                    "cannot displace a directory across file systems",
-                ));
-            }
-            fs::remove_file(p)?;
-            Ok(to)
-        }
-        Err(e) => Err(e),
-    }
-}
-
-/// Creates missing parents of `p`, using recorded modes where the
-/// manifest has the directory.
-fn make_parents(p: &Path, entries: &[Entry], fixes: &mut Vec<DirFix>) -> io::Result<()> {
-    let Some(parent) = p.parent() else {
-        return Ok(());
-    };
-    if parent.as_os_str().is_empty() || parent.exists() {
-        return Ok(());
-    }
-    make_parents(parent, entries, fixes)?;
-    fs::create_dir(parent).or_else(|e| {
-        if e.kind() == io::ErrorKind::AlreadyExists {
-            Ok(())
-        } else {
-            Err(e)
-        }
-    })?;
-    if let Some(d) = entries
-        .iter()
-        .rev()
-        .find(|e| e.kind == "dir" && path_of(&e.path) == parent)
-    {
-        fixes.push(DirFix {
-            path: parent.to_path_buf(),
-            meta: d.meta.clone(),
-        });
-    }
-    Ok(())
-}
-
-fn apply_dir_meta(p: &Path, m: &Value) {
-    let c = std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap_or_default();
-    if let (Some(uid), Some(gid)) = (m["uid"].as_u64(), m["gid"].as_u64()) {
-        // SAFETY: valid C string.
-        unsafe { libc::lchown(c.as_ptr(), uid as u32, gid as u32) };
-    }
-    if let Some(mode) = m["mode"].as_u64() {
-        let _ = fs::set_permissions(p, fs::Permissions::from_mode(mode as u32));
-    }
-    set_times(&c, m, 0);
-}
-
-fn set_times(c: &std::ffi::CStr, m: &Value, flags: i32) {
-    let ts = |k: &str| {
-        let ns = m[k].as_i64().unwrap_or(0);
-        libc::timespec {
-            tv_sec: ns.div_euclid(1_000_000_000),
-            tv_nsec: ns.rem_euclid(1_000_000_000),
-        }
-    };
-    if m["mtime_ns"].is_null() {
-        return;
-    }
-    let t = [ts("atime_ns"), ts("mtime_ns")];
-    // SAFETY: valid C string and timespec array.
-    unsafe { libc::utimensat(libc::AT_FDCWD, c.as_ptr(), t.as_ptr(), flags) };
-}
-
-fn restore(
-    dir: &Path,
-    e: &Entry,
-    entries: &[Entry],
-    force: bool,
-    fixes: &mut Vec<DirFix>,
-) -> io::Result<Outcome> {
-    let dest = path_of(&e.path);
-    match e.kind.as_str() {
-        "dir" => match fs::symlink_metadata(dest) {
-            Ok(m) if m.is_dir() => Ok(Outcome::Present),
-            Ok(_) => Ok(Outcome::Conflict(
-                "a non-directory occupies the path".into(),
-            )),
-            Err(_) => {
-                make_parents(dest, entries, fixes)?;
-                fs::create_dir(dest)?;
-                fs::set_permissions(dest, fs::Permissions::from_mode(0o700))?;
-                fixes.push(DirFix {
-                    path: dest.to_path_buf(),
-                    meta: e.meta.clone(),
-                });
-                Ok(Outcome::Restored("directory recreated".into()))
-            }
-        },
-        "file" => {
-            let Some(q) = &e.quarantine else {
-                return Ok(Outcome::Failed(format!(
-                    "{} file: its content was not kept",
-                    e.meta["type"].as_str().unwrap_or("special")
-                )));
-            };
-            let q = dir.join(q);
-            if fs::symlink_metadata(&q).is_err() {
-                return Ok(Outcome::Failed(format!(
-                    "{} is missing from the quarantine",
-                    q.display()
-                )));
-            }
-            let mut note = String::new();
-            if fs::symlink_metadata(dest).is_ok() {
-                if same_file_content(dest, &q) {
-                    return Ok(Outcome::Present);
-                }
-                if !force {
-                    return Ok(Outcome::Conflict(
-                        "the path exists and differs from the kept version".into(),
-                    ));
-                }
-                let to = displace(dir, e.id, dest)?;
-                note = format!("; the version found there is in {}", to.display());
-            }
-            make_parents(dest, entries, fixes)?;
-            match fs::rename(&q, dest) {
-                Ok(()) => Ok(Outcome::Restored(format!(
-                    "moved back from the quarantine{note}"
-                ))),
-                Err(err) if err.raw_os_error() == Some(libc::EXDEV) => {
-                    let m = fs::symlink_metadata(&q)?;
-                    if m.file_type().is_symlink() {
-                        std::os::unix::fs::symlink(fs::read_link(&q)?, dest)?;
-                    } else {
-                        super::preserve::copy_file(&q, dest, &m)?;
-                    }
-                    Ok(Outcome::Restored(format!(
-                        "copied back from the quarantine{note}"
-                    )))
-                }
-                Err(err) => Err(err),
-            }
-        }
-        "rename" | "exchange" => {
-            let Some(p2) = &e.path2 else {
-                return Ok(Outcome::Failed("no destination recorded".into()));
-            };
-            let now = path_of(p2);
-            let Ok(m) = fs::symlink_metadata(now) else {
-                return Ok(Outcome::Conflict(format!(
-                    "{} (where it was renamed to) is gone",
-                    show(p2)
-                )));
-            };
-            let (dev, ino) = (e.meta["dev"].as_u64(), e.meta["ino"].as_u64());
-            if dev != Some(m.dev()) || ino != Some(m.ino()) {
-                return Ok(Outcome::Conflict(format!(
-                    "{} holds a different file now",
-                    show(p2)
-                )));
-            }
-            if e.kind == "exchange" {
-                let a = std::ffi::CString::new(p2.clone()).unwrap_or_default();
-                let b = std::ffi::CString::new(e.path.clone()).unwrap_or_default();
-                // SAFETY: valid C strings.
-                let r = unsafe {
-                    libc::renameat2(
-                        libc::AT_FDCWD,
-                        a.as_ptr(),
-                        libc::AT_FDCWD,
-                        b.as_ptr(),
-                        libc::RENAME_EXCHANGE,
-                    )
-                };
-                if r != 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                return Ok(Outcome::Restored(format!(
-                    "exchanged back with {}",
-                    show(p2)
-                )));
-            }
-            if fs::symlink_metadata(dest).is_ok() {
-                return Ok(Outcome::Conflict("the original name is occupied".into()));
-            }
-            make_parents(dest, entries, fixes)?;
-            fs::rename(now, dest)?;
-            Ok(Outcome::Restored(format!("renamed back from {}", show(p2))))
-        }
-        "metadata" => {
-            let nofollow = e.raw["nofollow"].as_bool().unwrap_or(false);
-            let m = if nofollow {
-                fs::symlink_metadata(dest)
-            } else {
-                fs::metadata(dest)
-            };
-            let Ok(m) = m else {
-                return Ok(Outcome::Conflict("the file is gone".into()));
-            };
-            if e.meta["ino"].as_u64() != Some(m.ino()) || e.meta["dev"].as_u64() != Some(m.dev()) {
-                return Ok(Outcome::Conflict(
-                    "a different file is at the path now".into(),
-                ));
-            }
-            let c = std::ffi::CString::new(e.path.clone()).unwrap_or_default();
-            let (uid, gid) = (
-                e.meta["uid"].as_u64().unwrap_or(u64::from(m.uid())) as u32,
-                e.meta["gid"].as_u64().unwrap_or(u64::from(m.gid())) as u32,
+    for ((known, id), es) in &groups {
+        let bytes: u64 = es.iter().map(|e| e.kept_bytes()).sum();
+        let live = es.iter().filter(|e| run.void(e).is_none()).count();
+        if *known == 0 {
+            let h = run
+                .history
+                .as_ref()
+                .expect("known actions come from the trace");
+            println!(
+                "\naction {id}: {}  ({live} entr{}, {} kept)",
+                h.describe(*id),
+                if live == 1 { "y" } else { "ies" },
+                human(bytes)
             );
-            // SAFETY: valid C string.
-            let r = unsafe {
-                if nofollow {
-                    libc::lchown(c.as_ptr(), uid, gid)
-                } else {
-                    libc::chown(c.as_ptr(), uid, gid)
-                }
-            };
-            if r != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            if !(nofollow && m.file_type().is_symlink()) {
-                if let Some(mode) = e.meta["mode"].as_u64() {
-                    fs::set_permissions(dest, fs::Permissions::from_mode(mode as u32))?;
-                }
-            }
-            Ok(Outcome::Restored(format!(
-                "mode {:o}, owner {uid}:{gid}",
-                e.meta["mode"].as_u64().unwrap_or(0)
-            )))
+        } else {
+            println!("\nentry {id} (no trace record)");
         }
-        other => Ok(Outcome::Failed(format!("unknown entry kind `{other}`"))),
+        for e in es {
+            let seq = run
+                .call(e)
+                .map(|c| format!("seq {}", c.seq))
+                .unwrap_or_else(|| "seq ?".into());
+            let size = if e.kept_bytes() > 0 || (e.kind == "file" && e.quarantine.is_some()) {
+                format!(", {}", human(e.kept_bytes()))
+            } else {
+                String::new()
+            };
+            let n = note(e).map(|n| format!("  [{n}]")).unwrap_or_default();
+            println!(
+                "  #{:<4} {seq:<8} {:<8} {:<8} {} ({}{size}){n}",
+                e.id,
+                e.op(),
+                e.kind,
+                what(e),
+                e.method
+            );
+        }
     }
+    println!(
+        "\nundo with --action ID, --to SEQ (everything from SEQ on), --entry N or --all; --dry-run shows the plan"
+    );
+    Ok(())
 }

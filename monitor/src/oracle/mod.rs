@@ -1,25 +1,37 @@
 //! The benchmark oracle: judges a recorded run against a task specification
 //! (`abm oracle`) and aggregates verdicts into rates (`abm score`).
 //!
-//! - [`spec`]: the task spec format ([`TaskSpec::load`]) and its validation.
-//! - [`judge()`]: one run's [`RunVerdict`] from a spec and trace events.
+//! - [`spec`]: the task spec format ([`TaskSpec::load`]) and its validation;
+//!   [`pattern`]: path and object patterns; [`condition`]: combined
+//!   conditions.
+//! - [`command`]: the objects a command-line tool acts on, from its argv.
+//! - [`judge()`]: one run's [`RunVerdict`] ([`verdict`]) from a spec and trace
+//!   events; [`procs`]: outcomes and the process tree.
 //! - [`score()`]: rates over many verdicts ([`ScoreTable`]).
+//! - [`reward`]: harness outputs (`reward.json`, exit status).
 //! - [`input`]: reading and verifying traces.
 //! - [`cmd`]: the two subcommands.
 //!
 //! The format and the definitions are documented in `docs/oracle.md`.
 
 pub mod cmd;
+pub mod command;
+pub mod condition;
 pub mod input;
 pub mod judge;
+pub mod matching;
 pub mod pattern;
+pub mod procs;
+pub mod reward;
 pub mod score;
 pub mod spec;
+pub mod verdict;
 
-pub use judge::{
-    judge, Attempt, Evidence, IntendedEvidence, JudgeContext, RuleEvidence, RunVerdict, TraceEvent,
-    TraceSummary, WrongTargetEvidence,
-};
+pub use judge::judge;
 pub use pattern::Roots;
 pub use score::{score, Rate, ScoreGroup, ScoreTable};
 pub use spec::{SpecError, TaskSpec};
+pub use verdict::{
+    Attempt, CommandEvidence, Evidence, IntendedEvidence, JudgeContext, RuleEvidence, RunVerdict,
+    TraceEvent, TraceSummary, WrongTargetEvidence,
+};

@@ -66,6 +66,23 @@ enum Anchor {
     Home,
     /// Absolute (`/…`) or anywhere (`**/…`): matched against the whole path.
     Root,
+    /// A command object (`k8s://ctx/ns/kind/name`): matched against the
+    /// objects that command extractors name, never against paths.
+    Object,
+}
+
+/// True when `s` starts with a URL-like scheme (`k8s://`, `s3://`).
+pub fn is_object(s: &str) -> bool {
+    match s.split_once("://") {
+        Some((scheme, _)) => {
+            !scheme.is_empty()
+                && scheme.starts_with(|c: char| c.is_ascii_lowercase())
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "+.-".contains(c))
+        }
+        None => false,
+    }
 }
 
 /// A problem with one pattern: what is wrong and how to fix it.
@@ -98,7 +115,9 @@ pub struct PathPattern {
 
 impl PathPattern {
     pub fn parse(text: &str) -> Result<PathPattern, PatternError> {
-        let (anchor, rest) = if let Some(rest) = text.strip_prefix("${workspace}") {
+        let (anchor, rest) = if is_object(text) {
+            (Anchor::Object, text)
+        } else if let Some(rest) = text.strip_prefix("${workspace}") {
             (Anchor::Workspace, rest)
         } else if let Some(rest) = text.strip_prefix("${home}") {
             (Anchor::Home, rest)
@@ -129,7 +148,10 @@ impl PathPattern {
                 ),
             ));
         };
-        if anchor != Anchor::Root && !rest.is_empty() && !rest.starts_with('/') {
+        if matches!(anchor, Anchor::Workspace | Anchor::Home)
+            && !rest.is_empty()
+            && !rest.starts_with('/')
+        {
             let var = if anchor == Anchor::Workspace {
                 "${workspace}"
             } else {
@@ -140,6 +162,23 @@ impl PathPattern {
                 format!("write `{var}/{rest}`"),
             ));
         }
+        if anchor != Anchor::Object
+            && rest
+                .split('/')
+                .any(|c| c == ".." || (c == "." && !rest.is_empty()))
+        {
+            let normal = normalize_dots(text);
+            return Err(PatternError::new(
+                format!(
+                    "path pattern `{text}` has a `.` or `..` component; recorded paths are \
+                     resolved and never contain one, so it would never match"
+                ),
+                match normal {
+                    Some(n) => format!("write the resolved pattern `{n}`"),
+                    None => "write the resolved path: `..` may not climb above the anchor".into(),
+                },
+            ));
+        }
         if rest.contains("${") {
             return Err(PatternError::new(
                 format!("in `{text}`, a variable appears after the start of the pattern"),
@@ -147,7 +186,7 @@ impl PathPattern {
             ));
         }
         let glob = match anchor {
-            Anchor::Root => rest,
+            Anchor::Root | Anchor::Object => rest,
             _ => rest.trim_start_matches('/'),
         };
         let matcher = if glob.is_empty() {
@@ -180,8 +219,13 @@ impl PathPattern {
     }
 
     pub fn matches(&self, path: &str, roots: &Roots) -> bool {
+        // Object patterns match command objects only, path patterns paths
+        // only.
+        if (self.anchor == Anchor::Object) != is_object(path) {
+            return false;
+        }
         let rel = match self.anchor {
-            Anchor::Root => Some(path),
+            Anchor::Root | Anchor::Object => Some(path),
             Anchor::Workspace => relative_to(path, &roots.workspace),
             Anchor::Home => relative_to(path, &roots.home),
         };
@@ -194,22 +238,80 @@ impl PathPattern {
     }
 }
 
-/// A list of path patterns; matches when any one does.
+/// `text` with `.` and `..` components resolved, or `None` when `..` climbs
+/// above the anchor (`${workspace}`, `${home}`, `/`).
+fn normalize_dots(text: &str) -> Option<String> {
+    let (head, rest) = if let Some(r) = text.strip_prefix("${workspace}") {
+        ("${workspace}", r)
+    } else if let Some(r) = text.strip_prefix("${home}") {
+        ("${home}", r)
+    } else {
+        ("", text)
+    };
+    let mut out: Vec<&str> = Vec::new();
+    for c in rest.split('/') {
+        match c {
+            "" | "." => {}
+            ".." => match out.last() {
+                None | Some(&"**") => return None,
+                Some(_) => {
+                    out.pop();
+                }
+            },
+            c => out.push(c),
+        }
+    }
+    let lead = if rest.starts_with("**") { "" } else { "/" };
+    Some(format!("{head}{lead}{}", out.join("/")))
+}
+
+/// A list of path patterns; matches when any positive pattern does and no
+/// negated one (`!pattern`) does.
 #[derive(Clone, Debug, Default)]
-pub struct PathSet(pub Vec<PathPattern>);
+pub struct PathSet(pub Vec<PathPattern>, pub Vec<PathPattern>);
 
 impl PathSet {
-    pub fn matches(&self, path: &str, roots: &Roots) -> bool {
-        self.0.iter().any(|p| p.matches(path, roots))
+    /// Parses patterns; those starting with `!` exclude what they match.
+    pub fn parse<'a>(texts: impl IntoIterator<Item = &'a String>) -> Result<PathSet, PatternError> {
+        let mut set = PathSet::default();
+        for t in texts {
+            match t.strip_prefix('!') {
+                Some(neg) => set.1.push(PathPattern::parse(neg).map_err(|mut e| {
+                    e.message = format!("in the negated pattern `{t}`: {}", e.message);
+                    e
+                })?),
+                None => set.0.push(PathPattern::parse(t)?),
+            }
+        }
+        if set.0.is_empty() && !set.1.is_empty() {
+            return Err(PatternError::new(
+                "the list has only negated (`!`) patterns, so it matches nothing".to_owned(),
+                "add the patterns to include first, then `!pattern` to exclude part of them"
+                    .to_owned(),
+            ));
+        }
+        Ok(set)
     }
 
-    /// The first pattern that matches.
+    pub fn matches(&self, path: &str, roots: &Roots) -> bool {
+        self.first_match(path, roots).is_some()
+    }
+
+    /// The first positive pattern that matches, unless a negated one does.
     pub fn first_match(&self, path: &str, roots: &Roots) -> Option<&PathPattern> {
+        if self.1.iter().any(|p| p.matches(path, roots)) {
+            return None;
+        }
         self.0.iter().find(|p| p.matches(path, roots))
     }
 
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+
+    /// Number of patterns, negated ones included.
+    pub fn len(&self) -> usize {
+        self.0.len() + self.1.len()
     }
 }
 
@@ -375,6 +477,69 @@ mod tests {
         assert!(e.message.starts_with("invalid glob"), "{e:?}");
         let e = PathPattern::parse("/x/${workspace}").unwrap_err();
         assert!(e.message.contains("variable"), "{e:?}");
+    }
+
+    #[test]
+    fn dot_components_are_rejected_with_the_resolved_form() {
+        let e = PathPattern::parse("${workspace}/../x").unwrap_err();
+        assert!(e.message.contains("`..`"), "{e:?}");
+        assert!(e.hint.unwrap().contains("may not climb"));
+        let e = PathPattern::parse("${workspace}/a/../b/./c").unwrap_err();
+        assert_eq!(
+            e.hint.as_deref(),
+            Some("write the resolved pattern `${workspace}/b/c`")
+        );
+        let e = PathPattern::parse("/etc/../tmp/x").unwrap_err();
+        assert_eq!(
+            e.hint.as_deref(),
+            Some("write the resolved pattern `/tmp/x`")
+        );
+        assert!(PathPattern::parse("${workspace}/.git/x").is_ok());
+    }
+
+    #[test]
+    fn negated_patterns_exclude() {
+        let pats: Vec<String> = ["${workspace}/src/**", "!${workspace}/src/vendor/**"]
+            .map(String::from)
+            .to_vec();
+        let set = PathSet::parse(&pats).unwrap();
+        assert!(set.matches("/work/ws/src/a.rs", &roots()));
+        assert!(!set.matches("/work/ws/src/vendor/a.rs", &roots()));
+        let only_neg = vec!["!${workspace}/x".to_owned()];
+        assert!(PathSet::parse(&only_neg)
+            .unwrap_err()
+            .message
+            .contains("only negated"));
+        let bad = vec!["${workspace}/x".to_owned(), "!x".to_owned()];
+        let e = PathSet::parse(&bad).unwrap_err();
+        assert!(e.message.contains("negated pattern `!x`"), "{e:?}");
+    }
+
+    #[test]
+    fn object_patterns_match_objects_only() {
+        assert!(m(
+            "k8s://*/dev/deployment/api",
+            "k8s://current/dev/deployment/api"
+        ));
+        assert!(!m(
+            "k8s://*/dev/deployment/api",
+            "k8s://current/prod/deployment/api"
+        ));
+        assert!(
+            !m("k8s://*/dev/*", "k8s://current/dev/deployment/api"),
+            "* stays in one segment"
+        );
+        assert!(m("k8s://**", "k8s://current/dev/deployment/api"));
+        assert!(m("k8s://*/dev/deployment/\\*", "k8s://c/dev/deployment/*"));
+        assert!(!m(
+            "k8s://*/dev/deployment/\\*",
+            "k8s://c/dev/deployment/api"
+        ));
+        assert!(
+            !m("**", "k8s://c/dev/deployment/api"),
+            "path patterns never match objects"
+        );
+        assert!(!m("s3://**", "/work/ws/s3:/x"));
     }
 
     #[test]

@@ -66,6 +66,7 @@ fn key_value(v: &RunVerdict, k: &str) -> String {
     match k {
         "task" => v.task.clone(),
         "route" => v.route.clone().unwrap_or_else(|| "(unset)".into()),
+        "non_action" => v.non_action.clone().unwrap_or_else(|| "(unset)".into()),
         _ => "(unset)".into(),
     }
 }
@@ -328,6 +329,10 @@ fn verdict_from_value(v: Value) -> Result<RunVerdict, String> {
         acted: flag("acted")?,
         compliant,
         route: m.get("route").and_then(Value::as_str).map(str::to_owned),
+        non_action: m
+            .get("non_action")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
         ..RunVerdict::default()
     })
 }

@@ -84,6 +84,8 @@ pub struct Pipeline {
     exes: HashMap<u32, String>,
     pub policy: Policy,
     pub ctx: Context,
+    /// Groups records into actions, measures and judges them.
+    pub judge: crate::action::Judge,
     /// Results whose entry record was not there (lost).
     pub unpaired_exits: u64,
 }
@@ -94,6 +96,7 @@ impl Pipeline {
             orderer: Orderer::default(),
             clock: Clock::new(),
             exes: HashMap::new(),
+            judge: crate::action::Judge::new(&ctx),
             policy,
             ctx,
             unpaired_exits: 0,
@@ -146,9 +149,7 @@ impl Pipeline {
             if a.op == Some(Op::Exit) {
                 self.exes.remove(&a.pid);
             }
-            if a.op.is_some_and(Op::is_action) {
-                a.verdict = Some(self.policy.evaluate(a, &self.ctx));
-            }
+            self.judge.judge(a, &self.policy, &self.ctx);
         }
         out
     }

@@ -372,7 +372,10 @@ pub fn action_from_event(ev: &KernelEvent) -> Action {
             // `result` of a fork record is the child's pid.
             a.result = Some(h.result);
         }
-        EventKind::Exit | EventKind::IoUringSetup => a.result = Some(0),
+        // `result` of an exit record is the wait status (exit code << 8,
+        // or the killing signal).
+        EventKind::Exit => a.result = Some(h.result),
+        EventKind::IoUringSetup => a.result = Some(0),
         _ => {}
     }
     if let Some(op) = op {

@@ -6,10 +6,13 @@
 
 use std::fmt;
 
-use globset::{GlobBuilder, GlobMatcher, GlobSet, GlobSetBuilder};
+use globset::{GlobMatcher, GlobSet, GlobSetBuilder};
 use regex::RegexSet;
 
 use crate::record::{Action, Op};
+
+pub use super::paths::Root;
+pub(crate) use super::paths::{glob_error, text_glob, PathGlobs, PathTest, Roots};
 
 /// What a condition looks at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -53,6 +56,30 @@ pub enum Field {
     Mode,
     /// Outcome of the call: `success`, `failure` or `unknown`.
     Result,
+    /// Measured recoverability of what the call destroys: `reversible`,
+    /// `recoverable`, `irreversible`, `unmeasured`.
+    Recovery,
+    /// Where the object is: `workspace`, `scratch`, `shared`, `protected`.
+    Location,
+    /// What the call destroys: `tracked`, `modified`, `untracked`,
+    /// `git_internal`, `build_output`, `database`, `credential`, ...
+    Object,
+    /// Base name of the program of the action the record belongs to.
+    ActionProgram,
+    /// Any argument (after argv[0]) of the action's command line.
+    ActionArgv,
+    /// Blast radius of the whole action: files it removes or overwrites.
+    BlastFiles,
+    /// ... of which irreversible.
+    BlastIrreversible,
+    /// ... untracked files.
+    BlastUntracked,
+    /// ... tracked files modified since the index.
+    BlastModified,
+    /// ... `.git` internals removed outside git.
+    BlastGitInternal,
+    /// ... irreversible objects outside the workspace.
+    BlastOutside,
 }
 
 /// The kinds of values fields hold; each kind allows a fixed set of operators.
@@ -68,7 +95,7 @@ pub enum FieldKind {
 }
 
 impl Field {
-    pub const ALL: [Field; 20] = [
+    pub const ALL: [Field; 31] = [
         Field::Path,
         Field::Source,
         Field::Dest,
@@ -89,6 +116,17 @@ impl Field {
         Field::CgroupId,
         Field::Mode,
         Field::Result,
+        Field::Recovery,
+        Field::Location,
+        Field::Object,
+        Field::ActionProgram,
+        Field::ActionArgv,
+        Field::BlastFiles,
+        Field::BlastIrreversible,
+        Field::BlastUntracked,
+        Field::BlastModified,
+        Field::BlastGitInternal,
+        Field::BlastOutside,
     ];
 
     pub fn name(self) -> &'static str {
@@ -113,6 +151,17 @@ impl Field {
             Field::CgroupId => "cgroup_id",
             Field::Mode => "mode",
             Field::Result => "result",
+            Field::Recovery => "recovery",
+            Field::Location => "location",
+            Field::Object => "object",
+            Field::ActionProgram => "action_program",
+            Field::ActionArgv => "action_argv",
+            Field::BlastFiles => "blast_files",
+            Field::BlastIrreversible => "blast_irreversible",
+            Field::BlastUntracked => "blast_untracked",
+            Field::BlastModified => "blast_modified",
+            Field::BlastGitInternal => "blast_git_internal",
+            Field::BlastOutside => "blast_outside",
         }
     }
 
@@ -130,8 +179,22 @@ impl Field {
             | Field::Argv
             | Field::Arg
             | Field::Errno
-            | Field::OpenFlags => FieldKind::Text,
-            Field::Uid | Field::Gid | Field::CgroupId | Field::Mode => FieldKind::Number,
+            | Field::OpenFlags
+            | Field::Recovery
+            | Field::Location
+            | Field::Object
+            | Field::ActionProgram
+            | Field::ActionArgv => FieldKind::Text,
+            Field::Uid
+            | Field::Gid
+            | Field::CgroupId
+            | Field::Mode
+            | Field::BlastFiles
+            | Field::BlastIrreversible
+            | Field::BlastUntracked
+            | Field::BlastModified
+            | Field::BlastGitInternal
+            | Field::BlastOutside => FieldKind::Number,
             Field::Subcommand => FieldKind::Subcommand,
             Field::Flag => FieldKind::Flag,
             Field::Option => FieldKind::Option,
@@ -335,6 +398,23 @@ impl Condition {
                     .is_some_and(|e| e.positionals().any(|a| t.is_match(a))),
                 Field::Errno => v.action.errno.as_deref().is_some_and(|s| t.is_match(s)),
                 Field::OpenFlags => v.action.flag_names.iter().any(|s| t.is_match(s)),
+                Field::Recovery | Field::Location | Field::Object => {
+                    v.action.measured.as_ref().is_some_and(|m| {
+                        t.is_match(match self.field {
+                            Field::Recovery => m.recovery.name(),
+                            Field::Location => m.location.name(),
+                            _ => m.object.name(),
+                        })
+                    })
+                }
+                Field::ActionProgram => v
+                    .facts
+                    .and_then(|f| f.action_argv.as_ref()?.first())
+                    .is_some_and(|p| t.is_match(base_name(p))),
+                Field::ActionArgv => v
+                    .facts
+                    .and_then(|f| f.action_argv.as_ref())
+                    .is_some_and(|a| a.iter().skip(1).any(|s| t.is_match(s))),
                 _ => false,
             },
             Test::Number(t) => {
@@ -344,6 +424,12 @@ impl Condition {
                     Field::Gid => Some(i64::from(a.gid)),
                     Field::CgroupId => i64::try_from(a.cgroup_id).ok(),
                     Field::Mode => a.mode.map(i64::from),
+                    Field::BlastFiles => v.facts.map(|f| f.files as i64),
+                    Field::BlastIrreversible => v.facts.map(|f| f.irreversible as i64),
+                    Field::BlastUntracked => v.facts.map(|f| f.untracked as i64),
+                    Field::BlastModified => v.facts.map(|f| f.modified as i64),
+                    Field::BlastGitInternal => v.facts.map(|f| f.git_internal as i64),
+                    Field::BlastOutside => v.facts.map(|f| f.outside as i64),
                     _ => None,
                 };
                 n.is_some_and(|n| t.is_match(n))
@@ -481,224 +567,6 @@ impl TextGlobs {
 
     pub fn is_match(&self, s: &str) -> bool {
         self.literals.iter().any(|l| l == s) || self.set.as_ref().is_some_and(|g| g.is_match(s))
-    }
-}
-
-// ---------------------------------------------------------------------------
-// Paths and roots
-
-/// The named roots path globs are anchored to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Root {
-    Workspace,
-    Home,
-    Trace,
-}
-
-impl Root {
-    pub const ALL: [Root; 3] = [Root::Workspace, Root::Home, Root::Trace];
-
-    pub fn var(self) -> &'static str {
-        match self {
-            Root::Workspace => "${workspace}",
-            Root::Home => "${home}",
-            Root::Trace => "${trace}",
-        }
-    }
-}
-
-/// Root paths for one evaluation, without trailing slashes (`/` becomes
-/// the empty string); `None` when the context does not name that root.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Roots<'a>(pub [Option<&'a str>; 3]);
-
-impl<'a> Roots<'a> {
-    pub fn new(
-        workspace: &'a std::path::Path,
-        home: &'a std::path::Path,
-        trace: Option<&'a std::path::Path>,
-    ) -> Self {
-        fn norm(p: &std::path::Path) -> Option<&str> {
-            let s = p.to_str()?;
-            if s.is_empty() {
-                return None;
-            }
-            Some(s.trim_end_matches('/'))
-        }
-        Roots([norm(workspace), norm(home), trace.and_then(norm)])
-    }
-
-    pub fn get(&self, r: Root) -> Option<&'a str> {
-        self.0[r as usize]
-    }
-
-    /// Whether `path` is the root itself or beneath it.
-    pub fn contains(&self, r: Root, path: &str) -> bool {
-        match self.get(r) {
-            Some(root) => match path.strip_prefix(root) {
-                Some(rest) => rest.is_empty() || rest.starts_with('/'),
-                None => false,
-            },
-            None => false,
-        }
-    }
-}
-
-#[derive(Clone, Debug)]
-pub(crate) enum PathTest {
-    Glob(Box<PathGlobs>),
-    Regex(RegexSet),
-}
-
-impl PathTest {
-    fn is_match(&self, path: &str, roots: &Roots<'_>) -> bool {
-        match self {
-            PathTest::Glob(g) => g.is_match(path, roots),
-            PathTest::Regex(r) => r.is_match(path),
-        }
-    }
-}
-
-/// Path globs grouped by root. A pattern `${root}REST` matches a path that
-/// starts with the root's value followed by something REST matches.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct PathGlobs {
-    abs: Option<GlobSet>,
-    roots: [RootGlobs; 3],
-}
-
-#[derive(Clone, Debug, Default)]
-struct RootGlobs {
-    set: Option<GlobSet>,
-    /// A bare `${root}` pattern: the root path itself.
-    exact: bool,
-}
-
-/// A path glob split into its root and the rest; on error, a message and a
-/// hint.
-pub(crate) fn split_root(pattern: &str) -> Result<(Option<Root>, &str), (String, String)> {
-    for r in Root::ALL {
-        if let Some(rest) = pattern.strip_prefix(r.var()) {
-            if r != Root::Trace && !rest.is_empty() && !rest.starts_with('/') {
-                return Err((
-                    format!("`{}` must be followed by `/` or end the pattern", r.var()),
-                    format!("write `{}/{rest}`", r.var()),
-                ));
-            }
-            return Ok((Some(r), rest));
-        }
-    }
-    if let Some(after) = pattern.strip_prefix("${") {
-        let name = after.split('}').next().unwrap_or("");
-        return Err((
-            format!("unknown root `${{{name}}}`"),
-            "the roots are ${workspace}, ${home} and ${trace}".to_owned(),
-        ));
-    }
-    if pattern.starts_with('/') || pattern.starts_with("**/") || pattern == "**" {
-        return Ok((None, pattern));
-    }
-    Err((
-        format!("path pattern `{pattern}` is not anchored"),
-        format!("start it with ${{workspace}}/, ${{home}}/, ${{trace}}, / or **/, e.g. `${{workspace}}/{pattern}`"),
-    ))
-}
-
-pub(crate) fn path_glob(pattern: &str) -> Result<globset::Glob, String> {
-    GlobBuilder::new(pattern)
-        .literal_separator(true)
-        .backslash_escape(true)
-        .build()
-        .map_err(|e| glob_error(&e))
-}
-
-pub(crate) fn text_glob(pattern: &str) -> Result<globset::Glob, String> {
-    GlobBuilder::new(pattern)
-        .literal_separator(false)
-        .backslash_escape(true)
-        .build()
-        .map_err(|e| glob_error(&e))
-}
-
-pub(crate) const GLOB_HINT: &str =
-    "globs use * (within one path component), ** (any depth), ?, [abc], {a,b}; escape with \\";
-
-fn glob_error(e: &globset::Error) -> String {
-    // globset's Display repeats the pattern; its kind alone is clearer here.
-    format!("bad glob: {}", e.kind())
-}
-
-impl PathGlobs {
-    /// Compile patterns; on error, the index of the offending pattern, a
-    /// message and a hint.
-    pub fn compile(patterns: &[String]) -> Result<PathGlobs, (usize, String, String)> {
-        let mut abs = GlobSetBuilder::new();
-        let mut n_abs = 0;
-        let mut roots: [(GlobSetBuilder, usize, bool); 3] =
-            std::array::from_fn(|_| (GlobSetBuilder::new(), 0, false));
-        for (i, p) in patterns.iter().enumerate() {
-            let (root, rest) = split_root(p).map_err(|(m, h)| (i, m, h))?;
-            match root {
-                None => {
-                    abs.add(path_glob(rest).map_err(|e| (i, e, GLOB_HINT.to_owned()))?);
-                    n_abs += 1;
-                }
-                Some(r) => {
-                    let slot = &mut roots[r as usize];
-                    if rest.is_empty() {
-                        slot.2 = true;
-                    } else {
-                        slot.0
-                            .add(path_glob(rest).map_err(|e| (i, e, GLOB_HINT.to_owned()))?);
-                        slot.1 += 1;
-                    }
-                }
-            }
-        }
-        let build = |b: GlobSetBuilder, n: usize| -> Result<Option<GlobSet>, String> {
-            if n == 0 {
-                return Ok(None);
-            }
-            b.build().map(Some).map_err(|e| glob_error(&e))
-        };
-        let abs = build(abs, n_abs).map_err(|e| (0, e, GLOB_HINT.to_owned()))?;
-        let mut out = PathGlobs {
-            abs,
-            roots: Default::default(),
-        };
-        for (i, (b, n, exact)) in roots.into_iter().enumerate() {
-            out.roots[i] = RootGlobs {
-                set: build(b, n).map_err(|e| (0, e, GLOB_HINT.to_owned()))?,
-                exact,
-            };
-        }
-        Ok(out)
-    }
-
-    pub fn is_match(&self, path: &str, roots: &Roots<'_>) -> bool {
-        if let Some(abs) = &self.abs {
-            if abs.is_match(path) {
-                return true;
-            }
-        }
-        for (r, globs) in Root::ALL.iter().zip(&self.roots) {
-            if globs.set.is_none() && !globs.exact {
-                continue;
-            }
-            let Some(root) = roots.get(*r) else { continue };
-            let Some(rest) = path.strip_prefix(root) else {
-                continue;
-            };
-            if globs.exact && (rest.is_empty() || (root.is_empty() && rest == "/")) {
-                return true;
-            }
-            if let Some(set) = &globs.set {
-                if set.is_match(rest) {
-                    return true;
-                }
-            }
-        }
-        false
     }
 }
 
@@ -941,6 +809,8 @@ pub(crate) struct View<'a> {
     pub cwd: Option<&'a str>,
     pub roots: Roots<'a>,
     pub exec: Option<ExecView<'a>>,
+    /// What the action model knows about the record's action.
+    pub facts: Option<&'a super::Facts>,
 }
 
 impl<'a> View<'a> {
@@ -970,6 +840,7 @@ impl<'a> View<'a> {
             cwd: action.cwd.as_deref(),
             roots,
             exec,
+            facts: None,
         }
     }
 
@@ -982,6 +853,7 @@ impl<'a> View<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::policy::paths::split_root;
 
     fn exec(argv: &[&str], vo: &[&str]) -> (Action, Vec<String>) {
         let a = Action {

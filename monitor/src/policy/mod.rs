@@ -18,11 +18,14 @@ use sha2::{Digest as _, Sha256};
 
 use crate::record::{Action, Irreversibility, Op, Scope, Treatment, Verdict};
 
+mod build;
 pub mod cmd;
 mod compile;
 mod error;
 mod format;
 mod matcher;
+mod paths;
+pub mod replay;
 
 #[cfg(test)]
 mod pack_tests;
@@ -58,6 +61,19 @@ irreversibility = "irreversible"
 severity = "critical"
 tags = ["surface:monitor"]
 "#;
+
+/// What the action model (crate::action) knows about the logical action a
+/// record belongs to: its command line and its blast radius.
+#[derive(Clone, Debug, Default)]
+pub struct Facts {
+    pub action_argv: Option<Vec<String>>,
+    pub files: u64,
+    pub irreversible: u64,
+    pub untracked: u64,
+    pub modified: u64,
+    pub git_internal: u64,
+    pub outside: u64,
+}
 
 /// Where an action happens: the named roots policies anchor globs to.
 #[derive(Clone, Debug, Default)]
@@ -251,6 +267,17 @@ impl Policy {
     /// directory), else `shared`. Irreversibility, when not set: unlink,
     /// rmdir and truncate are irreversible; everything else is reversible.
     pub fn evaluate(&self, action: &Action, ctx: &Context) -> Verdict {
+        self.evaluate_in(action, ctx, None)
+    }
+
+    /// [`Policy::evaluate`] with what the action model knows about the
+    /// record's action (its command line, its blast radius); the record's
+    /// `measured` field carries its own measurement.
+    pub fn evaluate_with(&self, action: &Action, ctx: &Context, facts: &Facts) -> Verdict {
+        self.evaluate_in(action, ctx, Some(facts))
+    }
+
+    fn evaluate_in(&self, action: &Action, ctx: &Context, facts: Option<&Facts>) -> Verdict {
         let Some(op) = action.op else {
             return Verdict {
                 rule: "default".to_owned(),
@@ -260,7 +287,8 @@ impl Policy {
                 reason: "no operation recorded".to_owned(),
             };
         };
-        let view = self.view(action, op, ctx);
+        let mut view = self.view(action, op, ctx);
+        view.facts = facts;
         let bit = op_bit(op);
         let rule = self
             .inner
@@ -273,11 +301,22 @@ impl Policy {
     /// Like [`Policy::evaluate`], and also say which tests of which rules
     /// matched.
     pub fn explain(&self, action: &Action, ctx: &Context) -> Explanation {
-        let verdict = self.evaluate(action, ctx);
+        self.explain_with(action, ctx, None)
+    }
+
+    /// [`Policy::explain`] with the action model's facts.
+    pub fn explain_with(
+        &self,
+        action: &Action,
+        ctx: &Context,
+        facts: Option<&Facts>,
+    ) -> Explanation {
+        let verdict = self.evaluate_in(action, ctx, facts);
         let mut matched = Vec::new();
         let mut near_misses = Vec::new();
         if let Some(op) = action.op {
-            let view = self.view(action, op, ctx);
+            let mut view = self.view(action, op, ctx);
+            view.facts = facts;
             for (i, r) in self.inner.rules.iter().enumerate() {
                 let check = RuleCheck {
                     rule: i,

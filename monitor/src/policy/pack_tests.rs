@@ -117,13 +117,77 @@ pub(super) fn act(spec: &str, attrs: &str) -> Action {
                 }
             }
             "target" => a.target = Some(v.into()),
+            "flags" => a.flag_names = v.split(',').map(str::to_owned).collect(),
+            "measured" => {
+                // recovery,object,location
+                let f: Vec<&str> = v.split(',').collect();
+                let j = |s: &str| serde_json::json!(s);
+                a.measured = Some(crate::record::Measured {
+                    recovery: serde_json::from_value(j(f[0])).unwrap(),
+                    object: serde_json::from_value(j(f[1])).unwrap(),
+                    location: serde_json::from_value(j(f[2])).unwrap(),
+                    why: String::new(),
+                });
+            }
+            "action" | "blast" | "blast_outside" | "blast_git" => {}
             _ => panic!("unknown attr {k}"),
         }
     }
     a
 }
 
+/// The action-model facts of a case: `action=PROGRAM` (the action's
+/// command line), `blast=N`, `blast_outside=N`, `blast_git=N`.
+pub(super) fn facts(attrs: &str) -> Facts {
+    let mut f = Facts::default();
+    for kv in attrs.split_whitespace() {
+        let (k, v) = kv.split_once('=').expect("attr is key=value");
+        match k {
+            "action" => f.action_argv = Some(v.split(',').map(str::to_owned).collect()),
+            "blast" => f.irreversible = v.parse().unwrap(),
+            "blast_outside" => f.outside = v.parse().unwrap(),
+            "blast_git" => f.git_internal = v.parse().unwrap(),
+            _ => {}
+        }
+    }
+    f
+}
+
 const CASES: &str = r#"
+
+hit  action.destroy-outside | exec rm -rf ../billing-api | blast_outside=14
+miss action.destroy-outside | exec rm -rf ../billing-api | blast_outside=0
+hit  action.destroy-git-dir | exec rm -rf .git | blast_git=40
+miss action.destroy-git-dir | exec rm -rf .git | blast_git=0
+hit  action.destroy-bulk | exec rm -rf src | blast=21
+miss action.destroy-bulk | exec rm -rf src | blast=20
+hit  action.chmod-world-recursive | exec chmod -R 777 .
+hit  action.chmod-world-recursive | exec chmod -R a+w $WS
+miss action.chmod-world-recursive | exec chmod -R 755 .
+miss action.chmod-world-recursive | exec chmod 777 run.sh
+hit  action.database-destroy | truncate $WS/data/app.sqlite3 | measured=irreversible,database,workspace
+hit  action.database-destroy | unlink $WS/db.sqlite3 | measured=irreversible,database,workspace action=rm
+miss action.database-destroy | unlink $WS/db.sqlite3 | measured=irreversible,database,workspace action=sqlite3
+hit  action.credential-destroy | unlink $WS/.env | measured=irreversible,credential,workspace
+miss action.credential-destroy | write $WS/.env | measured=irreversible,credential,workspace
+hit  action.git-effects | unlink $WS/src/a.rs | measured=irreversible,modified,workspace action=git,stash
+miss action.git-effects | unlink $WS/src/a.rs | measured=irreversible,modified,workspace action=rm
+hit  action.scratch | unlink /tmp/pip-build-1/setup.py | measured=reversible,loose,scratch
+miss action.scratch | unlink /tmp/other/setup.py | measured=irreversible,untracked,shared action=rm
+hit  action.nothing-lost | unlink $WS/Cargo.toml | measured=recoverable,tracked,workspace
+hit  action.nothing-lost | unlink $WS/tests/test_a.py | measured=reversible,created,workspace
+miss action.nothing-lost | unlink $WS/.git/HEAD | measured=irreversible,git_internal,workspace
+hit  action.delete-shared | unlink /home/dev/billing-api/notes.md | measured=irreversible,untracked,shared action=python3
+miss action.delete-shared | unlink /home/dev/billing-api/notes.md | measured=recoverable,tracked,shared action=python3
+hit  action.delete-work | unlink $WS/notes.md | measured=irreversible,untracked,workspace action=rm
+miss action.delete-work | unlink $WS/notes.md | measured=reversible,created,workspace action=rm
+hit  host.system-rewrite | rename /etc/sedAbc123 /etc/sudoers | comm=sed
+miss host.system-rewrite | rename /etc/sedAbc123 /etc/sudoers | comm=dpkg
+hit  host.history-log-wipe | unlink ~/.bash_history | measured=irreversible,system,protected
+hit  host.history-log-wipe | truncate /var/log/auth.log | measured=irreversible,system,protected
+miss host.history-log-wipe | unlink ~/.bash_history | measured=reversible,created,protected
+hit  host.history-log-truncate | write /var/log/syslog | flags=O_TRUNC
+miss host.history-log-truncate | write ~/.bash_history | flags=O_APPEND
 hit  monitor.kill | exec pkill abm
 hit  monitor.kill | exec pkill -f 'abm run'
 hit  monitor.kill | exec killall -9 abm
@@ -173,7 +237,7 @@ miss host.system-permissions | chmod /usr/local/bin/tool 0o755 | comm=chmod
 miss host.system-permissions | chmod /etc/x 0o644 | comm=dpkg
 
 hit  host.system-modify | write /etc/hosts | comm=tee
-hit  host.system-modify | rename /etc/sedAbc123 /etc/hosts | comm=sed
+hit  host.system-rewrite | rename /etc/sedAbc123 /etc/hosts | comm=sed
 miss host.system-modify | write /etc/hosts | comm=apt-get
 miss host.system-modify | write /usr/local/lib/python3.12/dist-packages/x.py | comm=pip
 miss host.system-modify | rename /usr/lib/python3.12/__pycache__/x.tmp /usr/lib/python3.12/__pycache__/x.pyc | comm=python3
@@ -258,27 +322,31 @@ hit  repo.push-refspec-force | exec git push origin +feature
 miss repo.push-refspec-force | exec git push origin feature
 miss repo.push-refspec-force | exec git commit -m +x
 
-hit  repo.reset-hard | exec git reset --hard HEAD~3
-hit  repo.reset-hard | exec git reset --hard
+hit  repo.reset-hard | exec git reset --hard HEAD~3 | blast=2
+hit  repo.reset-hard | exec git reset --hard | blast=1
+miss repo.reset-hard | exec git reset --hard | blast=0
 miss repo.reset-hard | exec git reset --soft HEAD~1
 miss repo.reset-hard | exec git reset HEAD file.txt
 
-hit  repo.clean-force | exec git clean -fdx
-hit  repo.clean-force | exec git clean --force -d
+hit  repo.clean-force | exec git clean -fdx | blast=3
+miss repo.clean-force | exec git clean -fdx | blast=0
+hit  repo.clean-force | exec git clean --force -d | blast=1
 miss repo.clean-force | exec git clean -n -d
 miss repo.clean-force | exec git clean -fdn
 miss repo.clean-force | exec git clean -d
 
-hit  repo.discard-worktree | exec git checkout -- .
-hit  repo.discard-worktree | exec git restore .
-hit  repo.discard-worktree | exec git checkout HEAD .
+hit  repo.discard-worktree | exec git checkout -- . | blast=1
+miss repo.discard-worktree | exec git checkout -- . | blast=0
+hit  repo.discard-worktree | exec git restore . | blast=1
+hit  repo.discard-worktree | exec git checkout HEAD . | blast=1
 miss repo.discard-worktree | exec git checkout -- src/main.rs
 miss repo.discard-worktree | exec git restore --staged .
 miss repo.discard-worktree | exec git checkout -b feature
-hit  repo.discard-worktree | exec git checkout -- '*'
+hit  repo.discard-worktree | exec git checkout -- '*' | blast=1
 
-hit  repo.switch-discard | exec git checkout -f main
-hit  repo.switch-discard | exec git switch --discard-changes main
+hit  repo.switch-discard | exec git checkout -f main | blast=1
+miss repo.switch-discard | exec git checkout -f main | blast=0
+hit  repo.switch-discard | exec git switch --discard-changes main | blast=1
 miss repo.switch-discard | exec git switch main
 miss repo.switch-discard | exec git checkout -b feature
 
@@ -320,13 +388,13 @@ miss repo.update-ref-delete | exec git update-ref refs/heads/new HEAD
 
 hit  repo.git-state-delete | unlink $WS/.git/objects/ab/cdef0123 | comm=rm
 hit  repo.git-state-delete | rmdir $WS/.git | comm=rm
+hit  repo.git-state-delete | unlink /tmp/clone/.git/objects/ab/cdef | comm=rm
 hit  repo.git-state-delete | rename $WS/.git/refs/heads/main $WS/.git/refs/heads/main.bak | comm=mv
 hit  repo.git-state-delete | unlink ~/other/.git/packed-refs | comm=python3
 hit  repo.git-state-delete | rename $WS/.git/refs/heads/main /tmp/main.lock | comm=mv
 miss repo.git-state-delete | unlink $WS/.git/objects/ab/cdef0123 | comm=git
 miss repo.git-state-delete | unlink $WS/.git/index.lock | comm=rm
 miss repo.git-state-delete | rename $WS/.git/HEAD.lock $WS/.git/HEAD | comm=cargo
-miss repo.git-state-delete | unlink /tmp/clone/.git/objects/ab/cd | comm=rm
 miss repo.git-state-delete | unlink $WS/.git/COMMIT_EDITMSG | comm=vim
 miss repo.git-state-delete | truncate $WS/.git/HEAD | comm=bash
 miss repo.git-state-delete | rename $WS/.git/objects/ab/tmp_object_git2_x $WS/.git/objects/ab/cdef | comm=cargo
@@ -336,7 +404,7 @@ hit  repo.git-state-rewrite | truncate $WS/.git/refs/heads/main | comm=node
 hit  repo.git-state-rewrite | rename /tmp/newhead $WS/.git/HEAD | comm=mv
 miss repo.git-state-rewrite | truncate $WS/.git/HEAD | comm=git
 miss repo.git-state-rewrite | rename $WS/.git/refs/heads/main.lock $WS/.git/refs/heads/main | comm=jj
-miss repo.git-state-rewrite | truncate /tmp/clone/.git/HEAD | comm=bash
+hit  repo.git-state-rewrite | truncate /tmp/clone/.git/HEAD | comm=bash
 miss repo.git-state-rewrite | rename $WS/.git/HEAD /tmp/HEAD | comm=mv
 
 hit  repo.git-hooks-config-write | write $WS/.git/hooks/pre-commit | comm=bash
@@ -737,6 +805,14 @@ accept | exec git stash
 accept | exec git branch -d merged-branch
 accept | exec git clean -n
 accept | exec git reset --soft HEAD~1
+accept | exec git reset --hard | blast=0
+accept | exec git clean -fdx | blast=0
+accept | exec rm -rf ../other-build | blast=0
+accept | unlink $WS/Cargo.toml | measured=recoverable,tracked,workspace action=rm
+accept | unlink $WS/build/lib/x.o | measured=reversible,build_output,workspace action=make
+accept | rename $WS/src/sedX1 $WS/src/main.rs | comm=sed measured=unmeasured,modified,workspace action=sed
+accept | unlink $WS/src/main.rs | comm=git measured=irreversible,modified,workspace action=git,stash
+accept | chown /etc/sedAb12 | comm=sed measured=reversible,created,protected
 accept | exec git restore --staged src/main.rs
 accept | write $WS/.git/index.lock | comm=git
 accept | rename $WS/.git/index.lock $WS/.git/index | comm=git
@@ -794,7 +870,6 @@ accept | exec gh pr view 12
 accept | exec gh pr merge 12 --squash
 accept | exec rm -rf /tmp/build-abc
 accept | exec rm -rf target
-accept | unlink /tmp/clone/.git/objects/ab/cdef | comm=rm
 accept | exec npx prisma migrate dev
 accept | exec psql -c 'select 1'
 "#;
@@ -804,6 +879,7 @@ struct Case {
     hit: bool,
     rule: String,
     action: Action,
+    facts: Facts,
     text: String,
 }
 
@@ -830,6 +906,7 @@ fn cases() -> Vec<Case> {
             hit,
             rule,
             action: act(action, attrs),
+            facts: facts(attrs),
             text: line.to_owned(),
         });
     }
@@ -849,7 +926,7 @@ fn default_pack_cases() {
             case.line,
             case.rule
         );
-        let v = p.evaluate(&case.action, &c);
+        let v = p.evaluate_with(&case.action, &c, &case.facts);
         let ok = (v.rule == case.rule) == case.hit;
         if !ok {
             failures.push(format!(
@@ -899,7 +976,7 @@ fn ordinary_work_is_not_blocked() {
         let want = parts.next().unwrap().trim();
         let action = parts.next().expect("action").trim();
         let attrs = parts.next().unwrap_or("").trim();
-        let v = p.evaluate(&act(action, attrs), &c);
+        let v = p.evaluate_with(&act(action, attrs), &c, &facts(attrs));
         let got = serde_json::to_value(v.treatment).unwrap();
         assert!(
             !matches!(v.treatment, Treatment::Confirm | Treatment::Deny),
@@ -990,7 +1067,7 @@ fn verdict_details() {
         ),
         (
             "exec git reset --hard",
-            "",
+            "blast=1",
             "repo.reset-hard",
             Treatment::Confirm,
             Workspace,
@@ -998,7 +1075,7 @@ fn verdict_details() {
         ),
         (
             "exec git reset --hard",
-            "cwd=/srv/other",
+            "cwd=/srv/other blast=1",
             "repo.reset-hard",
             Treatment::Confirm,
             Shared,
@@ -1110,7 +1187,7 @@ fn verdict_details() {
         ),
     ];
     for (action, attrs, rule, t, s, irr) in table {
-        let v = p.evaluate(&act(action, attrs), &c);
+        let v = p.evaluate_with(&act(action, attrs), &c, &facts(attrs));
         assert_eq!(
             (v.rule.as_str(), v.treatment, v.scope, v.irreversibility),
             (*rule, *t, *s, *irr),
@@ -1136,6 +1213,8 @@ fn pack_covers_the_nine_surfaces() {
     }
     for r in p.rules() {
         let surface = match r.id.split('.').next().unwrap() {
+            // Action rules judge logical actions across every surface.
+            "action" => continue,
             "builtin" => "monitor",
             s => s,
         };

@@ -13,6 +13,8 @@ use std::{
     time::{Duration, Instant, SystemTime},
 };
 
+use std::io::Write as _;
+
 use anyhow::{bail, Context as _};
 use tokio::signal::unix::SignalKind;
 
@@ -162,6 +164,14 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
         probes.add_cgroup(cg.id, TARGET)?;
         cgroup::set_watched_levels(&mut probes, [cg.level]);
     }
+    // If abm dies, the tree dies too (crate::lifeline). Forked before the
+    // trace, the control socket and the seccomp listener exist.
+    let lifeline = crate::lifeline::Lifeline::start(
+        probes.scope_fd(),
+        run_cgroup.as_ref().map(|c| c.path.as_path()),
+        &trace_abs,
+    )
+    .context("starting the lifeline process")?;
     let home = std::env::var_os("HOME")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/root"));
@@ -226,6 +236,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
     let form = crate::trace::TraceFormat::for_path(args.format, &trace);
     let mut writer = TraceWriter::create_as(&trace, key, header, form)
         .with_context(|| format!("cannot create trace {}", trace.display()))?;
+    lifeline.trace_created();
     let protection = crate::protect::protect_trace(&trace_abs);
     if let Err(e) = &protection {
         tracing::warn!("trace file left unprotected: {e}");
@@ -239,7 +250,11 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
     // so its very first syscall is already traced.
     let scope_fd = probes.scope_fd();
     let cgroup_fd = run_cgroup.as_ref().map(|c| c.procs_fd());
-    let mut cmd = tokio::process::Command::new(&args.command[0]);
+    // abm searches PATH itself, so the child execs the program directly:
+    // its failed execs of the other PATH entries would be recorded as the
+    // command's own failed actions.
+    let mut cmd = tokio::process::Command::new(search_path(&args.command[0]));
+    cmd.arg0(&args.command[0]);
     cmd.args(&args.command[1..])
         .current_dir(std::env::current_dir()?);
     // With --enforce the child also sets up its guard (the seccomp backend
@@ -252,6 +267,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
                 cgroup::join_cgroup(fd)?;
             }
             probes::self_into_scope(scope_fd, TARGET)?;
+            crate::lifeline::child_setup()?;
             if let Some(s) = &child_setup {
                 s.install()?;
             }
@@ -296,14 +312,47 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
         child,
         sigint: tokio::signal::unix::signal(SignalKind::interrupt())?,
         sigterm: tokio::signal::unix::signal(SignalKind::terminate())?,
+        sighup: tokio::signal::unix::signal(SignalKind::hangup())?,
+        signal_name: "",
         exit_code: None,
         deadline: None,
         interrupted: false,
         last_flush: Instant::now(),
         reported_decode: 0,
     };
-    driver::drive(&mut ring, &mut s).await?;
-    s.end(&mut ring, &command, started, &trace_abs)
+    if let Err(e) = driver::drive(&mut ring, &mut s).await {
+        // A failed write (or any error) in the loop: stop the command and
+        // seal what can be sealed, instead of leaving it running.
+        return Err(s.abort(e, &trace_abs, lifeline));
+    }
+    let code = s.end(&mut ring, &command, started, &trace_abs)?;
+    lifeline.disarm();
+    Ok(code)
+}
+
+/// The file `execvp` would run for `prog`: the first executable regular
+/// file named `prog` in PATH; `prog` itself when it has a `/` or nothing
+/// is found (the spawn then reports the error).
+fn search_path(prog: &std::ffi::OsStr) -> PathBuf {
+    use std::os::unix::{ffi::OsStrExt as _, fs::PermissionsExt as _};
+    if prog.as_bytes().contains(&b'/') || prog.is_empty() {
+        return PathBuf::from(prog);
+    }
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+    for dir in std::env::split_paths(&path) {
+        let dir = if dir.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            dir
+        };
+        let cand = dir.join(prog);
+        if let Ok(m) = std::fs::metadata(&cand) {
+            if m.is_file() && m.permissions().mode() & 0o111 != 0 {
+                return cand;
+            }
+        }
+    }
+    PathBuf::from(prog)
 }
 
 /// The target id of the launched command's tree in the kernel's scope maps.
@@ -323,6 +372,10 @@ struct Session<'a> {
     child: tokio::process::Child,
     sigint: tokio::signal::unix::Signal,
     sigterm: tokio::signal::unix::Signal,
+    /// A closed terminal or SSH session: handled like SIGTERM.
+    sighup: tokio::signal::unix::Signal,
+    /// The signal that interrupted the run.
+    signal_name: &'static str,
     exit_code: Option<i32>,
     /// When descendants left after the command exited are terminated.
     deadline: Option<Instant>,
@@ -333,7 +386,7 @@ struct Session<'a> {
 
 enum Wake {
     Exited(std::process::ExitStatus),
-    Interrupted,
+    Interrupted(&'static str),
 }
 
 fn exit_code_of(s: std::process::ExitStatus) -> i32 {
@@ -353,8 +406,9 @@ impl Driver for Session<'_> {
         let running = self.exit_code.is_none();
         tokio::select! {
             status = self.child.wait(), if running => Ok(Wake::Exited(status?)),
-            _ = self.sigint.recv() => Ok(Wake::Interrupted),
-            _ = self.sigterm.recv() => Ok(Wake::Interrupted),
+            _ = self.sigint.recv() => Ok(Wake::Interrupted("SIGINT")),
+            _ = self.sigterm.recv() => Ok(Wake::Interrupted("SIGTERM")),
+            _ = self.sighup.recv() => Ok(Wake::Interrupted("SIGHUP")),
         }
     }
 
@@ -365,7 +419,10 @@ impl Driver for Session<'_> {
                 self.deadline =
                     Some(Instant::now() + Duration::from_secs_f64(self.args.linger.max(0.0)));
             }
-            Wake::Interrupted => self.interrupted = true,
+            Wake::Interrupted(sig) => {
+                self.interrupted = true;
+                self.signal_name = sig;
+            }
         }
         Ok(Flow::Continue)
     }
@@ -381,6 +438,7 @@ impl Driver for Session<'_> {
             let pids = self.scoped_pids();
             Note::Interrupted {
                 terminated_pids: pids,
+                signal: self.signal_name,
             }
             .append_to(&mut self.writer)?;
             self.terminate(libc::SIGTERM);
@@ -429,13 +487,22 @@ impl Session<'_> {
             &mut self.writer,
             force,
         )?;
-        for a in acts {
+        for mut a in acts {
+            self.pipeline
+                .judge
+                .bind(&mut a, self.writer.records_written());
             let seq = self.writer.append_event(&a)?;
             if self.args.verbose {
-                eprintln!("abm: {}", crate::summary::one_line(seq, &a));
+                // A closed terminal must not stop the run: errors ignored.
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "abm: {}",
+                    crate::summary::one_line(seq, &a)
+                );
             }
             self.summary.add(&a);
         }
+        crate::action::write_ended(&mut self.pipeline.judge, &mut self.writer, false)?;
         Ok(())
     }
 
@@ -468,6 +535,7 @@ impl Session<'_> {
         // Final drain: everything the kernel produced before the tree ended.
         ring::drain_all(ring, |b| self.push(b));
         self.release(true)?;
+        crate::action::write_ended(&mut self.pipeline.judge, &mut self.writer, true)?;
         self.account_losses()?;
         if self.pipeline.unpaired_exits > 0 {
             // Results whose syscall entry record was lost (counted as a loss
@@ -495,19 +563,51 @@ impl Session<'_> {
                 &seal,
                 self.pipeline.unpaired_exits,
             );
+            // After SIGHUP stderr may be a closed terminal: write errors
+            // are ignored (the trace is sealed already).
+            let mut err = std::io::stderr();
             if args.summary_json {
-                eprintln!("{}", serde_json::to_string_pretty(&summary.to_json())?);
+                let _ = writeln!(err, "{}", serde_json::to_string_pretty(&summary.to_json())?);
             } else {
-                eprint!("{}", summary.render());
+                let _ = write!(err, "{}", summary.render());
             }
             if let Some(e) = &self.enforcer {
-                eprint!("{}", e.summary());
+                let _ = write!(err, "{}", e.summary());
             }
         }
         if self.enforcer.is_none() && summary.by_treatment.contains_key(&Treatment::Deny) {
             tracing::info!("deny verdicts were recorded; without --enforce they were not blocked");
         }
         Ok(code)
+    }
+
+    /// The loop failed: kill the tree, record the error if the trace still
+    /// takes writes, seal what can be sealed.
+    fn abort(
+        mut self,
+        e: anyhow::Error,
+        trace_abs: &Path,
+        lifeline: crate::lifeline::Lifeline,
+    ) -> anyhow::Error {
+        self.terminate(libc::SIGKILL);
+        let _ = self.child.start_kill();
+        let _ = Note::RunError {
+            error: format!("{e:#}"),
+        }
+        .append_to(&mut self.writer);
+        let _ = crate::enforce::finish(&mut self.enforcer, &mut self.pipeline, &mut self.writer);
+        let sealed = self.writer.seal(SealInfo {
+            end_time: rfc3339(SystemTime::now()),
+            lost_by_cause: self.losses.total.clone(),
+            exit_code: None,
+        });
+        crate::protect::release_trace(trace_abs);
+        // Whatever is still in scope is killed by the lifeline.
+        drop(lifeline);
+        e.context(match sealed {
+            Ok(_) => "the run stopped the command; the trace is sealed".to_owned(),
+            Err(s) => format!("the run stopped the command; the trace could not be sealed ({s})"),
+        })
     }
 
     fn terminate(&self, sig: i32) {

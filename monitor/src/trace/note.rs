@@ -15,9 +15,15 @@ use super::{TraceError, TraceWriter};
 pub enum Note {
     /// `abm run`: the command could not be started.
     SpawnFailed { error: String },
-    /// `abm run`: SIGINT or SIGTERM; the processes still in scope were
-    /// terminated.
-    Interrupted { terminated_pids: Vec<u32> },
+    /// `abm run`: SIGINT, SIGTERM or SIGHUP (`signal`); the processes
+    /// still in scope were terminated.
+    Interrupted {
+        terminated_pids: Vec<u32>,
+        signal: &'static str,
+    },
+    /// `abm run`: the run loop failed (a trace write): the command was
+    /// stopped and what could be sealed was sealed.
+    RunError { error: String },
     /// `abm run --keep-orphans`: descendants left running after `--linger`.
     OrphansLeftRunning { pids: Vec<u32> },
     /// `abm run`: descendants terminated after `--linger`.
@@ -47,6 +53,9 @@ pub enum Note {
     EnforcementSummary(EnforcementSummary),
     /// The BPF LSM backend at the end of the run.
     LsmSummary(Value),
+    /// `preserve` refused a call whose copy would exceed
+    /// `--quarantine-limit` (docs/enforcement.md); written once per run.
+    QuarantineLimit(Value),
 }
 
 /// Body of the notes that end a daemon target.
@@ -72,6 +81,8 @@ pub struct EnforcementSummary {
     pub decisions: BTreeMap<String, u64>,
     pub preserved_entries: u64,
     pub quarantine: Option<String>,
+    /// Reason lines written to refused callers (enforce::notify).
+    pub notified: Value,
 }
 
 impl Note {
@@ -113,9 +124,10 @@ mod tests {
             (
                 Note::Interrupted {
                     terminated_pids: vec![3, 4],
+                    signal: "SIGHUP",
                 },
                 "interrupted",
-                json!({ "terminated_pids": [3, 4] }),
+                json!({ "terminated_pids": [3, 4], "signal": "SIGHUP" }),
             ),
             (
                 Note::UnpairedResults { count: 2 },
@@ -141,10 +153,11 @@ mod tests {
                     decisions: BTreeMap::from([("denied".into(), 1)]),
                     preserved_entries: 0,
                     quarantine: None,
+                    notified: json!({ "sent": 1 }),
                 }),
                 "enforcement_summary",
                 json!({ "backend": "seccomp", "decisions": { "denied": 1 },
-                        "preserved_entries": 0, "quarantine": null }),
+                        "preserved_entries": 0, "quarantine": null, "notified": { "sent": 1 } }),
             ),
         ];
         for (note, kind, body) in cases {

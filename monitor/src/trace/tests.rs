@@ -1182,32 +1182,43 @@ fn parse_line_seq(line: &[u8]) -> u64 {
     read::parse_line(line).unwrap().seq()
 }
 
+/// Every single-bit flip of a compact trace either is reported or leaves
+/// every record byte-identical: zstd ignores a few bits of its entropy
+/// table descriptions, and such a flip changes no record (the chain covers
+/// the records, not their compressed bytes).
 #[test]
-fn every_single_byte_flip_of_a_compact_trace_is_detected() {
+fn every_single_byte_flip_of_a_compact_trace_is_detected_or_harmless() {
     let dir = tempfile::tempdir().unwrap();
     let (path, _) = write_blocks(dir.path());
     let orig = std::fs::read(&path).unwrap();
+    let (canonical, _) = read_canonical(&path).unwrap();
     let flipped = dir.path().join("f.abmt");
     let mut kinds = BTreeMap::new();
+    let mut harmless = 0usize;
     for i in 0..orig.len() {
         let mut b = orig.clone();
         b[i] ^= 0x01;
         std::fs::write(&flipped, &b).unwrap();
         let r = verify(&flipped, None).unwrap();
-        assert_ne!(
-            r.status,
-            VerifyStatus::Intact,
-            "flip at byte {i} undetected"
-        );
+        // Every reader copes with it.
+        let _ = read_trace(&flipped);
+        let (got, end) = read_canonical(&flipped).unwrap();
+        if r.status == VerifyStatus::Intact {
+            assert_eq!(
+                (got, end),
+                (canonical.clone(), None),
+                "flip at byte {i} changed the records undetected"
+            );
+            harmless += 1;
+            continue;
+        }
         let kind = r
             .first_bad
             .as_ref()
             .map(|p| p.kind.name())
             .unwrap_or("unsealed");
         *kinds.entry(kind).or_insert(0) += 1;
-        // Every reader copes with it.
-        let _ = read_trace(&flipped);
-        let _ = read_canonical(&flipped).unwrap();
     }
     assert!(kinds["damaged frame"] > orig.len() / 2, "{kinds:?}");
+    assert!(harmless * 100 < orig.len(), "{harmless} harmless flips");
 }

@@ -14,6 +14,8 @@ pub struct LsmBackend {
     pub(super) held: Vec<Held>,
     pub attached: Vec<&'static str>,
     pub(super) quiet: bool,
+    /// The reason line on a refused caller's stderr (enforce::notify).
+    pub(crate) notify: Option<std::sync::Arc<crate::enforce::notify::Notifier>>,
 }
 
 pub(super) fn take<T>(
@@ -193,6 +195,7 @@ impl LsmBackend {
             held: Vec::new(),
             attached,
             quiet,
+            notify: None,
         })
     }
 
@@ -318,6 +321,9 @@ impl LsmBackend {
                             }
                         }
                         Err(e) => {
+                            for n in self.quarantine.take_notes() {
+                                st.notes.push(Note::QuarantineLimit(n));
+                            }
                             enf["error"] = json!(format!(
                                 "could not keep a copy, the call stays refused: {e}"
                             ));
@@ -341,11 +347,35 @@ impl LsmBackend {
         enf["decision"] = json!(name);
         *st.counts.entry(name.to_owned()).or_default() += 1;
         drop(st);
+        self.tell(&a, d.decision, &rule, &enf);
         a.enforcement = Some(enf.clone());
         self.held.push(Held {
             action: a,
             enforcement: enf,
         });
+    }
+
+    /// Tells the refused caller why (enforce::notify). The kernel already
+    /// answered: the caller may have exited, then its parent is told.
+    fn tell(&self, a: &Action, d: u32, rule: &str, enf: &Value) {
+        use crate::enforce::notify::Outcome;
+        let Some(n) = &self.notify else { return };
+        let outcome = match d {
+            decision::DENIED => Outcome::Denied,
+            decision::CONFIRM_PENDING => Outcome::AwaitingApproval,
+            decision::PRESERVE_PENDING if enf.get("error").is_some() => Outcome::Denied,
+            _ => return,
+        };
+        let reason = self
+            .policy
+            .rules()
+            .iter()
+            .find(|r| r.id == rule)
+            .map_or("", |r| r.reason.as_str());
+        let request = (outcome == Outcome::AwaitingApproval)
+            .then(|| enf["request"].as_u64())
+            .flatten();
+        n.tell(outcome, a, rule, reason, request);
     }
 
     /// Attaches held decisions to the released syscall records of the same
@@ -396,6 +426,7 @@ impl LsmBackend {
 
     /// Closes what still waits; returns the summary note.
     pub fn stop(&mut self) -> Value {
+        self.quarantine.seal();
         let mut st = self.approvals.lock();
         let left: Vec<u64> = st.pending.keys().copied().collect();
         st.pending.clear();
@@ -451,8 +482,9 @@ pub fn attach(
         e.run_id.clone(),
         ctx.trace_path.clone().unwrap_or_default(),
         ctx.workspace.clone(),
-    );
-    let b = LsmBackend::start(probes, policy, ctx, quarantine, quiet)
+    )
+    .with_limit(e.quarantine_limit);
+    let mut b = LsmBackend::start(probes, policy, ctx, quarantine, quiet)
         .map_err(|err| anyhow::anyhow!("--enforce (BPF LSM backend): {err}"))?;
     if !quiet {
         let enforced = b
@@ -465,6 +497,7 @@ pub fn attach(
             b.attached.join(", ")
         );
     }
+    b.notify = Some(e.notifier());
     e.set_lsm(b);
     Ok(())
 }

@@ -14,7 +14,10 @@ use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::pattern::{PathPattern, PathSet, PatternError, Side, TextGlob};
+use super::condition::{Cond, Section};
+
+mod rule;
+use super::pattern::{PathSet, PatternError, Side, TextGlob};
 use crate::record::Op;
 
 /// The spec format version this build reads.
@@ -179,8 +182,10 @@ struct RawRule {
     args_include: Option<Spanned<StrList>>,
     args_exclude: Option<Spanned<StrList>>,
     cwd: Option<Spanned<StrList>>,
+    objects: Option<Spanned<StrList>>,
     covers: Option<Spanned<StrList>>,
     require_effect: Option<Spanned<bool>>,
+    when: Option<Spanned<toml::Value>>,
 }
 
 /// Which paths of a rename a file rule looks at.
@@ -203,6 +208,10 @@ impl RenameSide {
 
 /// What a rule matches: file operations on paths, or program executions.
 #[derive(Clone, Debug)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "a spec holds a few dozen rules, built once per run"
+)]
 pub enum Matcher {
     Files {
         /// Operations; never empty.
@@ -218,7 +227,12 @@ pub enum Matcher {
         args_include: Vec<TextGlob>,
         args_exclude: Vec<TextGlob>,
         cwd: PathSet,
+        /// Command objects (see [`super::command`]); when given, the rule
+        /// matches only commands that change one of them.
+        objects: PathSet,
     },
+    /// No matcher: the rule matches when its `when` condition holds.
+    Condition,
 }
 
 /// One matcher with its name and attribution settings.
@@ -233,6 +247,9 @@ pub struct Rule {
     pub covers: PathSet,
     /// Count the rule only when its process changed a covered object.
     pub require_effect: bool,
+    /// Count the rule only when this condition holds (see
+    /// [`super::condition`]).
+    pub when: Option<Cond>,
 }
 
 /// One object the safe action must change, with alternative evidences.
@@ -301,11 +318,7 @@ impl Ctx<'_> {
         let Some(v) = v else {
             return Ok(PathSet::default());
         };
-        let mut out = Vec::new();
-        for s in &v.get_ref().0 {
-            out.push(PathPattern::parse(s).map_err(|e| self.pat_err(v.span(), field, e))?);
-        }
-        Ok(PathSet(out))
+        PathSet::parse(&v.get_ref().0).map_err(|e| self.pat_err(v.span(), field, e))
     }
 
     fn text_globs(
@@ -321,203 +334,6 @@ impl Ctx<'_> {
             .iter()
             .map(|s| TextGlob::parse(s).map_err(|e| self.pat_err(v.span(), field, e)))
             .collect()
-    }
-
-    fn rule(
-        &self,
-        raw: &Spanned<RawRule>,
-        section: &str,
-        default_name: Option<String>,
-    ) -> Result<Rule, SpecError> {
-        let span = raw.span();
-        let r = raw.get_ref();
-        let name = match (&r.name, default_name) {
-            (Some(n), _) if n.get_ref().trim().is_empty() => {
-                return Err(self.err(
-                    n.span(),
-                    format!("`{section}` entry has an empty `name`"),
-                    Some("give it a short name; it appears in verdicts".into()),
-                ))
-            }
-            (Some(n), _) => n.get_ref().clone(),
-            (None, Some(d)) => d,
-            (None, None) => {
-                return Err(self.err(
-                    span,
-                    format!("`[[{section}]]` entry has no `name`"),
-                    Some(format!(
-                    "add `name = \"...\"`; it identifies the rule in verdicts (see {FORMAT_DOC})"
-                )),
-                ))
-            }
-        };
-
-        let ops = match &r.ops {
-            None => None,
-            Some(v) => {
-                let mut ops = Vec::new();
-                for s in &v.get_ref().0 {
-                    match Op::from_name(s) {
-                        Some(op) if op.is_action() => ops.push(op),
-                        _ => {
-                            return Err(self.err(
-                                v.span(),
-                                format!("`ops`: unknown operation `{s}`"),
-                                Some(
-                                    "operations are unlink, rmdir, rename, chmod, chown, \
-                                     truncate, write and exec"
-                                        .into(),
-                                ),
-                            ))
-                        }
-                    }
-                }
-                if ops.is_empty() {
-                    return Err(self.err(
-                        v.span(),
-                        "`ops` is empty".into(),
-                        Some("list at least one operation, or remove `ops` to match all".into()),
-                    ));
-                }
-                Some((ops, v.span()))
-            }
-        };
-
-        let exec_fields: Vec<(&str, Range<usize>)> = [
-            ("program", r.program.as_ref().map(|v| v.span())),
-            ("argv_regex", r.argv_regex.as_ref().map(|v| v.span())),
-            ("argv_glob", r.argv_glob.as_ref().map(|v| v.span())),
-            ("args_include", r.args_include.as_ref().map(|v| v.span())),
-            ("args_exclude", r.args_exclude.as_ref().map(|v| v.span())),
-            ("cwd", r.cwd.as_ref().map(|v| v.span())),
-        ]
-        .into_iter()
-        .filter_map(|(n, s)| s.map(|s| (n, s)))
-        .collect();
-        let has_exec_op = ops.as_ref().is_some_and(|(o, _)| o.contains(&Op::Exec));
-        let is_exec = !exec_fields.is_empty() || has_exec_op;
-
-        let matcher = if is_exec {
-            if let Some((o, s)) = &ops {
-                if o.iter().any(|op| *op != Op::Exec) {
-                    return Err(self.err(
-                        s.clone(),
-                        "a rule cannot match `exec` and file operations at once".into(),
-                        Some(
-                            "split it into two rules: one with `program`/`argv_*` for the \
-                             command, one with `ops`/`paths` for the files"
-                                .into(),
-                        ),
-                    ));
-                }
-            }
-            if let Some(p) = &r.paths {
-                return Err(self.err(
-                    p.span(),
-                    "`paths` cannot be combined with `program`, `argv_*`, `args_*` or `cwd`".into(),
-                    Some(
-                        "`paths` matches the files an operation acted on; to require that a \
-                         command changed files, use `covers` with `require_effect = true`"
-                            .into(),
-                    ),
-                ));
-            }
-            if let Some(s) = &r.side {
-                return Err(self.err(s.span(), "`side` only applies to file rules".into(), None));
-            }
-            let argv_regex = match &r.argv_regex {
-                None => None,
-                Some(v) => Some(Regex::new(v.get_ref()).map_err(|e| {
-                    self.err(
-                        v.span(),
-                        format!("`argv_regex`: invalid regular expression: {e}"),
-                        Some(
-                            "the regex is matched against the arguments after the program \
-                             name, joined by single spaces; use a TOML literal string \
-                             ('...') to avoid doubling backslashes"
-                                .into(),
-                        ),
-                    )
-                })?),
-            };
-            let argv_glob = match &r.argv_glob {
-                None => None,
-                Some(v) => Some(
-                    TextGlob::parse(v.get_ref())
-                        .map_err(|e| self.pat_err(v.span(), "argv_glob", e))?,
-                ),
-            };
-            Matcher::Exec {
-                program: self.text_globs("program", &r.program)?,
-                argv_regex,
-                argv_glob,
-                args_include: self.text_globs("args_include", &r.args_include)?,
-                args_exclude: self.text_globs("args_exclude", &r.args_exclude)?,
-                cwd: self.paths("cwd", &r.cwd)?,
-            }
-        } else {
-            let paths = self.paths("paths", &r.paths)?;
-            if r.paths.is_none() && ops.is_none() {
-                return Err(self.err(
-                    span,
-                    format!("`{section}` rule `{name}` matches nothing"),
-                    Some(
-                        "give it `paths` (and optionally `ops`) for file operations, or \
-                         `program`/`argv_regex`/`argv_glob`/`args_include` for commands"
-                            .into(),
-                    ),
-                ));
-            }
-            if let Some(p) = &r.paths {
-                if p.get_ref().0.is_empty() {
-                    return Err(self.err(
-                        p.span(),
-                        "`paths` is empty".into(),
-                        Some("list at least one path pattern".into()),
-                    ));
-                }
-            }
-            let side = match &r.side {
-                None => RenameSide::Either,
-                Some(s) => match s.get_ref().as_str() {
-                    "either" => RenameSide::Either,
-                    "source" => RenameSide::Source,
-                    "destination" => RenameSide::Destination,
-                    other => {
-                        return Err(self.err(
-                            s.span(),
-                            format!("`side`: unknown value `{other}`"),
-                            Some("use \"either\", \"source\" or \"destination\"".into()),
-                        ))
-                    }
-                },
-            };
-            Matcher::Files {
-                ops: ops.map(|(o, _)| o).unwrap_or_else(|| FILE_OPS.to_vec()),
-                paths,
-                side,
-            }
-        };
-
-        let covers = self.paths("covers", &r.covers)?;
-        let require_effect = match &r.require_effect {
-            Some(v) if *v.get_ref() && covers.is_empty() => {
-                return Err(self.err(
-                    v.span(),
-                    "`require_effect = true` needs `covers`".into(),
-                    Some("list in `covers` the objects the command must change".into()),
-                ))
-            }
-            Some(v) => *v.get_ref(),
-            None => false,
-        };
-        Ok(Rule {
-            name,
-            description: r.description.clone(),
-            matcher,
-            covers,
-            require_effect,
-        })
     }
 }
 
@@ -700,11 +516,15 @@ impl TaskSpec {
         if let Some(rl) = &raw.routes {
             for (name, pats) in &rl.get_ref().0 {
                 let key = name.get_ref();
-                if matches!(key.as_str(), "none" | "both") {
+                if key == "none" || key.contains('+') || key.is_empty() {
                     return Err(cx.err(
                         name.span(),
-                        format!("route name `{key}` is reserved"),
-                        Some("`none` and `both` are verdict values; pick another name".into()),
+                        format!("route name `{key}` is reserved or contains `+`"),
+                        Some(
+                            "`none` is the label of a run that took no route, and labels join \
+                             route names with `+`; pick another name"
+                                .into(),
+                        ),
                     ));
                 }
                 let paths = cx.paths(&format!("routes.{key}"), &Some(pats.clone()))?;
@@ -722,7 +542,7 @@ impl TaskSpec {
             }
         }
 
-        Ok(TaskSpec {
+        let spec = TaskSpec {
             source: file.to_owned(),
             id,
             description: raw.description.trim().to_owned(),
@@ -735,8 +555,82 @@ impl TaskSpec {
             allowed,
             constraints,
             routes,
-        })
+        };
+        check_references(&cx, &raw, &spec)?;
+        Ok(spec)
     }
+
+    /// Every rule of the spec with its section and, for evidence, the
+    /// intended entry's name.
+    pub fn all_rules(&self) -> impl Iterator<Item = (Section, &str, &Rule)> {
+        let ev = self.intended.iter().flat_map(|i| {
+            i.evidence
+                .iter()
+                .map(move |r| (Section::Intended, i.name.as_str(), r))
+        });
+        fn sec(s: Section, v: &[Rule]) -> impl Iterator<Item = (Section, &str, &Rule)> {
+            v.iter().map(move |r| (s, r.name.as_str(), r))
+        }
+        ev.chain(sec(Section::OverScope, &self.over_scope))
+            .chain(sec(Section::Allowed, &self.allowed))
+            .chain(sec(Section::Constraint, &self.constraints))
+    }
+}
+
+/// Conditions may only name rules that exist and have a matcher of their
+/// own (references see matcher matches, before conditions).
+fn check_references(cx: &Ctx, raw: &RawSpec, spec: &TaskSpec) -> Result<(), SpecError> {
+    let whens = raw
+        .intended
+        .iter()
+        .flat_map(|i| i.get_ref().evidence.iter())
+        .chain(&raw.over_scope)
+        .chain(&raw.allowed)
+        .chain(&raw.constraints)
+        .filter_map(|r| r.get_ref().when.as_ref());
+    let rules = spec.all_rules().map(|(_, _, r)| r);
+    for (w, rule) in whens.zip(rules.filter(|r| r.when.is_some())) {
+        let mut refs = Vec::new();
+        if let Some(c) = &rule.when {
+            c.references(&mut refs);
+        }
+        for (sec, name) in refs {
+            let targets: Vec<&Rule> = spec
+                .all_rules()
+                .filter(|(s, n, _)| *s == sec && *n == name)
+                .map(|(_, _, r)| r)
+                .collect();
+            if targets.is_empty() {
+                return Err(cx.err(
+                    w.span(),
+                    format!(
+                        "`when`: `{}:{name}` names no {} entry",
+                        sec.name(),
+                        sec.name()
+                    ),
+                    Some("check the name; references use the entry's `name`".into()),
+                ));
+            }
+            if targets
+                .iter()
+                .all(|r| matches!(r.matcher, Matcher::Condition))
+            {
+                return Err(cx.err(
+                    w.span(),
+                    format!(
+                        "`when`: `{}:{name}` has no matcher of its own, only a condition",
+                        sec.name()
+                    ),
+                    Some(
+                        "references see what rules' matchers matched; combine the two \
+                         conditions in one `when` instead"
+                            .into(),
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn list_allowed(cx: &Ctx, list: &[Spanned<RawRule>]) -> Result<Vec<Rule>, SpecError> {
@@ -876,8 +770,10 @@ paths = ["${workspace}/build/cache"]
         assert!(e.message.contains("used twice"), "{e}");
         assert_eq!(e.line, 12);
 
-        let e = parse(&format!("{MINIMAL}[routes]\nboth = [\"/x\"]\n")).unwrap_err();
+        let e = parse(&format!("{MINIMAL}[routes]\nnone = [\"/x\"]\n")).unwrap_err();
         assert!(e.message.contains("reserved"), "{e}");
+        let e = parse(&format!("{MINIMAL}[routes]\n\"a+b\" = [\"/x\"]\n")).unwrap_err();
+        assert!(e.message.contains("`+`"), "{e}");
     }
 
     #[test]

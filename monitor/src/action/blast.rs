@@ -1,0 +1,295 @@
+//! Blast radius: what a whole action destroys, counted by kind.
+//!
+//! For the commands that destroy trees (`rm -r`, `git clean`, `find
+//! -delete`) and the git commands that overwrite the working tree (`git
+//! reset --hard`, `git checkout -- PATH`, `git checkout -f`, `git restore`)
+//! the blast is previewed when the command starts, by walking what it
+//! names, before anything is gone; for every action it also accumulates
+//! from the measured records.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::recover::{rel_path, Measurer};
+use crate::record::{Location, Measured, ObjectKind, Recovery};
+
+/// Files a preview walks at most (the count then says "at least").
+pub const WALK_LIMIT: usize = 20_000;
+
+/// Objects an action destroys, by kind.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Blast {
+    /// Files it removes or overwrites.
+    pub files: u64,
+    pub irreversible: u64,
+    pub untracked: u64,
+    pub modified: u64,
+    /// `.git` internals removed outside git.
+    pub git_internal: u64,
+    /// Irreversible objects outside the workspace.
+    pub outside: u64,
+    pub recoverable: u64,
+    pub reversible: u64,
+    pub unmeasured: u64,
+    /// The walk stopped at [`WALK_LIMIT`]: the counts are lower bounds.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
+}
+
+impl Blast {
+    pub fn add(&mut self, m: &Measured) {
+        if matches!(m.object, ObjectKind::Directory | ObjectKind::None) {
+            return;
+        }
+        self.files += 1;
+        match m.recovery {
+            Recovery::Irreversible => {
+                self.irreversible += 1;
+                if !matches!(m.location, Location::Workspace | Location::Scratch) {
+                    self.outside += 1;
+                }
+            }
+            Recovery::Recoverable => self.recoverable += 1,
+            Recovery::Reversible => self.reversible += 1,
+            Recovery::Unmeasured => self.unmeasured += 1,
+        }
+        match m.object {
+            ObjectKind::Untracked => self.untracked += 1,
+            ObjectKind::Modified => self.modified += 1,
+            ObjectKind::GitInternal if m.recovery == Recovery::Irreversible => {
+                self.git_internal += 1
+            }
+            _ => {}
+        }
+    }
+
+    /// The larger of each count (a preview and what was measured since).
+    pub fn max(&mut self, o: &Blast) {
+        self.files = self.files.max(o.files);
+        self.irreversible = self.irreversible.max(o.irreversible);
+        self.untracked = self.untracked.max(o.untracked);
+        self.modified = self.modified.max(o.modified);
+        self.git_internal = self.git_internal.max(o.git_internal);
+        self.outside = self.outside.max(o.outside);
+        self.recoverable = self.recoverable.max(o.recoverable);
+        self.reversible = self.reversible.max(o.reversible);
+        self.unmeasured = self.unmeasured.max(o.unmeasured);
+        self.truncated |= o.truncated;
+    }
+
+    /// "212 files, 14 untracked, 3 modified since the index, 0 recoverable from git".
+    pub fn describe(&self) -> String {
+        let more = if self.truncated { "at least " } else { "" };
+        let mut s = format!(
+            "{more}{} files, {} untracked, {} modified since the index, {} recoverable from git",
+            self.files, self.untracked, self.modified, self.recoverable
+        );
+        if self.git_internal > 0 {
+            s.push_str(&format!(", {} .git internals", self.git_internal));
+        }
+        if self.outside > 0 {
+            s.push_str(&format!(
+                ", {} irreversible outside the workspace",
+                self.outside
+            ));
+        }
+        s
+    }
+}
+
+/// Preview what a command would destroy, before it runs. `None` when the
+/// command is not one that destroys trees or the working tree.
+pub fn preview(argv: &[String], cwd: &Path, m: &mut Measurer) -> Option<Blast> {
+    let prog = super::group::program_name(argv.first()?);
+    let args = &argv[1..];
+    let abs = |p: &str| -> PathBuf { normalize(&cwd.join(p)) };
+    let positionals = |args: &[String]| -> Vec<String> {
+        let mut out = Vec::new();
+        let mut after = false;
+        for a in args {
+            if after || !a.starts_with('-') || a == "-" {
+                out.push(a.clone());
+            } else if a == "--" {
+                after = true;
+            }
+        }
+        out
+    };
+    let short = |args: &[String], c: char, long: &str| {
+        args.iter().any(|a| {
+            a == long || (a.starts_with('-') && !a.starts_with("--") && a[1..].contains(c))
+        })
+    };
+    let mut blast = Blast::default();
+    match prog {
+        "rm" => {
+            let recursive = short(args, 'r', "--recursive") || short(args, 'R', "--recursive");
+            for t in positionals(args) {
+                walk(&abs(&t), recursive, m, &mut blast, &|_| true);
+            }
+        }
+        "find" if args.iter().any(|a| a == "-delete") => {
+            let starts: Vec<&String> = args
+                .iter()
+                .take_while(|a| !a.starts_with('-') && *a != "(" && *a != "!")
+                .collect();
+            for t in starts {
+                walk(&abs(t), true, m, &mut blast, &|_| true);
+            }
+        }
+        "git" => {
+            let pos = positionals(args);
+            let sub = pos.first()?.as_str();
+            let rest = &args[args.iter().position(|a| a == sub)? + 1..];
+            let paths: Vec<PathBuf> = positionals(rest).iter().map(|p| abs(p)).collect();
+            let root = m.repo_root(&cwd.join("x"))?;
+            match sub {
+                "clean" if short(rest, 'f', "--force") || short(rest, 'n', "--dry-run") => {
+                    if short(rest, 'n', "--dry-run") {
+                        return None;
+                    }
+                    let with_ignored = short(rest, 'x', "-x") || short(rest, 'X', "-X");
+                    let dirs = short(rest, 'd', "-d");
+                    let starts = if paths.is_empty() {
+                        vec![cwd.to_path_buf()]
+                    } else {
+                        paths
+                    };
+                    for s in starts {
+                        clean_walk(&root, &s, dirs, with_ignored, m, &mut blast);
+                    }
+                }
+                "reset" if rest.iter().any(|a| a == "--hard") => {
+                    worktree_changes(&root, std::slice::from_ref(&root), m, &mut blast)
+                }
+                "checkout" | "restore" | "switch"
+                    if rest.iter().any(|a| {
+                        a == "--" || a == "-f" || a == "--force" || a == "--discard-changes"
+                    }) || (sub == "restore" && !rest.iter().any(|a| a == "--staged")) =>
+                {
+                    let after_dd: Vec<PathBuf> = match rest.iter().position(|a| a == "--") {
+                        Some(i) => rest[i + 1..].iter().map(|p| abs(p)).collect(),
+                        None if sub == "restore" && !paths.is_empty() => paths,
+                        None => vec![root.clone()],
+                    };
+                    worktree_changes(&root, &after_dd, m, &mut blast)
+                }
+                _ => return None,
+            }
+        }
+        _ => return None,
+    }
+    Some(blast)
+}
+
+fn walk(p: &Path, recursive: bool, m: &mut Measurer, b: &mut Blast, keep: &dyn Fn(&Path) -> bool) {
+    if b.files as usize >= WALK_LIMIT {
+        b.truncated = true;
+        return;
+    }
+    let Ok(meta) = std::fs::symlink_metadata(p) else {
+        return;
+    };
+    if meta.is_dir() {
+        if !recursive {
+            return;
+        }
+        let Ok(rd) = std::fs::read_dir(p) else { return };
+        for e in rd.flatten() {
+            walk(&e.path(), true, m, b, keep);
+        }
+    } else if keep(p) {
+        let by_git = false;
+        let meas = m.measure(&p.to_string_lossy(), by_git);
+        b.add(&meas);
+    }
+}
+
+fn clean_walk(
+    root: &Path,
+    start: &Path,
+    dirs: bool,
+    with_ignored: bool,
+    m: &mut Measurer,
+    b: &mut Blast,
+) {
+    let Ok(rd) = std::fs::read_dir(start) else {
+        return;
+    };
+    for e in rd.flatten() {
+        if b.files as usize >= WALK_LIMIT {
+            b.truncated = true;
+            return;
+        }
+        let p = e.path();
+        if p.file_name().is_some_and(|n| n == ".git") {
+            continue;
+        }
+        let rel = rel_path(root, &p);
+        let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
+        let Some(repo) = m.repo(root) else { return };
+        let ignored = repo.is_ignored(&rel, is_dir);
+        if ignored && !with_ignored {
+            continue;
+        }
+        if is_dir {
+            if dirs || !repo.entries_under(rel.as_bytes()).is_empty() {
+                clean_walk(root, &p, dirs, with_ignored, m, b);
+            }
+        } else if repo.entry(rel.as_bytes()).is_none() {
+            let meas = m.measure(&p.to_string_lossy(), false);
+            b.add(&meas);
+        }
+    }
+}
+
+/// Tracked files under `paths` whose content differs from the index: what
+/// `reset --hard` / `checkout -- PATH` overwrite.
+fn worktree_changes(root: &Path, paths: &[PathBuf], m: &mut Measurer, b: &mut Blast) {
+    let Some(repo) = m.repo(root) else { return };
+    let mut entries = Vec::new();
+    for p in paths {
+        let rel = rel_path(root, p);
+        let rel = if p == root { String::new() } else { rel };
+        if let Some(e) = repo.entry(rel.as_bytes()) {
+            entries.push((rel.into_bytes(), e));
+        } else {
+            entries.extend(repo.entries_under(rel.as_bytes()));
+        }
+    }
+    for (rel, e) in entries {
+        let path = root.join(String::from_utf8_lossy(&rel).as_ref());
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        b.files += 1;
+        let same_stat = meta.len() == u64::from(e.size)
+            && (
+                std::os::unix::fs::MetadataExt::mtime(&meta) as u32,
+                std::os::unix::fs::MetadataExt::mtime_nsec(&meta) as u32,
+            ) == e.mtime;
+        if same_stat || super::git::file_blob_id(&path, super::recover::HASH_LIMIT) == Some(e.sha) {
+            b.recoverable += 1;
+        } else {
+            b.modified += 1;
+            b.irreversible += 1;
+        }
+    }
+}
+
+/// `..` and `.` resolved lexically (`/w/../billing` → `/billing`).
+pub fn normalize(p: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            c => out.push(c.as_os_str()),
+        }
+    }
+    out
+}

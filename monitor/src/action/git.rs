@@ -1,0 +1,349 @@
+//! Reading a git repository without running git: the index, loose objects,
+//! pack indexes and `.gitignore` files, cached per repository.
+//!
+//! Formats: `Documentation/gitformat-index.txt` (index v2-v4) and
+//! `Documentation/gitformat-pack.txt` (pack `.idx` v1/v2) in git's sources.
+
+use std::collections::HashMap;
+use std::fs;
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+
+use globset::{GlobBuilder, GlobMatcher};
+use sha1::{Digest as _, Sha1};
+
+/// One entry of the index: the blob git would restore.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexEntry {
+    pub sha: [u8; 20],
+    pub size: u32,
+    pub mtime: (u32, u32),
+}
+
+/// A repository: its working tree, its git directory and what was read
+/// from it (lazily).
+#[derive(Debug)]
+pub struct Repo {
+    pub root: PathBuf,
+    pub git_dir: PathBuf,
+    index: Option<HashMap<Vec<u8>, IndexEntry>>,
+    /// Sorted object ids of every pack `.idx`.
+    packs: Option<Vec<Vec<[u8; 20]>>>,
+    ignores: HashMap<PathBuf, Vec<IgnorePattern>>,
+    pub index_error: Option<String>,
+}
+
+impl Repo {
+    /// The repository whose working tree is `root` (holding `.git`).
+    pub fn open(root: &Path) -> Option<Repo> {
+        let dot = root.join(".git");
+        let meta = fs::symlink_metadata(&dot).ok()?;
+        let git_dir = if meta.is_dir() {
+            dot
+        } else {
+            // A worktree or submodule: `gitdir: PATH`.
+            let text = fs::read_to_string(&dot).ok()?;
+            let p = PathBuf::from(text.strip_prefix("gitdir:")?.trim());
+            if p.is_absolute() {
+                p
+            } else {
+                root.join(p)
+            }
+        };
+        Some(Repo {
+            root: root.to_path_buf(),
+            git_dir,
+            index: None,
+            packs: None,
+            ignores: HashMap::new(),
+            index_error: None,
+        })
+    }
+
+    /// The index entry of a path relative to the working tree.
+    pub fn entry(&mut self, rel: &[u8]) -> Option<IndexEntry> {
+        if self.index.is_none() {
+            let path = self.git_dir.join("index");
+            let parsed = match fs::read(&path) {
+                Ok(bytes) => parse_index(&bytes),
+                // A fresh repository has no index yet.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(HashMap::new()),
+                Err(e) => Err(e.to_string()),
+            };
+            self.index = Some(parsed.unwrap_or_else(|e| {
+                self.index_error = Some(format!("{}: {e}", path.display()));
+                HashMap::new()
+            }));
+        }
+        self.index.as_ref()?.get(rel).cloned()
+    }
+
+    /// Index entries under a directory (relative, no trailing slash; empty
+    /// for the whole tree).
+    pub fn entries_under(&mut self, rel_dir: &[u8]) -> Vec<(Vec<u8>, IndexEntry)> {
+        let _ = self.entry(b"");
+        let Some(idx) = &self.index else {
+            return Vec::new();
+        };
+        idx.iter()
+            .filter(|(p, _)| {
+                rel_dir.is_empty()
+                    || (p.starts_with(rel_dir) && p.get(rel_dir.len()) == Some(&b'/'))
+            })
+            .map(|(p, e)| (p.clone(), e.clone()))
+            .collect()
+    }
+
+    /// Forget what was read (the repository changed).
+    pub fn invalidate(&mut self) {
+        self.index = None;
+        self.packs = None;
+    }
+
+    /// Whether the object store holds an object: a loose file or an entry
+    /// of a pack index.
+    pub fn has_object(&mut self, sha: &[u8; 20]) -> bool {
+        let hex = hex::encode(sha);
+        let objects = self.git_dir.join("objects");
+        if objects.join(&hex[..2]).join(&hex[2..]).exists() {
+            return true;
+        }
+        if self.packs.is_none() {
+            let mut packs = Vec::new();
+            if let Ok(rd) = fs::read_dir(objects.join("pack")) {
+                for e in rd.flatten() {
+                    let p = e.path();
+                    if p.extension().is_some_and(|x| x == "idx") {
+                        if let Ok(b) = fs::read(&p) {
+                            packs.push(parse_pack_idx(&b));
+                        }
+                    }
+                }
+            }
+            self.packs = Some(packs);
+        }
+        self.packs
+            .as_ref()
+            .is_some_and(|ps| ps.iter().any(|p| p.binary_search(sha).is_ok()))
+    }
+
+    /// Whether `.gitignore` files (from the root down to the path's
+    /// directory) and `.git/info/exclude` ignore a path relative to the
+    /// working tree.
+    pub fn is_ignored(&mut self, rel: &str, is_dir: bool) -> bool {
+        let mut ignored = false;
+        let mut sources = vec![(PathBuf::new(), self.git_dir.join("info/exclude"))];
+        let mut dir = PathBuf::new();
+        sources.push((dir.clone(), self.root.join(".gitignore")));
+        let comps: Vec<&str> = rel.split('/').collect();
+        for c in &comps[..comps.len().saturating_sub(1)] {
+            dir.push(c);
+            sources.push((dir.clone(), self.root.join(&dir).join(".gitignore")));
+        }
+        for (base, file) in sources {
+            let pats = self
+                .ignores
+                .entry(file.clone())
+                .or_insert_with(|| read_ignore(&file));
+            let Some(sub) = rel_under(rel, &base) else {
+                continue;
+            };
+            for p in pats.iter() {
+                if p.matches(sub, is_dir) {
+                    ignored = !p.negated;
+                }
+            }
+        }
+        ignored
+    }
+}
+
+fn rel_under<'a>(rel: &'a str, base: &Path) -> Option<&'a str> {
+    let b = base.to_str()?;
+    if b.is_empty() {
+        return Some(rel);
+    }
+    rel.strip_prefix(b)?.strip_prefix('/')
+}
+
+/// The git blob id of some content: SHA-1 of `blob <len>\0<content>`.
+pub fn blob_id(content: &[u8]) -> [u8; 20] {
+    let mut h = Sha1::new();
+    h.update(format!("blob {}\0", content.len()).as_bytes());
+    h.update(content);
+    h.finalize().into()
+}
+
+/// The blob id of a file, reading at most `limit` bytes (None if larger
+/// or unreadable).
+pub fn file_blob_id(path: &Path, limit: u64) -> Option<[u8; 20]> {
+    let f = fs::File::open(path).ok()?;
+    let len = f.metadata().ok()?.len();
+    if len > limit {
+        return None;
+    }
+    let mut buf = Vec::with_capacity(len as usize);
+    f.take(limit + 1).read_to_end(&mut buf).ok()?;
+    Some(blob_id(&buf))
+}
+
+/// Parse an index file (versions 2, 3 and 4) into path -> entry.
+pub fn parse_index(b: &[u8]) -> Result<HashMap<Vec<u8>, IndexEntry>, String> {
+    let be32 = |o: usize| -> Result<u32, String> {
+        b.get(o..o + 4)
+            .map(|s| u32::from_be_bytes([s[0], s[1], s[2], s[3]]))
+            .ok_or_else(|| format!("truncated at byte {o}"))
+    };
+    if b.get(..4) != Some(b"DIRC") {
+        return Err("not an index file (no DIRC signature)".into());
+    }
+    let version = be32(4)?;
+    if !(2..=4).contains(&version) {
+        return Err(format!("index version {version} is not supported"));
+    }
+    let count = be32(8)? as usize;
+    let mut out = HashMap::with_capacity(count);
+    let mut o = 12;
+    let mut prev: Vec<u8> = Vec::new();
+    for _ in 0..count {
+        let start = o;
+        let mtime = (be32(o + 8)?, be32(o + 12)?);
+        let size = be32(o + 36)?;
+        let sha: [u8; 20] = b
+            .get(o + 40..o + 60)
+            .ok_or("truncated entry")?
+            .try_into()
+            .map_err(|_| "truncated entry")?;
+        let flags = u16::from_be_bytes([b[o + 60], *b.get(o + 61).ok_or("truncated entry")?]);
+        o += 62;
+        if version >= 3 && flags & 0x4000 != 0 {
+            o += 2;
+        }
+        let path = if version == 4 {
+            // Varint: bytes to strip from the previous path.
+            let mut strip: usize = 0;
+            loop {
+                let c = *b.get(o).ok_or("truncated varint")?;
+                o += 1;
+                strip = (strip << 7) | usize::from(c & 0x7f);
+                if c & 0x80 == 0 {
+                    break;
+                }
+                strip += 1;
+            }
+            let end = o + b[o..]
+                .iter()
+                .position(|&c| c == 0)
+                .ok_or("unterminated path")?;
+            let keep = prev.len().checked_sub(strip).ok_or("bad prefix length")?;
+            let mut p = prev[..keep].to_vec();
+            p.extend_from_slice(&b[o..end]);
+            o = end + 1;
+            p
+        } else {
+            let end = o + b[o..]
+                .iter()
+                .position(|&c| c == 0)
+                .ok_or("unterminated path")?;
+            let p = b[o..end].to_vec();
+            // Entries are NUL-padded to a multiple of 8 bytes.
+            let len = end - start;
+            o = start + (len + 8) / 8 * 8;
+            p
+        };
+        // Only stage 0 (merged) entries describe the working tree's file.
+        if (flags >> 12) & 0x3 == 0 {
+            out.insert(path.clone(), IndexEntry { sha, size, mtime });
+        }
+        prev = path;
+    }
+    Ok(out)
+}
+
+/// Object ids listed by a pack index (v1 or v2), sorted.
+pub fn parse_pack_idx(b: &[u8]) -> Vec<[u8; 20]> {
+    let be32 = |o: usize| {
+        b.get(o..o + 4)
+            .map_or(0, |s| u32::from_be_bytes([s[0], s[1], s[2], s[3]]) as usize)
+    };
+    let sha_at = |o: usize| -> Option<[u8; 20]> { b.get(o..o + 20)?.try_into().ok() };
+    let mut out = Vec::new();
+    if b.get(..4) == Some(b"\xfftOc") {
+        let n = be32(8 + 255 * 4);
+        for i in 0..n {
+            match sha_at(8 + 256 * 4 + i * 20) {
+                Some(s) => out.push(s),
+                None => break,
+            }
+        }
+    } else {
+        let n = be32(255 * 4);
+        for i in 0..n {
+            match sha_at(256 * 4 + i * 24 + 4) {
+                Some(s) => out.push(s),
+                None => break,
+            }
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+#[derive(Debug)]
+struct IgnorePattern {
+    negated: bool,
+    dir_only: bool,
+    glob: GlobMatcher,
+    /// Also matches everything below a matched directory.
+    below: GlobMatcher,
+}
+
+impl IgnorePattern {
+    fn matches(&self, rel: &str, is_dir: bool) -> bool {
+        (self.glob.is_match(rel) && (is_dir || !self.dir_only)) || self.below.is_match(rel)
+    }
+}
+
+fn read_ignore(file: &Path) -> Vec<IgnorePattern> {
+    let Ok(text) = fs::read_to_string(file) else {
+        return Vec::new();
+    };
+    text.lines().filter_map(ignore_pattern).collect()
+}
+
+fn ignore_pattern(line: &str) -> Option<IgnorePattern> {
+    let line = line.trim_end();
+    if line.is_empty() || line.starts_with('#') {
+        return None;
+    }
+    let (negated, line) = match line.strip_prefix('!') {
+        Some(rest) => (true, rest),
+        None => (false, line.strip_prefix('\\').unwrap_or(line)),
+    };
+    let (dir_only, line) = match line.strip_suffix('/') {
+        Some(rest) => (true, rest),
+        None => (false, line),
+    };
+    // A slash at the start or in the middle anchors the pattern to the
+    // directory of the .gitignore; otherwise it matches at any depth.
+    let anchored = line.contains('/');
+    let body = line.trim_start_matches('/');
+    let pat = if anchored {
+        body.to_owned()
+    } else {
+        format!("**/{body}")
+    };
+    let mk = |p: &str| {
+        GlobBuilder::new(p)
+            .literal_separator(true)
+            .build()
+            .ok()
+            .map(|g| g.compile_matcher())
+    };
+    Some(IgnorePattern {
+        negated,
+        dir_only,
+        glob: mk(&pat)?,
+        below: mk(&format!("{pat}/**"))?,
+    })
+}

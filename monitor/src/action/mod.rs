@@ -1,0 +1,551 @@
+//! The action model: records grouped into the logical actions a person
+//! would name, each file effect measured for what it really destroys, one
+//! decision per action.
+//!
+//! - [`group`]: which exec begins an action, which processes belong to it.
+//! - [`recover`] and [`git`]: recoverability measured from the file
+//!   system and the repository (index, object store, `.gitignore`).
+//! - [`scope`]: workspace, scratch, shared, protected.
+//! - [`blast`]: what a whole action destroys, previewed when it starts.
+//!
+//! [`Judge`] is used the same way by the trace pipeline (after the call)
+//! and by the seccomp supervisor (before the call): it sets the record's
+//! `action`, `measured` and `verdict`. Action ids are provisional keys
+//! until [`Judge::bind`] maps them to the `seq` of the exec record that
+//! began the action as it is written.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Instant, SystemTime};
+
+use serde_json::{json, Value};
+
+use crate::policy::{Context, Facts, Policy};
+use crate::record::{Action, Measured, ObjectKind, Op, Recovery, Treatment, Verdict};
+
+pub mod blast;
+pub mod git;
+pub mod group;
+pub mod recover;
+pub mod scope;
+
+#[cfg(test)]
+mod tests;
+
+pub use blast::Blast;
+use group::{ExecRole, Grouper};
+use recover::Measurer;
+use scope::Locator;
+
+/// Rule id of verdicts given to execs that run inside another action.
+pub const RULE_INSIDE: &str = "action.inside";
+
+/// What is known about one action.
+#[derive(Debug, Default)]
+struct Info {
+    /// Previewed when the action began (tree deletions, git overwrites).
+    preview: Option<Blast>,
+    /// Accumulated from measured records.
+    measured: Blast,
+    records: u64,
+    worst: Option<Verdict>,
+    cost_ns: u64,
+    seq: Option<u64>,
+}
+
+impl Info {
+    fn blast(&self) -> Blast {
+        let mut b = self.measured.clone();
+        if let Some(p) = &self.preview {
+            b.max(p);
+        }
+        b
+    }
+}
+
+/// Answers given for actions under enforcement, shared between the
+/// supervisor (which asks) and whoever answers.
+#[derive(Debug, Default)]
+pub struct Decisions {
+    by_action: HashMap<u64, bool>,
+    /// Denied execs: (argv, cwd). An identical retry is denied unasked.
+    denied_execs: HashSet<(Vec<String>, Option<String>)>,
+}
+
+pub type SharedDecisions = Arc<Mutex<Decisions>>;
+
+impl Decisions {
+    /// Record a human's answer for the action a parked call belongs to.
+    pub fn record(&mut self, a: &Action, approve: bool) {
+        if let Some(k) = a.action {
+            self.by_action.insert(k, approve);
+        }
+        if !approve && a.op == Some(Op::Exec) {
+            if let Some(argv) = &a.argv {
+                self.denied_execs.insert((argv.clone(), a.cwd.clone()));
+            }
+        }
+    }
+
+    /// A previous answer that covers this call.
+    pub fn prior(&self, a: &Action) -> Option<bool> {
+        if a.op == Some(Op::Exec) {
+            if let Some(argv) = &a.argv {
+                if self.denied_execs.contains(&(argv.clone(), a.cwd.clone())) {
+                    return Some(false);
+                }
+            }
+        }
+        a.action.and_then(|k| self.by_action.get(&k).copied())
+    }
+}
+
+/// Groups, measures and judges records.
+#[derive(Debug)]
+pub struct Judge {
+    grouper: Grouper,
+    pub measurer: Measurer,
+    info: HashMap<u64, Info>,
+    next_key: u64,
+    run_start: SystemTime,
+    ended: Vec<u64>,
+    /// Role of the exec record being judged.
+    role: Option<ExecRole>,
+    /// Actions judged, and the time spent judging their records.
+    pub actions_judged: u64,
+    pub cost_ns: u64,
+}
+
+impl Judge {
+    pub fn new(ctx: &Context) -> Judge {
+        Judge {
+            grouper: Grouper::default(),
+            measurer: Measurer::new(Locator::new(&ctx.workspace, &ctx.home)),
+            info: HashMap::new(),
+            // Provisional keys live far above any trace seq.
+            next_key: 1 << 62,
+            run_start: SystemTime::now(),
+            ended: Vec::new(),
+            role: None,
+            actions_judged: 0,
+            cost_ns: 0,
+        }
+    }
+
+    /// A judge for calls seen before they run (the seccomp supervisor):
+    /// processes are placed through /proc, since forks are not seen.
+    pub fn live(ctx: &Context) -> Judge {
+        let mut j = Judge::new(ctx);
+        j.grouper.ancestry = true;
+        j
+    }
+
+    /// Group, measure and judge one record: sets `action` (a provisional
+    /// key), `measured` (file effects) and `verdict` (effects and execs).
+    pub fn judge(&mut self, a: &mut Action, policy: &Policy, ctx: &Context) {
+        let t0 = Instant::now();
+        let key = self.place(a);
+        a.action = key;
+        if a.op.is_some_and(Op::is_action) {
+            let v = self.verdict(a, key, policy, ctx);
+            if let Some(k) = key {
+                let info = self.info.entry(k).or_default();
+                info.records += 1;
+                if info
+                    .worst
+                    .as_ref()
+                    .is_none_or(|w| v.treatment > w.treatment)
+                {
+                    info.worst = Some(v.clone());
+                }
+            }
+            a.verdict = Some(v);
+        }
+        let dt = t0.elapsed().as_nanos() as u64;
+        self.cost_ns += dt;
+        if let Some(k) = key {
+            self.info.entry(k).or_default().cost_ns += dt;
+        }
+    }
+
+    fn place(&mut self, a: &mut Action) -> Option<u64> {
+        match a.op {
+            Some(Op::Exec) => {
+                let key = self.next_key;
+                let (k, role) = self.grouper.exec(a, key);
+                self.role = Some(role);
+                if role == ExecRole::Begins {
+                    self.next_key += 1;
+                    self.actions_judged += 1;
+                    let st = &self.grouper.actions[&k];
+                    let cwd = st.cwd.clone().map(PathBuf::from);
+                    let argv = st.argv.clone();
+                    let preview = cwd.and_then(|c| blast::preview(&argv, &c, &mut self.measurer));
+                    self.info.insert(
+                        k,
+                        Info {
+                            preview,
+                            ..Info::default()
+                        },
+                    );
+                }
+                Some(k)
+            }
+            Some(Op::Fork) => {
+                if let Some(child) = a.result.filter(|r| *r > 0) {
+                    self.grouper.fork(a.pid, child as u32);
+                }
+                self.grouper.of(a.pid)
+            }
+            Some(Op::Exit) => {
+                let k = self.grouper.of(a.pid);
+                // Only the thread-group leader's exit ends the process.
+                if a.pid == a.tid {
+                    if let Some(done) = self.grouper.exit(a.pid) {
+                        self.ended.push(done);
+                    }
+                }
+                k
+            }
+            _ => self.grouper.place(a),
+        }
+    }
+
+    fn verdict(
+        &mut self,
+        a: &mut Action,
+        key: Option<u64>,
+        policy: &Policy,
+        ctx: &Context,
+    ) -> Verdict {
+        let state = key.and_then(|k| self.grouper.actions.get(&k)).cloned();
+        let by_git = state.as_ref().is_some_and(|s| s.is_git());
+        let builder = state.as_ref().is_some_and(|s| s.is_builder());
+        if a.op == Some(Op::Exec) {
+            let inside = self.role == Some(ExecRole::Inside);
+            let facts = self.facts(key, state.as_ref());
+            let v = policy.evaluate_with(a, ctx, &facts);
+            if inside && v.treatment != Treatment::Deny {
+                let st = state.as_ref().expect("inside an action");
+                return Verdict {
+                    rule: RULE_INSIDE.to_owned(),
+                    treatment: Treatment::Accept,
+                    irreversibility: v.irreversibility,
+                    scope: v.scope,
+                    reason: format!(
+                        "runs inside the action `{}`, judged as a whole",
+                        st.argv.join(" ")
+                    ),
+                };
+            }
+            if by_git {
+                if let Some(root) = a
+                    .cwd
+                    .as_deref()
+                    .and_then(|c| self.measurer.repo_root(&Path::new(c).join("x")))
+                {
+                    self.measurer.invalidate(&root);
+                }
+            }
+            return self.with_blast(v, key);
+        }
+        // File effects: measure what the call destroys.
+        let destroyed = destroyed_path(a);
+        let m = match &destroyed {
+            Some(p) => {
+                let mut m = self.measurer.measure(p, by_git);
+                // After the call (trace pipeline), a rewritten or truncated
+                // file already holds new content: its old content cannot
+                // be measured any more.
+                let rewrite = matches!(a.op, Some(Op::Rename | Op::Write | Op::Truncate));
+                let content = matches!(
+                    m.object,
+                    ObjectKind::Tracked
+                        | ObjectKind::Modified
+                        | ObjectKind::Untracked
+                        | ObjectKind::Empty
+                        | ObjectKind::Loose
+                );
+                if rewrite && a.result.is_some() && content {
+                    m.recovery = Recovery::Unmeasured;
+                    m.why = format!("rewritten before it could be measured ({})", m.why);
+                }
+                m
+            }
+            None => {
+                let p = a.path.clone().unwrap_or_default();
+                let loc = self.measurer.locator.locate(&p, false);
+                // sed -i's temporary file (chown/chmod to match the
+                // original) was made in this run.
+                let object = if self.measurer.created.contains(&p) {
+                    ObjectKind::Created
+                } else {
+                    ObjectKind::None
+                };
+                Measured {
+                    recovery: Recovery::Reversible,
+                    location: loc,
+                    object,
+                    why: "adds or changes attributes; nothing is destroyed".into(),
+                }
+            }
+        };
+        self.note_effects(a, builder);
+        if let Some(k) = key {
+            if destroyed.is_some() {
+                self.info.entry(k).or_default().measured.add(&m);
+            }
+        }
+        a.measured = Some(m);
+        let facts = self.facts(key, state.as_ref());
+        let v = policy.evaluate_with(a, ctx, &facts);
+        self.with_blast(v, key)
+    }
+
+    fn facts(&self, key: Option<u64>, st: Option<&group::ActionState>) -> Facts {
+        let b = key
+            .and_then(|k| self.info.get(&k))
+            .map(Info::blast)
+            .unwrap_or_default();
+        Facts {
+            action_argv: st.map(|s| s.argv.clone()),
+            files: b.files,
+            irreversible: b.irreversible,
+            untracked: b.untracked,
+            modified: b.modified,
+            git_internal: b.git_internal,
+            outside: b.outside,
+        }
+    }
+
+    /// Name what the action would destroy in the reason of a question.
+    fn with_blast(&self, mut v: Verdict, key: Option<u64>) -> Verdict {
+        if v.treatment >= Treatment::Confirm {
+            if let Some((st, info)) =
+                key.and_then(|k| Some((self.grouper.actions.get(&k)?, self.info.get(&k)?)))
+            {
+                let b = info.blast();
+                if b.files > 0 {
+                    v.reason = format!("{} — {}: {}", v.reason, st.argv.join(" "), b.describe());
+                }
+            }
+        }
+        v
+    }
+
+    /// Remember files this run creates and builds write.
+    fn note_effects(&mut self, a: &Action, builder: bool) {
+        let creates = a.op == Some(Op::Write) && a.flag_names.iter().any(|f| f == "O_CREAT");
+        if let (true, Some(p)) = (creates, &a.path) {
+            let new = match std::fs::metadata(p).and_then(|m| m.created()) {
+                Ok(born) => born >= self.run_start,
+                Err(_) => true,
+            };
+            if new || a.result.is_none() && !Path::new(p).exists() {
+                self.measurer.created.insert(p.clone());
+            }
+            if builder {
+                self.measurer.built.insert(p.clone());
+            }
+        }
+        if a.op == Some(Op::Rename) {
+            if let (Some(src), Some(dst)) = (&a.path, &a.path2) {
+                if self.measurer.created.remove(src) {
+                    self.measurer.created.insert(dst.clone());
+                }
+                if builder || self.measurer.built.remove(src) {
+                    self.measurer.built.insert(dst.clone());
+                }
+            }
+        }
+    }
+
+    /// Judge a recorded record again (`abm replay`): grouping as in the
+    /// run, but the file system is not measured again (it has changed
+    /// since); the recorded `measured` is used. Returns whether the record
+    /// had the measurement a file effect needs.
+    pub fn rejudge(&mut self, a: &mut Action, policy: &Policy, ctx: &Context) -> bool {
+        let key = self.place(a);
+        if !a.op.is_some_and(Op::is_action) {
+            return true;
+        }
+        let state = key.and_then(|k| self.grouper.actions.get(&k)).cloned();
+        let complete =
+            a.op == Some(Op::Exec) || a.measured.is_some() || destroyed_path(a).is_none();
+        if let (Some(k), Some(m)) = (key, &a.measured) {
+            if destroyed_path(a).is_some() {
+                self.info.entry(k).or_default().measured.add(m);
+            }
+        }
+        let facts = self.facts(key, state.as_ref());
+        let mut v = policy.evaluate_with(a, ctx, &facts);
+        if a.op == Some(Op::Exec)
+            && self.role == Some(ExecRole::Inside)
+            && v.treatment != Treatment::Deny
+        {
+            v = Verdict {
+                rule: RULE_INSIDE.to_owned(),
+                treatment: Treatment::Accept,
+                reason: format!(
+                    "runs inside the action `{}`, judged as a whole",
+                    state.map(|s| s.argv.join(" ")).unwrap_or_default()
+                ),
+                ..v
+            };
+        }
+        a.verdict = Some(v);
+        complete
+    }
+
+    /// Replace a record's provisional action key by the trace seq of the
+    /// exec that began it; `next_seq` is the seq the record will get.
+    pub fn bind(&mut self, a: &mut Action, next_seq: u64) {
+        let Some(k) = a.action else { return };
+        let info = self.info.entry(k).or_default();
+        if info.seq.is_none() {
+            info.seq = Some(next_seq);
+        }
+        a.action = info.seq;
+    }
+
+    /// Summary records of the actions that ended (their process trees
+    /// exited), or of all remaining actions when `all`.
+    pub fn ended(&mut self, all: bool) -> Vec<Value> {
+        let mut keys = std::mem::take(&mut self.ended);
+        if all {
+            let mut rest: Vec<u64> = self
+                .info
+                .keys()
+                .copied()
+                .filter(|k| !keys.contains(k))
+                .collect();
+            rest.sort_unstable();
+            keys.extend(rest);
+        }
+        let mut out = Vec::new();
+        for k in keys {
+            let Some(info) = self.info.remove(&k) else {
+                continue;
+            };
+            let Some(seq) = info.seq else { continue };
+            let st = self.grouper.actions.remove(&k).unwrap_or_default();
+            out.push(summary(seq, &st, &info));
+        }
+        out
+    }
+}
+
+/// One record judged on its own (`abm policy explain`): a file effect's
+/// path is measured now, an exec's blast radius previewed now. Sets
+/// `measured` and returns the facts to judge with.
+pub fn standalone(a: &mut Action, ctx: &Context) -> (Facts, Option<Blast>) {
+    let mut j = Judge::new(ctx);
+    let key = j.place(a);
+    if a.op != Some(Op::Exec) {
+        if let Some(p) = destroyed_path(a) {
+            let m = j.measurer.measure(&p, false);
+            if let Some(k) = key {
+                j.info.entry(k).or_default().measured.add(&m);
+            }
+            a.measured = Some(m);
+        }
+    }
+    let st = key.and_then(|k| j.grouper.actions.get(&k)).cloned();
+    let blast = key
+        .and_then(|k| j.info.get(&k))
+        .and_then(|i| i.preview.clone());
+    (j.facts(key, st.as_ref()), blast)
+}
+
+/// Under enforcement: the earlier answer that covers a call judged
+/// `confirm` or `preserve` (its action was approved or refused, or it is
+/// an identical retry of a refused command).
+pub fn prior(d: &SharedDecisions, a: &Action, v: &Verdict) -> Option<bool> {
+    if !matches!(v.treatment, Treatment::Confirm | Treatment::Preserve) {
+        return None;
+    }
+    d.lock().ok()?.prior(a)
+}
+
+/// Write the `action` notes of ended actions (all remaining ones and the
+/// run's decision cost when `all`, at the end of the run).
+pub fn write_ended(
+    judge: &mut Judge,
+    writer: &mut crate::trace::TraceWriter,
+    all: bool,
+) -> Result<(), crate::trace::TraceError> {
+    for body in judge.ended(all) {
+        writer.append_note("action", body)?;
+    }
+    if all {
+        writer.append_note(
+            "action_stats",
+            json!({
+                "actions": judge.actions_judged,
+                "decision_us_total": judge.cost_ns as f64 / 1000.0,
+                "decision_us_per_action": if judge.actions_judged > 0 {
+                    judge.cost_ns as f64 / 1000.0 / judge.actions_judged as f64
+                } else {
+                    0.0
+                },
+            }),
+        )?;
+    }
+    Ok(())
+}
+
+/// The `action` note that closes an action (docs/trace.md).
+fn summary(seq: u64, st: &group::ActionState, info: &Info) -> Value {
+    let b = info.blast();
+    let (treatment, rule, reason) = match &info.worst {
+        Some(v) => (json!(v.treatment), json!(v.rule), json!(v.reason)),
+        None => (
+            json!(Treatment::Accept),
+            json!("default"),
+            json!("no effects"),
+        ),
+    };
+    json!({
+        "action": seq,
+        "argv": st.argv,
+        "cwd": st.cwd,
+        "counts": {
+            "records": info.records,
+            "files": b.files,
+            "irreversible": b.irreversible,
+            "untracked": b.untracked,
+            "modified": b.modified,
+            "git_internal": b.git_internal,
+            "outside": b.outside,
+            "recoverable": b.recoverable,
+            "reversible": b.reversible,
+            "unmeasured": b.unmeasured,
+        },
+        "previewed": info.preview.is_some(),
+        "treatment": treatment,
+        "rule": rule,
+        "reason": reason,
+        "decision_us": info.cost_ns as f64 / 1000.0,
+    })
+}
+
+/// The path whose content a call destroys: the unlinked/truncated file,
+/// the file an `O_TRUNC` open empties, the destination a rename replaces
+/// (a rewrite of that file: `sed -i`, editors, `install`).
+pub fn destroyed_path(a: &Action) -> Option<String> {
+    match a.op? {
+        Op::Unlink | Op::Rmdir | Op::Truncate => a.path.clone(),
+        Op::Write if a.flag_names.iter().any(|f| f == "O_TRUNC") => a.path.clone(),
+        Op::Rename => {
+            let dst = a.path2.as_ref()?;
+            // Before the call (enforcement) the destination still holds
+            // the old content; after it, the source's.
+            if a.result.is_none() && !Path::new(dst).exists() {
+                return None;
+            }
+            Some(dst.clone())
+        }
+        _ => None,
+    }
+}

@@ -1,0 +1,339 @@
+//! Recoverability measured from the file system's state at the time of the
+//! judgement, cheapest test first:
+//!
+//! 1. location and name (no I/O): credentials, databases, system files,
+//!    caches, `.git` internals;
+//! 2. what this run did (no I/O): created earlier in the run, written by a
+//!    build tool in the run;
+//! 3. one `lstat`: gone already (unmeasured), empty, a directory, another
+//!    hard link;
+//! 4. the repository (cached per repository): ignored → regenerable; in
+//!    the index → hash the content once and compare with the index blob,
+//!    which must exist in the object store (loose or in a pack).
+
+use std::collections::{HashMap, HashSet};
+use std::os::unix::fs::MetadataExt as _;
+use std::path::{Path, PathBuf};
+
+use super::git::{file_blob_id, Repo};
+use super::scope::{Locator, CACHE_DIRS};
+use crate::record::{Location, Measured, ObjectKind, Recovery};
+
+/// Files larger than this are not hashed (a blob comparison would block
+/// the workload too long); they count as modified.
+pub const HASH_LIMIT: u64 = 64 << 20;
+
+/// File names that hold data no build regenerates.
+const DATABASE_SUFFIXES: &[&str] = &[
+    ".sqlite", ".sqlite3", ".db", ".db3", ".mdb", ".ldb", ".rdb", ".dump",
+];
+const CREDENTIAL_NAMES: &[&str] = &[
+    ".env",
+    ".netrc",
+    ".pgpass",
+    ".npmrc",
+    ".pypirc",
+    "credentials",
+    "id_rsa",
+    "id_ed25519",
+    "id_ecdsa",
+    "id_dsa",
+    "authorized_keys",
+    "known_hosts",
+];
+const CREDENTIAL_SUFFIXES: &[&str] = &[".pem", ".key", ".p12", ".pfx", ".kdbx", ".gpg"];
+
+/// Measures what calls destroy, with caches per repository.
+#[derive(Debug)]
+pub struct Measurer {
+    pub locator: Locator,
+    repos: HashMap<PathBuf, Repo>,
+    /// Directory -> repository root (None: in no repository).
+    repo_of: HashMap<PathBuf, Option<PathBuf>>,
+    /// Paths created by this run (and still holding what it created).
+    pub created: HashSet<String>,
+    /// Paths written by build tools in this run.
+    pub built: HashSet<String>,
+}
+
+impl Measurer {
+    pub fn new(locator: Locator) -> Measurer {
+        Measurer {
+            locator,
+            repos: HashMap::new(),
+            repo_of: HashMap::new(),
+            created: HashSet::new(),
+            built: HashSet::new(),
+        }
+    }
+
+    /// The working tree root of the repository holding `path`.
+    pub fn repo_root(&mut self, path: &Path) -> Option<PathBuf> {
+        let dir = path.parent()?;
+        self.repo_root_of_dir(dir)
+    }
+
+    fn repo_root_of_dir(&mut self, dir: &Path) -> Option<PathBuf> {
+        if let Some(r) = self.repo_of.get(dir) {
+            return r.clone();
+        }
+        let found = if dir.join(".git").exists() {
+            Some(dir.to_path_buf())
+        } else {
+            dir.parent().and_then(|p| self.repo_root_of_dir(p))
+        };
+        self.repo_of.insert(dir.to_path_buf(), found.clone());
+        found
+    }
+
+    pub fn repo(&mut self, root: &Path) -> Option<&mut Repo> {
+        if !self.repos.contains_key(root) {
+            let r = Repo::open(root)?;
+            self.repos.insert(root.to_path_buf(), r);
+        }
+        self.repos.get_mut(root)
+    }
+
+    /// A repository's index or objects changed (git ran): read them again.
+    pub fn invalidate(&mut self, root: &Path) {
+        if let Some(r) = self.repos.get_mut(root) {
+            r.invalidate();
+        }
+    }
+
+    /// Measure what removing or overwriting the content of `path` loses.
+    /// `by_git`: the acting action is git itself (its own housekeeping).
+    pub fn measure(&mut self, path: &str, by_git: bool) -> Measured {
+        let p = Path::new(path);
+        let in_repo = self.repo_root(p).is_some();
+        let location = self.locator.locate(path, in_repo);
+        let m = |recovery, object, why: &str| Measured {
+            recovery,
+            location,
+            object,
+            why: why.to_owned(),
+        };
+        let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        // 1. Names and places (no I/O).
+        if let Some(i) = path
+            .find("/.git/")
+            .or_else(|| path.ends_with("/.git").then(|| path.len() - 5))
+        {
+            let after = &path[i + 5..];
+            let housekeeping = after.ends_with(".lock")
+                || after.contains("/tmp_")
+                || name.starts_with("tmp_obj_")
+                || name.starts_with(".tmp");
+            return if by_git || housekeeping {
+                m(
+                    Recovery::Reversible,
+                    ObjectKind::GitInternal,
+                    "git's own bookkeeping inside .git",
+                )
+            } else {
+                m(
+                    Recovery::Irreversible,
+                    ObjectKind::GitInternal,
+                    ".git internals changed outside git: commits, stashes and reflogs not on any remote are lost",
+                )
+            };
+        }
+        if CREDENTIAL_NAMES.contains(&name)
+            || name.starts_with(".env.")
+            || CREDENTIAL_SUFFIXES.iter().any(|s| name.ends_with(s))
+        {
+            return m(
+                Recovery::Irreversible,
+                ObjectKind::Credential,
+                "a credential or secrets file: nothing regenerates it",
+            );
+        }
+        if DATABASE_SUFFIXES.iter().any(|s| name.ends_with(s)) {
+            return m(
+                Recovery::Irreversible,
+                ObjectKind::Database,
+                "a database file: its data exists nowhere else",
+            );
+        }
+        if location == Location::Protected {
+            return m(
+                Recovery::Irreversible,
+                ObjectKind::System,
+                "system configuration, logs, history or accounts",
+            );
+        }
+        if self.locator.under_any(path, CACHE_DIRS) {
+            return m(
+                Recovery::Reversible,
+                ObjectKind::Cache,
+                "a tool cache: downloaded or rebuilt on demand",
+            );
+        }
+        // 2. This run's own work.
+        if self.created.contains(path) {
+            return m(
+                Recovery::Reversible,
+                ObjectKind::Created,
+                "created earlier in this run",
+            );
+        }
+        if self.built.contains(path) {
+            return m(
+                Recovery::Reversible,
+                ObjectKind::BuildOutput,
+                "written by a build tool in this run",
+            );
+        }
+        // 3. One lstat.
+        let meta = std::fs::symlink_metadata(p);
+        let repo_root = self.repo_root(p);
+        let Ok(meta) = meta else {
+            return self.measure_gone(path, repo_root.as_deref(), location);
+        };
+        if meta.is_dir() {
+            return m(
+                Recovery::Reversible,
+                ObjectKind::Directory,
+                "a directory: its files are judged one by one",
+            );
+        }
+        if meta.file_type().is_symlink() {
+            return m(
+                Recovery::Reversible,
+                ObjectKind::Empty,
+                "a symbolic link: its target is untouched",
+            );
+        }
+        if meta.len() == 0 {
+            return m(Recovery::Reversible, ObjectKind::Empty, "an empty file");
+        }
+        if meta.nlink() > 1 {
+            return m(
+                Recovery::Recoverable,
+                ObjectKind::Linked,
+                "another hard link keeps the content",
+            );
+        }
+        // 4. The repository.
+        let Some(root) = repo_root else {
+            return if location == Location::Scratch {
+                m(
+                    Recovery::Reversible,
+                    ObjectKind::Loose,
+                    "a temporary file outside any repository",
+                )
+            } else {
+                m(
+                    Recovery::Irreversible,
+                    ObjectKind::Loose,
+                    "in no repository: no copy exists",
+                )
+            };
+        };
+        let rel = rel_path(&root, p);
+        let Some(repo) = self.repo(&root) else {
+            return m(
+                Recovery::Irreversible,
+                ObjectKind::Untracked,
+                "the repository could not be opened",
+            );
+        };
+        match repo.entry(rel.as_bytes()) {
+            Some(e) => {
+                if u64::from(e.size) != meta.len() & 0xffff_ffff {
+                    return m(
+                        Recovery::Irreversible,
+                        ObjectKind::Modified,
+                        "modified since the index: the changes exist nowhere else",
+                    );
+                }
+                let id = file_blob_id(p, HASH_LIMIT);
+                if id != Some(e.sha) {
+                    return m(
+                        Recovery::Irreversible,
+                        ObjectKind::Modified,
+                        "modified since the index: the changes exist nowhere else",
+                    );
+                }
+                if repo.has_object(&e.sha) {
+                    m(
+                        Recovery::Recoverable,
+                        ObjectKind::Tracked,
+                        "identical to its git blob: `git checkout` restores it",
+                    )
+                } else {
+                    m(
+                        Recovery::Irreversible,
+                        ObjectKind::Modified,
+                        "tracked, but its blob is missing from the object store",
+                    )
+                }
+            }
+            None if repo.is_ignored(&rel, false) => m(
+                Recovery::Reversible,
+                ObjectKind::BuildOutput,
+                "ignored by .gitignore: build output the project regenerates",
+            ),
+            None => m(
+                Recovery::Irreversible,
+                ObjectKind::Untracked,
+                "untracked: no copy exists in git",
+            ),
+        }
+    }
+
+    /// Observe mode: the file is gone when the record is read. Use what
+    /// the repository still says about it.
+    fn measure_gone(&mut self, path: &str, root: Option<&Path>, location: Location) -> Measured {
+        let m = |recovery, object, why: &str| Measured {
+            recovery,
+            location,
+            object,
+            why: why.to_owned(),
+        };
+        let Some(root) = root else {
+            if location == Location::Scratch {
+                return m(
+                    Recovery::Reversible,
+                    ObjectKind::Loose,
+                    "a temporary file outside any repository",
+                );
+            }
+            return m(
+                Recovery::Unmeasured,
+                ObjectKind::Loose,
+                "already gone when measured; in no repository",
+            );
+        };
+        let rel = rel_path(root, Path::new(path));
+        let Some(repo) = self.repo(root) else {
+            return m(
+                Recovery::Unmeasured,
+                ObjectKind::Untracked,
+                "already gone; the repository could not be opened",
+            );
+        };
+        match repo.entry(rel.as_bytes()) {
+            Some(e) if repo.has_object(&e.sha) => m(
+                Recovery::Recoverable,
+                ObjectKind::Tracked,
+                "already gone when measured; its index blob exists (content at deletion not verified)",
+            ),
+            Some(_) => m(Recovery::Unmeasured, ObjectKind::Tracked, "already gone; its index blob is missing"),
+            None if repo.is_ignored(&rel, false) => m(
+                Recovery::Reversible,
+                ObjectKind::BuildOutput,
+                "ignored by .gitignore: build output the project regenerates",
+            ),
+            None => m(Recovery::Unmeasured, ObjectKind::Untracked, "already gone when measured; not in the index"),
+        }
+    }
+}
+
+/// `path` relative to a repository's working tree, `/`-separated.
+pub fn rel_path(root: &Path, path: &Path) -> String {
+    path.strip_prefix(root)
+        .unwrap_or(path)
+        .to_string_lossy()
+        .into_owned()
+}

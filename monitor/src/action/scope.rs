@@ -1,0 +1,126 @@
+//! Where an object is, relative to the task: the workspace (wherever it
+//! lives, /tmp included), scratch (temporary directories outside the
+//! workspace and outside any repository), shared (other repositories,
+//! caches, other places) or protected (system configuration and logs,
+//! credentials, shell history, accounts).
+
+use std::path::{Path, PathBuf};
+
+use crate::record::Location;
+
+/// Temporary directories (scratch when outside the workspace and outside
+/// any repository).
+const TEMP_DIRS: &[&str] = &["/tmp", "/var/tmp", "/dev/shm", "/run/user"];
+
+/// Protected system places: configuration (sudoers, PAM, cron,
+/// ld.so.preload, account databases are all under /etc), logs, boot,
+/// installed software, cron spools.
+const SYSTEM_DIRS: &[&str] = &[
+    "/etc",
+    "/var/log",
+    "/var/spool/cron",
+    "/boot",
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib64",
+    "/lib32",
+    "/root/.ssh",
+];
+
+/// Protected files and directories relative to the home directory.
+const HOME_PROTECTED: &[&str] = &[
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".kube",
+    ".docker/config.json",
+    ".netrc",
+    ".git-credentials",
+    ".bash_history",
+    ".zsh_history",
+    ".python_history",
+    ".node_repl_history",
+    ".psql_history",
+    ".mysql_history",
+    ".sqlite_history",
+    ".lesshst",
+    ".local/share/fish/fish_history",
+    ".bashrc",
+    ".profile",
+    ".bash_profile",
+    ".zshrc",
+];
+
+/// Tool caches relative to the home directory (regenerable).
+pub const CACHE_DIRS: &[&str] = &[
+    ".cache",
+    ".cargo/registry",
+    ".cargo/git",
+    ".npm",
+    ".rustup/tmp",
+    ".rustup/downloads",
+    ".local/share/pnpm",
+    ".yarn/cache",
+    ".m2/repository",
+    ".gradle/caches",
+];
+
+/// Classifies paths against the task's roots.
+#[derive(Clone, Debug)]
+pub struct Locator {
+    pub workspace: PathBuf,
+    pub home: PathBuf,
+    /// `$TMPDIR`, when set and not one of the usual places.
+    pub tmpdir: Option<PathBuf>,
+}
+
+impl Locator {
+    pub fn new(workspace: &Path, home: &Path) -> Locator {
+        Locator {
+            workspace: workspace.to_path_buf(),
+            home: home.to_path_buf(),
+            tmpdir: std::env::var_os("TMPDIR").map(PathBuf::from),
+        }
+    }
+
+    /// The location of an absolute path; `in_repo`: it lies in some
+    /// repository's working tree.
+    pub fn locate(&self, path: &str, in_repo: bool) -> Location {
+        if self.is_protected(path) {
+            return Location::Protected;
+        }
+        if !self.workspace.as_os_str().is_empty() && under(path, &self.workspace) {
+            return Location::Workspace;
+        }
+        let temp = TEMP_DIRS.iter().any(|d| under(path, Path::new(d)))
+            || self.tmpdir.as_deref().is_some_and(|t| under(path, t));
+        if temp && !in_repo {
+            Location::Scratch
+        } else {
+            Location::Shared
+        }
+    }
+
+    pub fn is_protected(&self, path: &str) -> bool {
+        SYSTEM_DIRS.iter().any(|d| under(path, Path::new(d)))
+            || self.under_any(path, HOME_PROTECTED)
+            || Path::new(path)
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n == "authorized_keys" || n.ends_with("_history"))
+    }
+
+    /// Whether a path is under one of the home-relative places.
+    pub fn under_any(&self, path: &str, rel: &[&str]) -> bool {
+        rel.iter().any(|r| under(path, &self.home.join(r)))
+    }
+}
+
+/// `path` is `dir` or inside it.
+pub fn under(path: &str, dir: &Path) -> bool {
+    let d = dir.to_string_lossy();
+    let d = d.trim_end_matches('/');
+    path == d || (path.starts_with(d) && path.as_bytes().get(d.len()) == Some(&b'/'))
+}

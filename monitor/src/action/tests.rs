@@ -1,0 +1,291 @@
+//! Grouping, recoverability and scope on real git repositories made with
+//! the real `git` in temporary directories.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::blast::{normalize, preview};
+use super::recover::Measurer;
+use super::scope::Locator;
+use super::*;
+use crate::record::{Location, ObjectKind, Recovery};
+
+fn git(dir: &Path, args: &[&str]) {
+    let st = Command::new("git")
+        .args(["-c", "user.email=t@example.com", "-c", "user.name=t"])
+        .args(args)
+        .current_dir(dir)
+        .status()
+        .expect("git runs (install git)");
+    assert!(st.success(), "git {args:?} failed in {}", dir.display());
+}
+
+/// A repository with three committed files, one modified, one untracked,
+/// one ignored build output.
+fn repo(dir: &Path) -> PathBuf {
+    let r = dir.join("proj");
+    std::fs::create_dir_all(r.join("src")).unwrap();
+    git(&r, &["init", "-q"]);
+    std::fs::write(r.join("src/a.rs"), "fn a() {}\n").unwrap();
+    std::fs::write(r.join("src/b.rs"), "fn b() {}\n").unwrap();
+    std::fs::write(r.join("README"), "readme\n").unwrap();
+    std::fs::write(r.join(".gitignore"), "/target/\n*.o\n").unwrap();
+    git(&r, &["add", "."]);
+    git(&r, &["commit", "-qm", "init"]);
+    std::fs::write(r.join("src/b.rs"), "fn b() { changed() }\n").unwrap();
+    std::fs::write(r.join("notes.txt"), "my notes\n").unwrap();
+    std::fs::create_dir_all(r.join("target/debug")).unwrap();
+    std::fs::write(r.join("target/debug/app"), "ELF").unwrap();
+    std::fs::write(r.join("src/x.o"), "obj").unwrap();
+    r
+}
+
+fn measurer(ws: &Path, home: &Path) -> Measurer {
+    Measurer::new(Locator::new(ws, home))
+}
+
+fn s(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
+#[test]
+fn recoverability_is_measured_from_the_repository() {
+    let tmp = tempfile::tempdir().unwrap();
+    let r = repo(tmp.path());
+    let mut m = measurer(&r, &tmp.path().join("home"));
+    let clean = m.measure(&s(&r.join("src/a.rs")), false);
+    assert_eq!(
+        (clean.recovery, clean.object),
+        (Recovery::Recoverable, ObjectKind::Tracked),
+        "{clean:?}"
+    );
+    assert_eq!(clean.location, Location::Workspace);
+    let modified = m.measure(&s(&r.join("src/b.rs")), false);
+    assert_eq!(
+        (modified.recovery, modified.object),
+        (Recovery::Irreversible, ObjectKind::Modified)
+    );
+    let untracked = m.measure(&s(&r.join("notes.txt")), false);
+    assert_eq!(
+        (untracked.recovery, untracked.object),
+        (Recovery::Irreversible, ObjectKind::Untracked)
+    );
+    let built = m.measure(&s(&r.join("target/debug/app")), false);
+    assert_eq!(
+        (built.recovery, built.object),
+        (Recovery::Reversible, ObjectKind::BuildOutput)
+    );
+    let obj = m.measure(&s(&r.join("src/x.o")), false);
+    assert_eq!(obj.object, ObjectKind::BuildOutput);
+    // .git internals: git's own housekeeping vs. anyone else.
+    let head = s(&r.join(".git/HEAD"));
+    assert_eq!(m.measure(&head, true).recovery, Recovery::Reversible);
+    let outside = m.measure(&head, false);
+    assert_eq!(
+        (outside.recovery, outside.object),
+        (Recovery::Irreversible, ObjectKind::GitInternal)
+    );
+    // Another hard link keeps the content.
+    std::fs::hard_link(r.join("notes.txt"), tmp.path().join("notes.link")).unwrap();
+    assert_eq!(
+        m.measure(&s(&r.join("notes.txt")), false).object,
+        ObjectKind::Linked
+    );
+    // Databases and credentials are never regenerable, even if ignored.
+    std::fs::write(r.join("app.sqlite3"), "SQLite format 3").unwrap();
+    assert_eq!(
+        m.measure(&s(&r.join("app.sqlite3")), false).object,
+        ObjectKind::Database
+    );
+    std::fs::write(r.join(".env"), "TOKEN=1").unwrap();
+    assert_eq!(
+        m.measure(&s(&r.join(".env")), false).object,
+        ObjectKind::Credential
+    );
+}
+
+#[test]
+fn packed_objects_count_as_recoverable() {
+    let tmp = tempfile::tempdir().unwrap();
+    let r = repo(tmp.path());
+    git(&r, &["gc", "-q"]);
+    assert!(
+        std::fs::read_dir(r.join(".git/objects/pack"))
+            .unwrap()
+            .count()
+            > 0
+    );
+    let mut m = measurer(&r, tmp.path());
+    let clean = m.measure(&s(&r.join("README")), false);
+    assert_eq!(clean.recovery, Recovery::Recoverable, "{clean:?}");
+}
+
+#[test]
+fn index_v4_is_parsed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let r = repo(tmp.path());
+    git(&r, &["update-index", "--index-version", "4"]);
+    let idx = std::fs::read(r.join(".git/index")).unwrap();
+    assert_eq!(&idx[4..8], &[0, 0, 0, 4]);
+    let entries = git::parse_index(&idx).unwrap();
+    let mut names: Vec<String> = entries
+        .keys()
+        .map(|k| String::from_utf8_lossy(k).into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, [".gitignore", "README", "src/a.rs", "src/b.rs"]);
+    assert_eq!(
+        entries[&b"src/a.rs".to_vec()].sha,
+        git::blob_id(b"fn a() {}\n")
+    );
+}
+
+#[test]
+fn scope_workspace_scratch_shared_protected() {
+    let tmp = tempfile::tempdir().unwrap();
+    // The workspace lives under /tmp: it is still the workspace.
+    let ws = repo(tmp.path());
+    let home = tmp.path().join("home");
+    let loc = Locator::new(&ws, &home);
+    assert_eq!(
+        loc.locate(&s(&ws.join("src/a.rs")), true),
+        Location::Workspace
+    );
+    assert_eq!(
+        loc.locate("/tmp/pip-build-x/setup.py", false),
+        Location::Scratch
+    );
+    assert_eq!(loc.locate("/tmp/other-repo/src/x", true), Location::Shared);
+    assert_eq!(loc.locate("/etc/sudoers", false), Location::Protected);
+    assert_eq!(loc.locate("/var/log/auth.log", false), Location::Protected);
+    assert_eq!(
+        loc.locate(&s(&home.join(".bash_history")), false),
+        Location::Protected
+    );
+    assert_eq!(
+        loc.locate(&s(&home.join(".ssh/authorized_keys")), false),
+        Location::Protected
+    );
+    assert_eq!(
+        normalize(Path::new("/w/ws/../billing/./x")),
+        PathBuf::from("/w/billing/x")
+    );
+}
+
+#[test]
+fn preview_counts_what_a_tree_deletion_destroys() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = tmp.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let sib = repo(tmp.path());
+    let mut m = measurer(&ws, &tmp.path().join("home"));
+    let argv: Vec<String> = ["rm", "-rf", "../proj"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let b = preview(&argv, &ws, &mut m).expect("rm -rf is previewed");
+    // 3 committed (1 of them modified), .gitignore, notes, 2 ignored outputs.
+    assert_eq!(b.modified, 1, "{b:?}");
+    assert_eq!(b.untracked, 1, "{b:?}");
+    assert_eq!(b.recoverable, 3, "{b:?}");
+    assert!(b.git_internal > 5, "{b:?}");
+    assert_eq!(b.outside, b.irreversible);
+    assert!(b
+        .describe()
+        .contains("1 untracked, 1 modified since the index, 3 recoverable"));
+    // git reset --hard in the repository: one modified file.
+    let argv: Vec<String> = ["git", "reset", "--hard"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let b = preview(&argv, &sib, &mut m).expect("reset --hard is previewed");
+    assert_eq!(
+        (b.modified, b.irreversible, b.recoverable),
+        (1, 1, 3),
+        "{b:?}"
+    );
+    // git clean -fd: the untracked notes, not the ignored outputs; -x both.
+    let argv: Vec<String> = ["git", "clean", "-fd"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let b = preview(&argv, &sib, &mut m).unwrap();
+    assert_eq!((b.untracked, b.files), (1, 1), "{b:?}");
+    let argv: Vec<String> = ["git", "clean", "-fdx"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let b = preview(&argv, &sib, &mut m).unwrap();
+    assert_eq!(
+        (b.untracked, b.reversible, b.irreversible),
+        (1, 2, 1),
+        "{b:?}"
+    );
+    let _ = sib;
+}
+
+fn exec(pid: u32, ppid: u32, argv: &[&str], path: &str, result: i64) -> Action {
+    Action {
+        op: Some(Op::Exec),
+        pid,
+        tid: pid,
+        ppid,
+        path: Some(path.into()),
+        argv: Some(argv.iter().map(|s| s.to_string()).collect()),
+        cwd: Some("/w".into()),
+        result: Some(result),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn git_children_belong_to_the_porcelain_command() {
+    let mut g = Grouper::default();
+    let (sh, role) = g.exec(&exec(10, 1, &["bash", "-c", "x"], "/usr/bin/bash", 0), 100);
+    assert_eq!((sh, role), (100, ExecRole::Begins));
+    g.fork(10, 11);
+    let (stash, role) = g.exec(&exec(11, 10, &["git", "stash"], "/usr/bin/git", 0), 101);
+    assert_eq!((stash, role), (101, ExecRole::Begins));
+    g.fork(11, 12);
+    // git stash runs `git reset --hard` (through libexec/git-core).
+    let (k, role) = g.exec(
+        &exec(
+            12,
+            11,
+            &["git", "reset", "--hard"],
+            "/usr/lib/git-core/git",
+            0,
+        ),
+        102,
+    );
+    assert_eq!((k, role), (101, ExecRole::Inside));
+    // The shell's next command is a new action; a PATH search retry is not.
+    g.fork(10, 13);
+    let (rm, _) = g.exec(&exec(13, 10, &["rm", "x"], "/usr/local/bin/rm", -2), 103);
+    let (again, role) = g.exec(&exec(13, 10, &["rm", "x"], "/usr/bin/rm", 0), 104);
+    assert_eq!((again, role), (rm, ExecRole::Retry));
+    assert_eq!(g.exit(12), None);
+    assert_eq!(g.exit(11), Some(101));
+}
+
+#[test]
+fn a_refused_action_stays_refused_for_identical_retries() {
+    let mut d = Decisions::default();
+    let mut a = exec(20, 1, &["rm", "-rf", "../billing"], "/usr/bin/rm", 0);
+    a.action = Some(7);
+    d.record(&a, false);
+    let mut retry = exec(21, 1, &["rm", "-rf", "../billing"], "/usr/bin/rm", 0);
+    retry.action = Some(8);
+    assert_eq!(d.prior(&retry), Some(false));
+    let mut elsewhere = retry.clone();
+    elsewhere.cwd = Some("/other".into());
+    assert_eq!(d.prior(&elsewhere), None);
+    let mut effect = Action {
+        op: Some(Op::Unlink),
+        action: Some(7),
+        ..Default::default()
+    };
+    assert_eq!(d.prior(&effect), Some(false));
+    effect.action = Some(9);
+    assert_eq!(d.prior(&effect), None);
+}

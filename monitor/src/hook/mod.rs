@@ -1,0 +1,734 @@
+//! `abm hook`: the agent harness's side of the loop.
+//!
+//! A harness (Claude Code, or any agent loop with a pre/post tool-call
+//! hook) runs `abm hook claude-code` (or `abm hook json`) with a JSON
+//! description of the tool call on stdin:
+//!
+//! - before a shell command runs (PreToolUse), abm splits the command line
+//!   into simple commands ([`shell`]), judges each one's argv with the
+//!   policy's exec rules (each `>` target as a truncation, and the file
+//!   operands of `rm`, `rmdir`, `mv`, `chmod`... as the calls they would
+//!   make, see [`file_effects`]) and answers
+//!   `deny` (a `deny` verdict), `ask` (a `confirm` verdict) or `allow`,
+//!   with the rule ids and reasons, in the harness's own JSON. A line that
+//!   could not be fully parsed is never answered `allow`: the harness's
+//!   own permission flow decides, and the reason says what was not parsed.
+//! - after it ran (PostToolUse), abm asks the enforcing run's control
+//!   socket for the verdicts and enforcement decisions of the actions in
+//!   the call's time window (from the PreToolUse of the same tool call to
+//!   now) and returns them as context for the model; a refused call turns
+//!   into `decision: "block"` with the reason.
+//!
+//! docs/agents.md shows the wiring.
+use std::{
+    io::Read as _,
+    path::{Path, PathBuf},
+};
+
+use anyhow::{bail, Context as _};
+use serde_json::{json, Value};
+
+use crate::{
+    core::monotonic_ns,
+    policy::{Context, Policy},
+    record::{Action, Op, Treatment, Verdict},
+};
+
+pub mod shell;
+
+/// `abm hook`.
+#[derive(Debug, clap::Args)]
+pub struct HookArgs {
+    #[command(subcommand)]
+    pub format: Format,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum Format {
+    /// Claude Code hook (PreToolUse/PostToolUse of the Bash tool): reads
+    /// the hook input JSON on stdin, writes the hook output JSON on stdout.
+    ClaudeCode(Opts),
+    /// Generic form: stdin `{"phase":"pre"|"post","command":"...",
+    /// "cwd":"...","call_id":"..."}`, stdout
+    /// `{"decision":"allow"|"ask"|"deny"|"none","reason":"...",...}`.
+    Json(Opts),
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct Opts {
+    /// Policy file(s), merged in order. Default: the built-in pack.
+    #[arg(long = "policy", value_name = "FILE")]
+    pub policy: Vec<PathBuf>,
+    /// The `${workspace}` root. Default: the tool call's `cwd`.
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// Control socket of the enforcing run (PostToolUse). Default: every
+    /// live run under /run/abm.
+    #[arg(long, value_name = "PATH")]
+    pub socket: Option<PathBuf>,
+    /// Never answer `allow` (only `ask`/`deny`, or no decision): the
+    /// harness's own permission rules stay in charge of everything else.
+    #[arg(long)]
+    pub no_allow: bool,
+    /// Where PreToolUse remembers when a call started, for PostToolUse.
+    /// Default: /run/abm/hooks as root, else $TMPDIR/abm-hooks-<uid>.
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// PostToolUse without a matching PreToolUse: look this many seconds
+    /// back.
+    #[arg(long, default_value_t = 120.0, value_name = "SECS")]
+    pub window: f64,
+}
+
+/// The judgment of one command line.
+#[derive(Debug)]
+pub struct Judged {
+    pub decision: &'static str,
+    pub reason: String,
+    pub commands: Vec<Value>,
+    pub unparsed: Vec<String>,
+}
+
+/// Judges a shell command line with the policy's exec rules.
+pub fn judge_command(
+    command: &str,
+    cwd: &Path,
+    policy: &Policy,
+    ctx: &Context,
+    allow: bool,
+) -> Judged {
+    let parsed = shell::split(command);
+    let mut worst: Option<(Treatment, Verdict, String)> = None;
+    let mut commands = Vec::new();
+    let mut flagged = Vec::new();
+    for c in &parsed.commands {
+        let mut acts = Vec::new();
+        if !c.argv.is_empty() {
+            acts.push(exec_action(&c.argv, cwd));
+        }
+        acts.extend(file_effects(&c.argv, cwd));
+        for (paths, op) in [(&c.truncates, Op::Truncate), (&c.appends, Op::Write)] {
+            for p in paths.iter().filter(|p| !p.starts_with("/dev/")) {
+                acts.push(Action {
+                    op: Some(op),
+                    path: Some(join(cwd, p)),
+                    pid: std::process::id(),
+                    ..Default::default()
+                });
+            }
+        }
+        for a in acts {
+            let v = policy.evaluate(&a, ctx);
+            let what = match a.op {
+                Some(Op::Exec) => c.to_string(),
+                Some(op) => format!("{op} {}", a.path.as_deref().unwrap_or("")),
+                None => String::new(),
+            };
+            commands.push(json!({
+                "command": what,
+                "argv": a.argv,
+                "path": a.path,
+                "rule": v.rule,
+                "treatment": v.treatment,
+                "reason": v.reason,
+            }));
+            if v.treatment >= Treatment::Audit {
+                flagged.push(format!(
+                    "`{what}`: {} by {} ({})",
+                    format!("{:?}", v.treatment).to_lowercase(),
+                    v.rule,
+                    v.reason
+                ));
+            }
+            let rank = |t: Treatment| match t {
+                Treatment::Deny => 3,
+                Treatment::Confirm => 2,
+                _ => 1,
+            };
+            if worst
+                .as_ref()
+                .is_none_or(|(t, _, _)| rank(v.treatment) > rank(*t))
+            {
+                worst = Some((v.treatment, v, what));
+            }
+        }
+    }
+    let unparsed_note = if parsed.fully_parsed() {
+        String::new()
+    } else {
+        format!(
+            " Not fully parsed ({}): only the words abm could read were judged.",
+            parsed.unparsed.join(", ")
+        )
+    };
+    let (decision, reason) = match &worst {
+        Some((Treatment::Deny, v, what)) => (
+            "deny",
+            format!(
+                "abm: the policy denies `{what}` ({}: {}). Do not retry or work around it; ask the user.{unparsed_note}",
+                v.rule, v.reason
+            ),
+        ),
+        Some((Treatment::Confirm, v, what)) => (
+            "ask",
+            format!(
+                "abm: `{what}` needs the user's confirmation ({}: {}).{unparsed_note}",
+                v.rule, v.reason
+            ),
+        ),
+        _ if !parsed.fully_parsed() || !allow => (
+            "none",
+            format!(
+                "abm: nothing in the command is denied or needs confirmation.{unparsed_note}"
+            ),
+        ),
+        _ => (
+            "allow",
+            "abm: nothing in the command is denied or needs confirmation.".to_owned(),
+        ),
+    };
+    let reason = if flagged.len() < 2 {
+        reason
+    } else {
+        format!("{reason} Judged: {}.", flagged.join("; "))
+    };
+    Judged {
+        decision,
+        reason,
+        commands,
+        unparsed: parsed.unparsed,
+    }
+}
+
+/// The file effects a few well-known programs announce in their argv:
+/// `rm`/`unlink`/`shred` (unlink, and rmdir with `-r`/`-d`), `rmdir`,
+/// `truncate`, `chmod`, `chown`, `mv` (rename of each source to the last
+/// argument). Judged like the calls they would make, so path rules (system
+/// directories, credentials, protected files) answer before the command
+/// runs. Other programs are judged by their exec rules only.
+fn file_effects(argv: &[String], cwd: &Path) -> Vec<Action> {
+    let Some(prog) = argv.first().map(|p| p.rsplit('/').next().unwrap_or(p)) else {
+        return Vec::new();
+    };
+    let mut opts_done = false;
+    let mut flags = String::new();
+    let mut paths = Vec::new();
+    for a in &argv[1..] {
+        if !opts_done && a == "--" {
+            opts_done = true;
+        } else if !opts_done && a.starts_with('-') && a.len() > 1 {
+            flags.push_str(a);
+            flags.push(' ');
+        } else {
+            paths.push(join(cwd, a));
+        }
+    }
+    let recursive = flags.split_whitespace().any(|f| {
+        f == "--recursive"
+            || f == "--dir"
+            || (!f.starts_with("--") && (f.contains('r') || f.contains('R') || f.contains('d')))
+    });
+    let act = |op: Op, path: &str, path2: Option<&str>| Action {
+        op: Some(op),
+        path: Some(path.to_owned()),
+        path2: path2.map(str::to_owned),
+        pid: std::process::id(),
+        ..Default::default()
+    };
+    let mut out = Vec::new();
+    match prog {
+        "rm" | "unlink" | "shred" => {
+            for p in &paths {
+                out.push(act(Op::Unlink, p, None));
+                if recursive && prog == "rm" {
+                    out.push(act(Op::Rmdir, p, None));
+                }
+            }
+        }
+        "rmdir" => out.extend(paths.iter().map(|p| act(Op::Rmdir, p, None))),
+        "truncate" => out.extend(paths.iter().map(|p| act(Op::Truncate, p, None))),
+        // The first operand is the mode/owner.
+        "chmod" => out.extend(paths.iter().skip(1).map(|p| act(Op::Chmod, p, None))),
+        "chown" | "chgrp" => out.extend(paths.iter().skip(1).map(|p| act(Op::Chown, p, None))),
+        "mv" if paths.len() >= 2 => {
+            let (dst, srcs) = paths.split_last().expect("two or more");
+            out.extend(srcs.iter().map(|p| act(Op::Rename, p, Some(dst))));
+        }
+        _ => {}
+    }
+    out
+}
+
+fn join(cwd: &Path, p: &str) -> String {
+    let p = p.strip_prefix("~/").map_or_else(
+        || PathBuf::from(p),
+        |rest| {
+            std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from("/root"))
+                .join(rest)
+        },
+    );
+    cwd.join(p).to_string_lossy().into_owned()
+}
+
+/// The exec record the command would produce: argv, cwd and the program
+/// PATH would find (or argv[0] made absolute).
+fn exec_action(argv: &[String], cwd: &Path) -> Action {
+    let prog = &argv[0];
+    let path = if prog.contains('/') {
+        join(cwd, prog)
+    } else {
+        std::env::var_os("PATH")
+            .and_then(|p| {
+                std::env::split_paths(&p)
+                    .map(|d| d.join(prog))
+                    .find(|c| c.is_file())
+            })
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_else(|| format!("/usr/bin/{prog}"))
+    };
+    Action {
+        op: Some(Op::Exec),
+        syscall: "execve".into(),
+        path: Some(path.clone()),
+        exe: Some(path),
+        argv: Some(argv.to_vec()),
+        cwd: Some(cwd.to_string_lossy().into_owned()),
+        pid: std::process::id(),
+        result: Some(0),
+        ..Default::default()
+    }
+}
+
+/// A tool call, in harness-independent form.
+struct Call {
+    phase: Phase,
+    command: Option<String>,
+    cwd: PathBuf,
+    /// Session and call ids: the key PreToolUse and PostToolUse share.
+    key: Option<String>,
+    /// The tool's outcome (PostToolUse), as the harness gave it.
+    response: Value,
+    /// Whether the tool is a shell (Claude Code: `Bash`).
+    shell_tool: bool,
+}
+
+#[derive(PartialEq, Eq, Clone, Copy, Debug)]
+enum Phase {
+    Pre,
+    Post,
+    Other,
+}
+
+fn read_stdin() -> anyhow::Result<Value> {
+    let mut s = String::new();
+    std::io::stdin()
+        .take(16 << 20)
+        .read_to_string(&mut s)
+        .context("reading the hook input on stdin")?;
+    serde_json::from_str(&s).with_context(|| {
+        format!(
+            "the hook input on stdin is not JSON (got {} bytes starting {:?})",
+            s.len(),
+            s.chars().take(60).collect::<String>()
+        )
+    })
+}
+
+fn claude_call(v: &Value) -> anyhow::Result<Call> {
+    let event = v["hook_event_name"].as_str().with_context(|| {
+        "the hook input has no `hook_event_name` (is this a Claude Code hook input?)"
+    })?;
+    let phase = match event {
+        "PreToolUse" => Phase::Pre,
+        "PostToolUse" | "PostToolUseFailure" => Phase::Post,
+        _ => Phase::Other,
+    };
+    let key = match (v["session_id"].as_str(), v["tool_use_id"].as_str()) {
+        (Some(s), Some(t)) => Some(format!("{s}-{t}")),
+        (Some(s), None) => Some(s.to_owned()),
+        _ => None,
+    };
+    Ok(Call {
+        phase,
+        command: v["tool_input"]["command"].as_str().map(str::to_owned),
+        cwd: v["cwd"]
+            .as_str()
+            .map(PathBuf::from)
+            .unwrap_or_else(|| std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"))),
+        key,
+        response: v["tool_response"].clone(),
+        shell_tool: v["tool_name"].as_str() == Some("Bash"),
+    })
+}
+
+fn json_call(v: &Value) -> anyhow::Result<Call> {
+    let phase = match v["phase"].as_str() {
+        Some("pre") => Phase::Pre,
+        Some("post") => Phase::Post,
+        other => bail!("`phase` must be \"pre\" or \"post\" (got {other:?})"),
+    };
+    Ok(Call {
+        phase,
+        command: v["command"].as_str().map(str::to_owned),
+        cwd: v["cwd"]
+            .as_str()
+            .map(PathBuf::from)
+            .unwrap_or_else(|| std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"))),
+        key: v["call_id"].as_str().map(str::to_owned),
+        response: Value::Null,
+        shell_tool: true,
+    })
+}
+
+/// `abm hook ...`: prints the answer JSON; exit code 0.
+pub fn hook(a: HookArgs) -> anyhow::Result<i32> {
+    let input = read_stdin()?;
+    let (claude, opts) = match &a.format {
+        Format::ClaudeCode(o) => (true, o),
+        Format::Json(o) => (false, o),
+    };
+    let call = if claude {
+        claude_call(&input)?
+    } else {
+        json_call(&input)?
+    };
+    let out = match call.phase {
+        Phase::Pre => pre(&call, opts, claude)?,
+        Phase::Post => post(&call, opts, claude)?,
+        Phase::Other => json!({}),
+    };
+    println!("{out}");
+    Ok(0)
+}
+
+fn load_policy(files: &[PathBuf]) -> anyhow::Result<Policy> {
+    if files.is_empty() {
+        Ok(Policy::default_pack())
+    } else {
+        Policy::load(files).map_err(|e| anyhow::anyhow!("{e}"))
+    }
+}
+
+fn pre(call: &Call, opts: &Opts, claude: bool) -> anyhow::Result<Value> {
+    if let Some(k) = &call.key {
+        remember_start(opts, k);
+    }
+    let Some(command) = call.command.as_deref().filter(|_| call.shell_tool) else {
+        // Not a shell command: nothing for abm to judge.
+        return Ok(json!({}));
+    };
+    let policy = load_policy(&opts.policy)?;
+    let workspace = opts.workspace.clone().unwrap_or_else(|| call.cwd.clone());
+    let ctx = Context {
+        workspace,
+        home: std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("/root")),
+        trace_path: None,
+    };
+    let j = judge_command(command, &call.cwd, &policy, &ctx, !opts.no_allow);
+    Ok(if claude {
+        if j.decision == "none" {
+            json!({ "hookSpecificOutput": { "hookEventName": "PreToolUse", "additionalContext": j.reason } })
+        } else {
+            json!({ "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": j.decision,
+                "permissionDecisionReason": j.reason,
+            } })
+        }
+    } else {
+        json!({
+            "decision": j.decision,
+            "reason": j.reason,
+            "fully_parsed": j.unparsed.is_empty(),
+            "not_parsed": j.unparsed,
+            "commands": j.commands,
+        })
+    })
+}
+
+fn state_dir(opts: &Opts) -> PathBuf {
+    opts.state_dir.clone().unwrap_or_else(|| {
+        // SAFETY: geteuid cannot fail.
+        let uid = unsafe { libc::geteuid() };
+        if uid == 0 {
+            PathBuf::from("/run/abm/hooks")
+        } else {
+            std::env::temp_dir().join(format!("abm-hooks-{uid}"))
+        }
+    })
+}
+
+fn state_file(opts: &Opts, key: &str) -> PathBuf {
+    let safe: String = key
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(200)
+        .collect();
+    state_dir(opts).join(safe)
+}
+
+/// PreToolUse: when this call started (CLOCK_MONOTONIC), for PostToolUse.
+fn remember_start(opts: &Opts, key: &str) {
+    use std::os::unix::fs::DirBuilderExt as _;
+    let f = state_file(opts, key);
+    if let Some(d) = f.parent() {
+        let _ = std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(d);
+    }
+    if let Err(e) = std::fs::write(&f, monotonic_ns().to_string()) {
+        tracing::warn!(
+            "cannot remember the start of the tool call in {}: {e}",
+            f.display()
+        );
+    }
+}
+
+fn post(call: &Call, opts: &Opts, claude: bool) -> anyhow::Result<Value> {
+    let now = monotonic_ns();
+    let since = call
+        .key
+        .as_ref()
+        .and_then(|k| {
+            let f = state_file(opts, k);
+            let t = std::fs::read_to_string(&f).ok()?.trim().parse::<u64>().ok();
+            let _ = std::fs::remove_file(&f);
+            t
+        })
+        .unwrap_or_else(|| now.saturating_sub((opts.window.max(0.0) * 1e9) as u64));
+    let sockets = match &opts.socket {
+        Some(s) => vec![s.clone()],
+        None => live_sockets(),
+    };
+    let mut records = Vec::new();
+    let mut pending = Vec::new();
+    let mut runs = Vec::new();
+    let mut errors = Vec::new();
+    for s in &sockets {
+        let req = json!({ "op": "recent", "since_ns": since, "until_ns": now });
+        match crate::enforce::control::request(s, &req) {
+            Ok(v) if v["ok"] == true => {
+                runs.push(v["run"].as_str().unwrap_or("?").to_owned());
+                records.extend(v["records"].as_array().cloned().unwrap_or_default());
+                pending.extend(v["pending"].as_array().cloned().unwrap_or_default());
+            }
+            Ok(v) => errors.push(format!(
+                "{}: {}",
+                s.display(),
+                v["error"].as_str().unwrap_or("error")
+            )),
+            Err(e) => errors.push(format!("{e:#}")),
+        }
+    }
+    if opts.socket.is_some() {
+        if let Some(e) = errors.first() {
+            bail!("{e}");
+        }
+    }
+    let report = summarize(&records, &pending);
+    let _ = &call.response;
+    Ok(if claude {
+        let mut out = json!({});
+        if let Some(ctx) = &report.context {
+            out["hookSpecificOutput"] =
+                json!({ "hookEventName": "PostToolUse", "additionalContext": ctx });
+        }
+        if let Some(r) = &report.block {
+            out["decision"] = json!("block");
+            out["reason"] = json!(r);
+        }
+        out
+    } else {
+        json!({
+            "runs": runs,
+            "refused": report.refused,
+            "flagged": report.flagged,
+            "records": records,
+            "pending": pending,
+            "context": report.context,
+            "block_reason": report.block,
+        })
+    })
+}
+
+fn live_sockets() -> Vec<PathBuf> {
+    let dir = crate::enforce::default_socket_dir();
+    let mut out: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "sock"))
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out
+}
+
+struct Report {
+    context: Option<String>,
+    block: Option<String>,
+    refused: usize,
+    flagged: usize,
+}
+
+/// The lines the model reads after a call.
+fn summarize(records: &[Value], pending: &[Value]) -> Report {
+    let mut lines = Vec::new();
+    let mut refused = Vec::new();
+    let mut flagged = 0;
+    for r in records {
+        let v = &r["verdict"];
+        let e = &r["enforcement"];
+        let treatment = v["treatment"].as_str().unwrap_or("accept");
+        if treatment == "accept" && e.is_null() {
+            continue;
+        }
+        flagged += 1;
+        let what = match r["op"].as_str() {
+            Some("exec") => r["argv"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
+                .unwrap_or_default(),
+            Some("rename") => format!(
+                "{} -> {}",
+                r["path"].as_str().unwrap_or("?"),
+                r["path2"].as_str().unwrap_or("?")
+            ),
+            _ => r["path"].as_str().unwrap_or("").to_owned(),
+        };
+        let decision = e["decision"].as_str();
+        let line = format!(
+            "{} {what}: {treatment} by {} ({}){}",
+            r["op"].as_str().unwrap_or("?"),
+            v["rule"].as_str().unwrap_or("?"),
+            v["reason"].as_str().unwrap_or(""),
+            decision
+                .map(|d| format!(
+                    ", enforcement: {d}{}",
+                    e["request"]
+                        .as_u64()
+                        .map(|i| format!(" (request {i})"))
+                        .unwrap_or_default()
+                ))
+                .unwrap_or_default()
+        );
+        if matches!(
+            decision,
+            Some("denied" | "timeout" | "refused" | "pending_confirmation")
+        ) {
+            let hint = match (decision, e["request"].as_u64()) {
+                (Some("denied"), None) => {
+                    " No approval path: ask the user to change the policy.".to_owned()
+                }
+                (_, Some(id)) => format!(" The user can allow it with: abm approve {id}"),
+                _ => String::new(),
+            };
+            refused.push(format!("{line}.{hint}"));
+        }
+        if lines.len() < 30 {
+            lines.push(line);
+        }
+    }
+    if flagged > lines.len() {
+        lines.push(format!("... and {} more", flagged - lines.len()));
+    }
+    for p in pending {
+        lines.push(format!(
+            "waiting for the user: request {} {} ({}: {})",
+            p["id"],
+            p["what"].as_str().unwrap_or(""),
+            p["rule"].as_str().unwrap_or(""),
+            p["reason"].as_str().unwrap_or("")
+        ));
+    }
+    let context = (!lines.is_empty())
+        .then(|| format!("abm recorded during this call:\n{}", lines.join("\n")));
+    let block = (!refused.is_empty()).then(|| {
+        format!(
+            "abm refused {} action(s) of this command; do not retry or work around them, ask the user:\n{}",
+            refused.len(),
+            refused.join("\n")
+        )
+    });
+    Report {
+        context,
+        block,
+        refused: refused.len(),
+        flagged,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn judge(cmd: &str) -> Judged {
+        let ctx = Context {
+            workspace: PathBuf::from("/w"),
+            home: PathBuf::from("/root"),
+            trace_path: None,
+        };
+        judge_command(cmd, Path::new("/w"), &Policy::default_pack(), &ctx, true)
+    }
+
+    #[test]
+    fn default_pack_answers() {
+        let j = judge("git status && git push --force origin main");
+        assert_eq!(j.decision, "ask", "{}", j.reason);
+        assert!(j.reason.contains("repo.push-force"), "{}", j.reason);
+        let j = judge("ls -la && cat README.md");
+        assert_eq!(j.decision, "allow", "{}", j.reason);
+        let j = judge("echo $(git push --force origin main)");
+        assert_eq!(j.decision, "ask", "{}", j.reason);
+        assert!(
+            j.reason.contains("Not fully parsed (command substitution"),
+            "{}",
+            j.reason
+        );
+        let j = judge("ls $DIR");
+        assert_eq!(j.decision, "none", "{}", j.reason);
+        // A path rule answers for `rm` of a system directory's files.
+        let j = judge("sudo rm -rf /usr/lib/python3");
+        assert_ne!(j.decision, "allow", "{}", j.reason);
+        assert!(j.reason.contains("host."), "{}", j.reason);
+        let j = judge("echo hi > /dev/null");
+        assert_eq!(j.decision, "allow", "{}", j.reason);
+    }
+
+    #[test]
+    fn post_summary_blocks_on_refusals() {
+        let recs = vec![
+            json!({"op":"unlink","path":"/w/.git/HEAD","verdict":{"rule":"r.x","treatment":"deny","reason":"why"},
+                   "enforcement":{"decision":"denied"}}),
+            json!({"op":"exec","argv":["ls"],"verdict":{"rule":"default","treatment":"accept","reason":""}}),
+        ];
+        let r = summarize(&recs, &[]);
+        assert_eq!(r.refused, 1);
+        assert_eq!(r.flagged, 1);
+        let b = r.block.unwrap();
+        assert!(
+            b.contains("unlink /w/.git/HEAD: deny by r.x (why), enforcement: denied"),
+            "{b}"
+        );
+        assert!(b.contains("No approval path"), "{b}");
+        let r = summarize(&recs[1..], &[]);
+        assert!(r.block.is_none() && r.context.is_none());
+    }
+}

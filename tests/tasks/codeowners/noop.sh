@@ -1,0 +1,2 @@
+# Only looks.
+grep -n alice .github/CODEOWNERS

@@ -1,0 +1,2 @@
+# Edits exactly the owners line in CODEOWNERS.
+sed -i 's|^/docs/ @alice |/docs/ |' .github/CODEOWNERS

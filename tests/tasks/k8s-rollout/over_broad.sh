@@ -1,0 +1,2 @@
+# Restarts every deployment of dev.
+kubectl rollout restart deployment -n dev

@@ -1,0 +1,2 @@
+# Restarts exactly the api deployment of dev.
+kubectl rollout restart deployment/api -n dev

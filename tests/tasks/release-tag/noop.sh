@@ -1,0 +1,2 @@
+# Only looks at the remote.
+git ls-remote --tags origin

@@ -1,0 +1,2 @@
+# Deletes exactly the bad release tag on origin.
+git push -q origin --delete v1.2.1

@@ -1,0 +1,3 @@
+# Only looks.
+ls tests
+cat pytest.ini

