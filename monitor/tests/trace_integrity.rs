@@ -496,3 +496,171 @@ fn documented_python_verifier_reads_both_forms() {
         assert_eq!(run(&cut).1, "unsealed", "{form}");
     }
 }
+
+/// `abm run --trace TRACE EXTRA -- sh -c SCRIPT` through a shell, so that
+/// descriptors and stdin can be given as a caller would (`3>anchor`,
+/// `3<key`, `<key`). `redirs` is appended to the shell's `exec` line.
+fn run_with_redirections(ws: &std::path::Path, trace: &std::path::Path, extra: &str, redirs: &str) {
+    let script = format!(
+        "exec \"$0\" run --quiet --trace \"$1\" --workspace \"$2\" {extra} -- \
+         sh -c 'echo 1 > a; rm a; echo 2 > secret; rm secret' {redirs}"
+    );
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .arg(ABM)
+        .arg(trace)
+        .arg(ws)
+        .current_dir(ws)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "abm run: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn verify_anchor(trace: &std::path::Path, anchor: &std::path::Path) -> (i32, String) {
+    let out = Command::new(ABM)
+        .arg("verify")
+        .arg(trace)
+        .arg("--anchor")
+        .arg(anchor)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr),
+    )
+}
+
+/// What a root tree does to an unkeyed trace after killing abm before the
+/// records of its last deletion were written: keep the records before that
+/// deletion and append a well-formed seal, chained with SHA-256 as abm
+/// would.
+fn forge_seal_before(lines: &[String], path_part: &str) -> Vec<String> {
+    use sha2::Digest as _;
+    let recs: Vec<Value> = lines
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let cut = recs
+        .iter()
+        .position(|r| r["op"] == "unlink" && r["path"].as_str().unwrap_or("").contains(path_part))
+        .expect("the deletion to hide is in the trace");
+    let kept = &recs[..cut];
+    let events: Vec<&Value> = kept.iter().filter(|r| r["type"] == "event").collect();
+    let regressions = events
+        .windows(2)
+        .filter(|w| w[1]["ktime_ns"].as_u64() < w[0]["ktime_ns"].as_u64())
+        .count();
+    let prev = kept.last().unwrap()["hash"].as_str().unwrap().to_owned();
+    let prefix = format!(
+        "{{\"type\":\"seal\",\"seq\":{cut},\"prev\":\"{prev}\",\"records\":{cut},\"events\":{},\
+         \"lost\":{{}},\"ktime_regressions\":{regressions},\"end_time\":\"2026-01-01T00:00:00Z\",\
+         \"exit_code\":0,\"final_digest\":\"{prev}\"",
+        events.len()
+    );
+    let mut h = sha2::Sha256::new();
+    h.update(hex::decode(&prev).unwrap());
+    h.update(prefix.as_bytes());
+    let hash = hex::encode(h.finalize());
+    let mut out = lines[..cut].to_vec();
+    out.push(format!("{prefix},\"hash\":\"{hash}\"}}"));
+    out
+}
+
+#[test]
+fn a_forged_seal_verifies_alone_and_is_rejected_by_the_anchor() {
+    require_kernel!();
+    for form in ["jsonl", "compact"] {
+        let t = TempDir::new("anchor");
+        let ws = TempDir::new("anchor-ws");
+        let trace = t.join(if form == "jsonl" { "t.jsonl" } else { "t.abmt" });
+        let anchor = t.join("anchor");
+        let redir = format!("3>{}", anchor.display());
+        run_with_redirections(ws.path(), &trace, "--anchor-fd 3", &redir);
+        // The genuine trace matches the anchor abm wrote.
+        let anchor_text = std::fs::read_to_string(&anchor).unwrap();
+        let last: Value = serde_json::from_str(anchor_text.lines().last().unwrap()).unwrap();
+        assert_eq!(last["seal"], true, "{anchor_text}");
+        let (code, text, json) = verify(&trace, None);
+        assert_eq!(code, 0, "{text}");
+        assert_eq!(last["hash"], json["final_digest"], "{anchor_text}");
+        assert_eq!(
+            last["seq"].as_u64().unwrap() + 1,
+            json["records"].as_u64().unwrap()
+        );
+        let (code, text) = verify_anchor(&trace, &anchor);
+        assert_eq!(code, 0, "{form}: {text}");
+        assert!(text.contains("anchor: matches: the seal"), "{text}");
+
+        // The forgery: the deletion of `secret` is gone, the seal is new.
+        let forged = t.join(if form == "jsonl" { "f.jsonl" } else { "f.abmt" });
+        write_lines(&forged, &forge_seal_before(&lines(&trace), "/secret"), form);
+        assert!(!String::from_utf8(cat(&forged))
+            .unwrap()
+            .contains("/secret\""));
+        let (code, text, _) = verify(&forged, None);
+        assert_eq!(
+            code, 0,
+            "{form}: without an anchor the forgery reads as intact: {text}"
+        );
+        assert!(text.contains("INTACT"), "{text}");
+        let (code, text) = verify_anchor(&forged, &anchor);
+        assert_eq!(code, 1, "{form}: {text}");
+        assert!(text.contains("REJECTED BY THE ANCHOR"), "{text}");
+
+        // The same forgery against the anchor as it stood before abm sent
+        // its seal (abm killed first): the forged seal is not anchored.
+        let early = t.join("anchor-early");
+        let heads: Vec<&str> = anchor_text
+            .lines()
+            .filter(|l| !l.contains("seal"))
+            .collect();
+        std::fs::write(&early, heads[..1].join("\n") + "\n").unwrap();
+        let (code, text) = verify_anchor(&forged, &early);
+        assert_eq!(code, 1, "{form}: {text}");
+        assert!(text.contains("is not in the anchor"), "{text}");
+    }
+}
+
+#[test]
+fn signing_key_from_a_descriptor_or_stdin() {
+    require_kernel!();
+    let t = TempDir::new("keyfd");
+    let ws = TempDir::new("keyfd-ws");
+    let key = t.join("key");
+    std::fs::write(&key, b"0123456789abcdef0123456789abcdef").unwrap();
+    let redir = format!("3<{}", key.display());
+    let by_fd = t.join("fd.abmt");
+    run_with_redirections(ws.path(), &by_fd, "--sign-key-fd 3", &redir);
+    let (code, text, json) = verify(&by_fd, Some(&key));
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(json["authentication"]["mode"], "authenticated", "{text}");
+    let by_stdin = t.join("stdin.abmt");
+    let redir = format!("<{}", key.display());
+    run_with_redirections(ws.path(), &by_stdin, "--sign-key -", &redir);
+    let (code, text, _) = verify(&by_stdin, Some(&key));
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(
+        verify(&by_stdin, None).0,
+        3,
+        "keyed: not authenticated without the key"
+    );
+    // A descriptor that is not open is refused before anything runs.
+    let out = Command::new(ABM)
+        .args(["run", "--quiet", "--sign-key-fd", "9", "--trace"])
+        .arg(t.join("never.abmt"))
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("descriptor 9 is not open"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!t.join("never.abmt").exists());
+}

@@ -165,7 +165,7 @@ pub(crate) struct LineParts<'a> {
 /// Takes a line (without newline) in the canonical layout apart; `None` if
 /// it is not in that layout (the writer only writes that layout).
 pub(crate) fn split_canonical(line: &[u8]) -> Option<LineParts<'_>> {
-    let Split::Ok { prefix, hash_hex } = format::split_line(line) else {
+    let Split::Ok { prefix, hash } = format::split_line(line) else {
         return None;
     };
     let rest = prefix.strip_prefix(b"{\"type\":\"")?;
@@ -193,7 +193,7 @@ pub(crate) fn split_canonical(line: &[u8]) -> Option<LineParts<'_>> {
         seq,
         prev,
         body,
-        hash: format::parse_digest(hash_hex)?,
+        hash,
     })
 }
 

@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::record::Action;
 
+pub mod anchor;
 pub mod cat;
 pub mod cmd;
 pub mod compact;
@@ -42,7 +43,7 @@ pub use format::{key_id, ChainAlg, SCHEMA};
 pub use read::{read_header, read_trace};
 pub use report::{Authentication, EventTime, Problem, ProblemKind, VerifyReport, VerifyStatus};
 pub use source::{read_canonical, Damage, Next, TraceFormat, TraceReader, TruncatedTail};
-pub use verify::verify;
+pub use verify::{verify, verify_anchored};
 pub use writer::TraceWriter;
 
 /// Describes the run; the first record of every trace.
@@ -259,6 +260,26 @@ pub fn read_key(path: &Path) -> Result<Vec<u8>, TraceError> {
         return Err(TraceError::Key {
             path: path.to_owned(),
             reason: "file is empty; generate a key with `head -c 32 /dev/urandom > KEYFILE`".into(),
+        });
+    }
+    Ok(key)
+}
+
+/// Reads a signing key from a stream (stdin, or a descriptor the caller
+/// passed) to its end; `what` names the source in errors. The key then
+/// exists only in abm's memory.
+pub fn read_key_from(mut r: impl std::io::Read, what: &str) -> Result<Vec<u8>, TraceError> {
+    let mut key = Vec::new();
+    r.read_to_end(&mut key).map_err(|e| TraceError::Key {
+        path: PathBuf::from(what),
+        reason: format!("cannot read: {e}"),
+    })?;
+    if key.is_empty() {
+        return Err(TraceError::Key {
+            path: PathBuf::from(what),
+            reason: "no key bytes (end of input at once); pass the key's bytes, e.g. \
+                     `--sign-key-fd 3 3<KEYFILE`"
+                .into(),
         });
     }
     Ok(key)

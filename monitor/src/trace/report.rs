@@ -160,6 +160,9 @@ pub struct VerifyReport {
     pub ktime_regressions: u64,
     /// Digest of the last verified record (the seal's, for an intact trace).
     pub final_digest: Option<String>,
+    /// The trace compared with an anchor (`abm verify --anchor`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub anchor: Option<super::anchor::AnchorCheck>,
 }
 
 impl VerifyReport {
@@ -184,6 +187,7 @@ impl VerifyReport {
             ktime_span_ns: None,
             ktime_regressions: 0,
             final_digest: None,
+            anchor: None,
         }
     }
 
@@ -191,6 +195,9 @@ impl VerifyReport {
     /// the key, 2 unsealed, 0 intact (first match wins).
     pub fn exit_code(&self) -> i32 {
         use super::cmd::{EXIT_BROKEN, EXIT_INTACT, EXIT_UNAUTHENTICATED, EXIT_UNSEALED};
+        if self.anchor.as_ref().is_some_and(|a| a.is_rejected()) {
+            return EXIT_BROKEN;
+        }
         match (&self.status, &self.authentication) {
             (VerifyStatus::Broken { .. }, _) => EXIT_BROKEN,
             (_, Authentication::KeyNotGiven { .. }) => EXIT_UNAUTHENTICATED,

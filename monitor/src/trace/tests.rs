@@ -972,7 +972,7 @@ fn every_single_byte_flip_is_detected_at_its_line() {
             let mut b = orig.clone();
             b[i] ^= 0x01;
             let src = TraceReader::from_reader(Box::new(std::io::Cursor::new(b)), &path).unwrap();
-            let r = super::verify::verify_source(src, key).unwrap();
+            let r = super::verify::verify_source(src, key, None).unwrap();
             let line = 1 + orig[..i].iter().filter(|&&c| c == b'\n').count() as u64;
             assert_ne!(
                 r.status,

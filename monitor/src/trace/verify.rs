@@ -1,9 +1,11 @@
 //! Verifies a trace: chain, sequence, seal, and (with the key) authenticity.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::Value;
 
+use super::anchor::{self, AnchorPoint};
 use super::compact::{self, LineParts};
 use super::format::{self, ChainAlg, Hasher, Split, DIGEST_LEN, ZERO_DIGEST};
 use super::read::{decode_body, take_envelope};
@@ -51,8 +53,31 @@ struct Verifier<'k> {
     prev: [u8; DIGEST_LEN],
     sealed_at: Option<u64>,
     last_ktime: Option<u64>,
+    /// Events by operation, folded into the report at the end (no
+    /// allocation per event).
+    ops: BTreeMap<&'static str, u64>,
+    /// The seq an anchor names, and the digest the trace holds there.
+    anchor_seq: Option<u64>,
+    anchor_found: Option<[u8; DIGEST_LEN]>,
     report: VerifyReport,
 }
+
+/// What can be worked out for a line without the chain state, computed for
+/// a batch of lines on several threads before the lines are checked in
+/// order: the digest of an event record and its decoded body.
+#[derive(Default)]
+struct Pre {
+    /// The digest of the line's own `prev` and prefix (events in the
+    /// canonical layout only).
+    digest: Option<[u8; DIGEST_LEN]>,
+    /// The event body, decoded.
+    event: Option<Result<Action, String>>,
+}
+
+/// Lines checked per batch once the header is known.
+const BATCH: usize = 8192;
+/// Most threads used to precompute a batch.
+const MAX_THREADS: usize = 4;
 
 /// Verifies the trace at `path`. With `key`, a keyed (`hmac-sha256`) trace
 /// is authenticated; an unkeyed trace is then reported as broken (kind
@@ -65,14 +90,44 @@ pub fn verify(path: &Path, key: Option<&[u8]>) -> Result<VerifyReport, TraceErro
     if key.is_some_and(|k| k.is_empty()) {
         return Err(TraceError::EmptyKey);
     }
-    verify_source(TraceReader::open(path)?, key)
+    verify_source(TraceReader::open(path)?, key, None)
+}
+
+/// [`verify`], then the trace compared with the last head of an anchor
+/// (`abm run --anchor-fd`): the result is in [`VerifyReport::anchor`], and a
+/// rejection makes the exit code [`EXIT_BROKEN`](super::cmd::EXIT_BROKEN).
+pub fn verify_anchored(
+    path: &Path,
+    key: Option<&[u8]>,
+    anchor: &AnchorPoint,
+) -> Result<VerifyReport, TraceError> {
+    if key.is_some_and(|k| k.is_empty()) {
+        return Err(TraceError::EmptyKey);
+    }
+    verify_source(TraceReader::open(path)?, key, Some(anchor))
 }
 
 /// [`verify`] on an open trace of either form.
 pub(crate) fn verify_source(
+    reader: TraceReader,
+    key: Option<&[u8]>,
+    anchor: Option<&AnchorPoint>,
+) -> Result<VerifyReport, TraceError> {
+    let (mut report, found) = walk(reader, key, anchor.map(|a| a.seq))?;
+    if let Some(a) = anchor {
+        let sealed_seq = report.is_intact().then(|| report.records.saturating_sub(1));
+        report.anchor = Some(anchor::check(a, found, report.records, sealed_seq));
+    }
+    Ok(report)
+}
+
+/// Checks every record; returns the report and, with `anchor_seq`, the
+/// digest of the intact record at that seq.
+fn walk(
     mut reader: TraceReader,
     key: Option<&[u8]>,
-) -> Result<VerifyReport, TraceError> {
+    anchor_seq: Option<u64>,
+) -> Result<(VerifyReport, Option<[u8; DIGEST_LEN]>), TraceError> {
     if key.is_some_and(|k| k.is_empty()) {
         return Err(TraceError::EmptyKey);
     }
@@ -83,20 +138,78 @@ pub(crate) fn verify_source(
         prev: ZERO_DIGEST,
         sealed_at: None,
         last_ktime: None,
+        ops: BTreeMap::new(),
+        anchor_seq,
+        anchor_found: None,
         report: VerifyReport::new(),
     };
     v.report.format = Some(reader.form());
-    let mut line = Vec::new();
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, MAX_THREADS);
+    // Lines of the current batch: (line number, bytes); buffers are reused.
+    let mut batch: Vec<(u64, Vec<u8>)> = Vec::new();
+    let mut pre: Vec<Pre> = Vec::new();
     let mut tail: Option<TruncatedTail> = None;
-    while let Some(next) = reader.next(&mut line)? {
-        let line_no = reader.lines_read();
-        match next {
-            Next::Line => {}
-            Next::Truncated(t) => {
+    loop {
+        // Read a batch (one line until the header is known: it decides how
+        // digests are computed).
+        let want = if matches!(v.mode, Mode::Start) {
+            1
+        } else {
+            BATCH
+        };
+        let mut filled = 0;
+        let mut stop: Option<Next> = None;
+        while filled < want {
+            if batch.len() == filled {
+                batch.push((0, Vec::new()));
+            }
+            let slot = &mut batch[filled];
+            match reader.next(&mut slot.1)? {
+                None => break,
+                Some(Next::Line) => {
+                    slot.0 = reader.lines_read();
+                    filled += 1;
+                }
+                Some(other) => {
+                    stop = Some(other);
+                    break;
+                }
+            }
+        }
+        let lines = &batch[..filled];
+        v.precompute(lines, threads, &mut pre);
+        for (i, (line_no, line)) in lines.iter().enumerate() {
+            match v.check_line(*line_no, line, pre.get_mut(i)) {
+                Ok(()) => {}
+                Err(Fail::Problem(p)) => return Ok(v.end_broken(p)),
+                Err(Fail::SeqAhead {
+                    line,
+                    found,
+                    expected,
+                }) => {
+                    let later = match lines[i + 1..]
+                        .iter()
+                        .find(|(_, l)| lenient_seq(l) == Some(expected))
+                    {
+                        Some((n, _)) => Some(*n),
+                        None if stop.is_none() => find_seq(&mut reader, expected)?,
+                        None => None,
+                    };
+                    return Ok(v.end_broken(seq_ahead(line, found, expected, later)));
+                }
+            }
+        }
+        match stop {
+            None if filled < want => break,
+            None => {}
+            Some(Next::Line) => unreachable!("lines are batched"),
+            Some(Next::Truncated(t)) => {
                 tail = Some(t);
                 break;
             }
-            Next::Damaged(d) if v.sealed_at.is_some() => {
+            Some(Next::Damaged(d)) if v.sealed_at.is_some() => {
                 let p = Problem {
                     line: d.line,
                     seq: None,
@@ -107,9 +220,9 @@ pub(crate) fn verify_source(
                         d.offset
                     ),
                 };
-                return Ok(v.broken(p));
+                return Ok(v.end_broken(p));
             }
-            Next::Damaged(d) => {
+            Some(Next::Damaged(d)) => {
                 let p = Problem {
                     line: d.line,
                     seq: d.first_seq,
@@ -121,56 +234,116 @@ pub(crate) fn verify_source(
                         d.lost_records()
                     ),
                 };
-                return Ok(v.broken(p));
-            }
-        }
-        match v.check_line(line_no, &line) {
-            Ok(()) => {}
-            Err(Fail::Problem(p)) => return Ok(v.broken(p)),
-            Err(Fail::SeqAhead {
-                line,
-                found,
-                expected,
-            }) => {
-                let later = find_seq(&mut reader, expected)?;
-                let p = match later {
-                    Some(at) => Problem {
-                        line,
-                        seq: Some(found),
-                        kind: ProblemKind::Reordered,
-                        detail: format!(
-                            "expected seq {expected} here but found seq {found}; seq {expected} \
-                             is at line {at}: records were moved"
-                        ),
-                    },
-                    None => {
-                        let gap = found - expected;
-                        let which = if gap == 1 {
-                            format!("seq {expected}")
-                        } else {
-                            format!("seq {expected} to {}", found - 1)
-                        };
-                        let header = if expected == 0 { " (the header)" } else { "" };
-                        Problem {
-                            line,
-                            seq: Some(found),
-                            kind: ProblemKind::Missing,
-                            detail: format!(
-                                "expected seq {expected} but found seq {found}: {gap} record(s) \
-                                 ({which}{header}) are missing; records were deleted"
-                            ),
-                        }
-                    }
-                };
-                return Ok(v.broken(p));
+                return Ok(v.end_broken(p));
             }
         }
     }
-    Ok(v.finish(tail))
+    Ok(v.end(tail))
+}
+
+/// The problem for a record whose seq is ahead of the expected one:
+/// reordered when the expected seq is found later (at line `later`),
+/// missing otherwise.
+fn seq_ahead(line: u64, found: u64, expected: u64, later: Option<u64>) -> Problem {
+    match later {
+        Some(at) => Problem {
+            line,
+            seq: Some(found),
+            kind: ProblemKind::Reordered,
+            detail: format!(
+                "expected seq {expected} here but found seq {found}; seq {expected} \
+                 is at line {at}: records were moved"
+            ),
+        },
+        None => {
+            let gap = found - expected;
+            let which = if gap == 1 {
+                format!("seq {expected}")
+            } else {
+                format!("seq {expected} to {}", found - 1)
+            };
+            let header = if expected == 0 { " (the header)" } else { "" };
+            Problem {
+                line,
+                seq: Some(found),
+                kind: ProblemKind::Missing,
+                detail: format!(
+                    "expected seq {expected} but found seq {found}: {gap} record(s) \
+                     ({which}{header}) are missing; records were deleted"
+                ),
+            }
+        }
+    }
+}
+
+/// Decodes an event body (the fields between the envelope and the hash).
+fn decode_event(body: &[u8], text: &mut Vec<u8>) -> Result<Action, String> {
+    text.clear();
+    text.push(b'{');
+    text.extend_from_slice(body);
+    text.push(b'}');
+    serde_json::from_slice(text).map_err(|e| format!("bad event body: {e}"))
+}
+
+/// Precomputes the digest and body of each event line of `lines`.
+fn precompute_lines(lines: &[(u64, Vec<u8>)], hasher: Option<&Hasher>, out: &mut [Pre]) {
+    let mut text = Vec::new();
+    for ((_, line), pre) in lines.iter().zip(out) {
+        *pre = Pre::default();
+        let Some(p) = compact::split_canonical(line).filter(|p| p.kind == b"event") else {
+            continue;
+        };
+        let prefix = &line[..line.len() - format::SUFFIX_LEN];
+        pre.digest = hasher.map(|h| h.digest(&p.prev, prefix));
+        pre.event = Some(decode_event(p.body, &mut text));
+    }
 }
 
 impl Verifier<'_> {
+    /// Fills `pre` for `lines` (on up to `threads` threads), once the
+    /// header has decided how digests are computed; empty before.
+    fn precompute(&self, lines: &[(u64, Vec<u8>)], threads: usize, pre: &mut Vec<Pre>) {
+        pre.clear();
+        let hasher = match &self.mode {
+            Mode::Start => return,
+            Mode::Full(h) => Some(h),
+            Mode::LinkageOnly => None,
+        };
+        pre.resize_with(lines.len(), Pre::default);
+        let per = lines.len().div_ceil(threads).max(1024);
+        if lines.len() <= per {
+            precompute_lines(lines, hasher, pre);
+            return;
+        }
+        std::thread::scope(|s| {
+            for (l, p) in lines.chunks(per).zip(pre.chunks_mut(per)) {
+                s.spawn(move || precompute_lines(l, hasher, p));
+            }
+        });
+    }
+
+    fn end_broken(self, p: Problem) -> (VerifyReport, Option<[u8; DIGEST_LEN]>) {
+        let found = self.anchor_found;
+        (self.broken(p), found)
+    }
+
+    fn end(self, tail: Option<TruncatedTail>) -> (VerifyReport, Option<[u8; DIGEST_LEN]>) {
+        let found = self.anchor_found;
+        (self.finish(tail), found)
+    }
+
+    /// Moves the counts kept during the walk into the report.
+    fn fold(&mut self) {
+        for (op, n) in std::mem::take(&mut self.ops) {
+            *self.report.events_by_op.entry(op.to_owned()).or_insert(0) += n;
+        }
+        if self.report.records > 0 {
+            self.report.final_digest = Some(hex::encode(self.prev));
+        }
+    }
+
     fn broken(mut self, p: Problem) -> VerifyReport {
+        self.fold();
         self.report.status = VerifyStatus::Broken {
             intact_records: self.report.records,
         };
@@ -179,6 +352,7 @@ impl Verifier<'_> {
     }
 
     fn finish(mut self, tail: Option<TruncatedTail>) -> VerifyReport {
+        self.fold();
         if let (Some(t), Some(seal_line)) = (&tail, self.sealed_at) {
             return self.broken(Problem {
                 line: t.line,
@@ -244,7 +418,7 @@ impl Verifier<'_> {
         problem(line, seq, ProblemKind::Malformed, why)
     }
 
-    fn check_line(&mut self, line_no: u64, line: &[u8]) -> Result<(), Fail> {
+    fn check_line(&mut self, line_no: u64, line: &[u8], pre: Option<&mut Pre>) -> Result<(), Fail> {
         if let Some(seal_line) = self.sealed_at {
             return Err(problem(
                 line_no,
@@ -256,8 +430,8 @@ impl Verifier<'_> {
                 ),
             ));
         }
-        let (prefix, hash_hex) = match format::split_line(line) {
-            Split::Ok { prefix, hash_hex } => (prefix, hash_hex),
+        let (prefix, hash) = match format::split_line(line) {
+            Split::Ok { prefix, hash } => (prefix, hash),
             Split::BadDigest { prefix } => {
                 return Err(problem(
                     line_no,
@@ -283,10 +457,9 @@ impl Verifier<'_> {
                 ));
             }
         };
-        let hash = format::parse_digest(hash_hex).expect("split_line checked the digest");
         if !matches!(self.mode, Mode::Start) {
             if let Some(p) = compact::split_canonical(line).filter(|p| p.kind == b"event") {
-                return self.check_event(line_no, prefix, hash, &p);
+                return self.check_event(line_no, prefix, hash, &p, pre);
             }
         }
         let mut obj = match format::parse_prefix(prefix) {
@@ -340,20 +513,16 @@ impl Verifier<'_> {
         prefix: &[u8],
         hash: [u8; DIGEST_LEN],
         p: &LineParts<'_>,
+        pre: Option<&mut Pre>,
     ) -> Result<(), Fail> {
-        self.check_position(line_no, prefix, &hash, "event", p.seq, &p.prev)?;
-        let mut text = Vec::with_capacity(p.body.len() + 2);
-        text.push(b'{');
-        text.extend_from_slice(p.body);
-        text.push(b'}');
-        let action: Action = serde_json::from_slice(&text).map_err(|e| {
-            problem(
-                line_no,
-                Some(p.seq),
-                ProblemKind::Malformed,
-                format!("bad event body: {e}"),
-            )
-        })?;
+        let (digest, event) = match pre {
+            Some(pre) => (pre.digest.take(), pre.event.take()),
+            None => (None, None),
+        };
+        self.check_position_with(line_no, prefix, &hash, "event", p.seq, &p.prev, digest)?;
+        let action = event
+            .unwrap_or_else(|| decode_event(p.body, &mut Vec::new()))
+            .map_err(|why| problem(line_no, Some(p.seq), ProblemKind::Malformed, why))?;
         self.count_event(p.seq, action);
         self.accept(hash);
         Ok(())
@@ -370,10 +539,26 @@ impl Verifier<'_> {
         found: u64,
         own_prev: &[u8; DIGEST_LEN],
     ) -> Result<(), Fail> {
+        self.check_position_with(line_no, prefix, hash, kind, found, own_prev, None)
+    }
+
+    /// [`check_position`](Self::check_position) with the line's digest
+    /// when it was already computed.
+    #[expect(clippy::too_many_arguments, reason = "the parts of one line")]
+    fn check_position_with(
+        &self,
+        line_no: u64,
+        prefix: &[u8],
+        hash: &[u8; DIGEST_LEN],
+        kind: &str,
+        found: u64,
+        own_prev: &[u8; DIGEST_LEN],
+        digest: Option<[u8; DIGEST_LEN]>,
+    ) -> Result<(), Fail> {
         let seq = Some(found);
         // 1. Content: the line's bytes against its digest.
         if let Mode::Full(h) = &self.mode {
-            if h.digest(own_prev, prefix) != *hash {
+            if digest.unwrap_or_else(|| h.digest(own_prev, prefix)) != *hash {
                 let why = if matches!(
                     self.report.authentication,
                     Authentication::Authenticated { .. }
@@ -433,7 +618,7 @@ impl Verifier<'_> {
             let r = &mut self.report;
             r.events += 1;
             let op = action.op.map_or("unknown", |o| o.name());
-            *r.events_by_op.entry(op.to_string()).or_insert(0) += 1;
+            *self.ops.entry(op).or_insert(0) += 1;
             let k = action.ktime_ns;
             if self.last_ktime.is_some_and(|last| k < last) {
                 r.ktime_regressions += 1;
@@ -697,10 +882,12 @@ impl Verifier<'_> {
     }
 
     fn accept(&mut self, hash: [u8; DIGEST_LEN]) {
+        if self.anchor_seq == Some(self.expected_seq) {
+            self.anchor_found = Some(hash);
+        }
         self.prev = hash;
         self.expected_seq += 1;
         self.report.records += 1;
-        self.report.final_digest = Some(hex::encode(hash));
     }
 }
 

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use super::anchor::AnchorWriter;
 use super::format::{Encoder, Hasher, SCHEMA};
 use super::packer::Packer;
 use super::{
@@ -60,6 +61,8 @@ pub struct TraceWriter {
     last_ktime: Option<u64>,
     min_ktime: Option<u64>,
     max_ktime: Option<u64>,
+    /// Where the chain head goes after each flush and at the seal.
+    anchor: Option<AnchorWriter>,
 }
 
 impl TraceWriter {
@@ -116,6 +119,7 @@ impl TraceWriter {
             last_ktime: None,
             min_ktime: None,
             max_ktime: None,
+            anchor: None,
         };
         let body = HeaderBody {
             chain: w.enc.alg(),
@@ -163,11 +167,34 @@ impl TraceWriter {
         Ok(seq)
     }
 
+    /// Sends the chain head to `anchor` after every flush from now on (the
+    /// header's at once), and the seal's when sealing.
+    pub fn set_anchor(&mut self, anchor: AnchorWriter) {
+        self.anchor = Some(anchor);
+        self.send_head();
+    }
+
+    /// The last record handed to the file, to the anchor.
+    fn send_head(&mut self) {
+        if !self.buf.is_empty() {
+            return;
+        }
+        if let (Some(a), Some(seq)) = (&mut self.anchor, self.enc.next_seq().checked_sub(1)) {
+            a.head(seq, &self.enc.last_digest());
+        }
+    }
+
     /// Writes the buffered records to the file with write(2). This makes them
     /// survive a crash of the monitor, not of the machine; see
     /// [`sync`](Self::sync). On error the unwritten bytes stay buffered and
     /// the next call retries them.
     pub fn flush(&mut self) -> Result<(), TraceError> {
+        let r = self.write_out();
+        self.send_head();
+        r
+    }
+
+    fn write_out(&mut self) -> Result<(), TraceError> {
         if let Some(p) = &mut self.packer {
             return p
                 .submit(std::mem::take(&mut self.buf))
@@ -244,6 +271,8 @@ impl TraceWriter {
             final_digest: hex::encode(self.enc.last_digest()),
         };
         self.encode("seal", &record)?;
+        // The seal goes to the anchor as a seal line once it is on disk.
+        let anchor = self.anchor.take();
         self.flush()?;
         if let Some(p) = self.packer.take() {
             p.finish()
@@ -252,6 +281,9 @@ impl TraceWriter {
             let file = self.file.take().expect("an unsealed writer has a file");
             file.sync_all()
                 .map_err(|e| TraceError::io(&self.path, "sync", e))?;
+        }
+        if let Some(mut a) = anchor {
+            a.seal(self.enc.next_seq() - 1, &self.enc.last_digest());
         }
         Ok(SealSummary {
             path: self.path.clone(),
