@@ -199,24 +199,27 @@ pub(crate) fn split_canonical(line: &[u8]) -> Option<LineParts<'_>> {
 
 /// Splits a record body at its top-level commas (outside strings, objects
 /// and arrays).
-fn split_fields(body: &[u8]) -> impl Iterator<Item = &[u8]> {
+pub(crate) fn split_fields(body: &[u8]) -> impl Iterator<Item = &[u8]> {
     let mut start = 0;
     let mut depth = 0i32;
-    let mut in_str = false;
-    let mut esc = false;
     let mut cuts = Vec::new();
-    for (i, &c) in body.iter().enumerate() {
-        if in_str {
-            match c {
-                _ if esc => esc = false,
-                b'\\' => esc = true,
-                b'"' => in_str = false,
-                _ => {}
+    let mut i = 0;
+    while i < body.len() {
+        match body[i] {
+            b'"' => {
+                // Skip the string: to the next quote not escaped.
+                i += 1;
+                while i < body.len() {
+                    match body[i..].iter().position(|&c| c == b'"' || c == b'\\') {
+                        Some(n) if body[i + n] == b'\\' => i += n + 2,
+                        Some(n) => {
+                            i += n;
+                            break;
+                        }
+                        None => i = body.len(),
+                    }
+                }
             }
-            continue;
-        }
-        match c {
-            b'"' => in_str = true,
             b'{' | b'[' => depth += 1,
             b'}' | b']' => depth -= 1,
             b',' if depth == 0 => {
@@ -225,6 +228,7 @@ fn split_fields(body: &[u8]) -> impl Iterator<Item = &[u8]> {
             }
             _ => {}
         }
+        i += 1;
     }
     if !body.is_empty() {
         cuts.push((start, body.len()));

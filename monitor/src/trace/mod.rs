@@ -27,6 +27,7 @@ pub mod anchor;
 pub mod cat;
 pub mod cmd;
 pub mod compact;
+mod event_check;
 pub mod format;
 pub mod note;
 mod packer;

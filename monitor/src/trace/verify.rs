@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::anchor::{self, AnchorPoint};
 use super::compact::{self, LineParts};
+use super::event_check::{decode_full, BodyChecker, EventFacts};
 use super::format::{self, ChainAlg, Hasher, Split, DIGEST_LEN, ZERO_DIGEST};
 use super::read::{decode_body, take_envelope};
 use super::report::EventTime;
@@ -14,7 +15,6 @@ use super::{
     key_id, Authentication, Header, Next, Problem, ProblemKind, SealRecord, TraceError,
     TraceReader, TraceRecord, TruncatedTail, VerifyReport, VerifyStatus,
 };
-use crate::record::Action;
 
 /// How record digests are checked.
 enum Mode {
@@ -70,8 +70,8 @@ struct Pre {
     /// The digest of the line's own `prev` and prefix (events in the
     /// canonical layout only).
     digest: Option<[u8; DIGEST_LEN]>,
-    /// The event body, decoded.
-    event: Option<Result<Action, String>>,
+    /// The event body, checked.
+    event: Option<Result<EventFacts, String>>,
 }
 
 /// Lines checked per batch once the header is known.
@@ -276,18 +276,9 @@ fn seq_ahead(line: u64, found: u64, expected: u64, later: Option<u64>) -> Proble
     }
 }
 
-/// Decodes an event body (the fields between the envelope and the hash).
-fn decode_event(body: &[u8], text: &mut Vec<u8>) -> Result<Action, String> {
-    text.clear();
-    text.push(b'{');
-    text.extend_from_slice(body);
-    text.push(b'}');
-    serde_json::from_slice(text).map_err(|e| format!("bad event body: {e}"))
-}
-
 /// Precomputes the digest and body of each event line of `lines`.
 fn precompute_lines(lines: &[(u64, Vec<u8>)], hasher: Option<&Hasher>, out: &mut [Pre]) {
-    let mut text = Vec::new();
+    let mut bodies = BodyChecker::default();
     for ((_, line), pre) in lines.iter().zip(out) {
         *pre = Pre::default();
         let Some(p) = compact::split_canonical(line).filter(|p| p.kind == b"event") else {
@@ -295,7 +286,7 @@ fn precompute_lines(lines: &[(u64, Vec<u8>)], hasher: Option<&Hasher>, out: &mut
         };
         let prefix = &line[..line.len() - format::SUFFIX_LEN];
         pre.digest = hasher.map(|h| h.digest(&p.prev, prefix));
-        pre.event = Some(decode_event(p.body, &mut text));
+        pre.event = Some(bodies.check(p.body));
     }
 }
 
@@ -483,7 +474,7 @@ impl Verifier<'_> {
             .map_err(|why| problem(line_no, seq, ProblemKind::Malformed, why))?;
         match record {
             TraceRecord::Header(_) => unreachable!("handled above"),
-            TraceRecord::Event { seq, action } => self.count_event(seq, action),
+            TraceRecord::Event { seq, action } => self.count_event(seq, action.into()),
             TraceRecord::Loss { loss, .. } => {
                 let r = &mut self.report;
                 r.loss_records += 1;
@@ -520,10 +511,10 @@ impl Verifier<'_> {
             None => (None, None),
         };
         self.check_position_with(line_no, prefix, &hash, "event", p.seq, &p.prev, digest)?;
-        let action = event
-            .unwrap_or_else(|| decode_event(p.body, &mut Vec::new()))
+        let facts = event
+            .unwrap_or_else(|| decode_full(p.body, &mut Vec::new()))
             .map_err(|why| problem(line_no, Some(p.seq), ProblemKind::Malformed, why))?;
-        self.count_event(p.seq, action);
+        self.count_event(p.seq, facts);
         self.accept(hash);
         Ok(())
     }
@@ -613,7 +604,7 @@ impl Verifier<'_> {
         Ok(())
     }
 
-    fn count_event(&mut self, seq: u64, action: Action) {
+    fn count_event(&mut self, seq: u64, action: EventFacts) {
         {
             let r = &mut self.report;
             r.events += 1;
