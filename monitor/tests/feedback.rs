@@ -336,7 +336,6 @@ fn claude_code_post_tool_use_returns_the_verdicts_of_the_call() {
 /// Three PATH entries, each with a `git`; Python's subprocess tries every
 /// entry when exec fails.
 #[test]
-#[ignore = "regression: with the action model's blast preview this run asks no question; see the closing note of the judgment issue"]
 fn one_git_reset_through_three_path_entries_asks_once_and_a_no_sticks() {
     require();
     assert!(have("git") && have("python3"), "git and python3 are needed");
@@ -455,13 +454,19 @@ fn one_git_reset_through_three_path_entries_asks_once_and_a_no_sticks() {
         .filter(|r| r["enforcement"]["decided_by"] == format!("request:{}", p["id"]))
         .count();
     assert_eq!(by_answer, 5, "{refused:#?}");
-    assert!(
-        stderr.contains(&format!(
-            "abm: refused exec git reset --hard (repo.reset-hard: discards all uncommitted changes (git reset --hard)). Ask the user; they can allow it with: abm approve {}",
-            p["id"]
-        )),
-        "{stderr}"
+    // Each refused command tells the agent (once per process: the PATH
+    // search's other attempts are not repeated) why, what the reset would
+    // discard, and which request a human can still approve.
+    let line = format!(
+        "abm: refused exec git reset --hard (repo.reset-hard: discards all uncommitted changes (git reset --hard) — git reset --hard: 1 file (1 modified since the index)). Ask the user; they can allow it with: abm approve {}",
+        p["id"]
     );
+    assert_eq!(
+        stderr.lines().filter(|l| *l == line).count(),
+        2,
+        "{line}\n{stderr}"
+    );
+    assert!(!stderr.contains("No approval path"), "{stderr}");
 }
 
 fn alive(pid: i32) -> bool {

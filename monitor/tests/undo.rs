@@ -276,6 +276,64 @@ fn git_clean_fdx() {
     );
 }
 
+/// Tracked files identical to their git blob are not copied: their
+/// entries name the blob, and undo writes it back after the repository
+/// itself is restored from the quarantine.
+#[test]
+fn rm_rf_of_a_repository_keeps_tracked_files_as_git_blobs() {
+    undone_by_action_and_by_point_in_time(
+        "repo",
+        "mkdir proj && cd proj && git init -q . && git config user.email t@example.com \
+         && git config user.name t && mkdir src && printf 'fn main() {}\\n' > src/main.rs \
+         && printf '#!/bin/sh\\necho hi\\n' > run.sh && chmod 755 run.sh && echo one > notes.txt \
+         && git add . && git commit -qm init && echo changed > notes.txt && echo new > untracked.txt",
+        "rm -rf proj",
+        &["rm", "-rf", "proj"],
+    );
+    // The same run again, to look at what the quarantine holds.
+    require_enforcement();
+    let t = TempDir::new("undo-repo-blobs");
+    let ws = TempDir::new("undo-repo-blobs-ws");
+    sh(
+        "git init -q . && git config user.email t@example.com && git config user.name t \
+         && echo tracked > a.txt && echo second > b.txt && git add . && git commit -qm init \
+         && echo changed > b.txt",
+        ws.path(),
+    );
+    let expected = String::from_utf8(
+        Command::new("git")
+            .args(["rev-parse", "HEAD:a.txt"])
+            .current_dir(ws.path())
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let run = enforced(&t, ws.path(), &[], &["rm", "a.txt", "b.txt"]);
+    assert!(run.output.status.success(), "{}", run.stderr());
+    let m = manifest(&t);
+    let kind_of = |name: &str| {
+        m.iter()
+            .find(|e| e["path"].as_str().is_some_and(|p| p.ends_with(name)))
+            .map(|e| (e["kind"].clone(), e["git"]["blob"].clone()))
+    };
+    let (kind, blob) = kind_of("/a.txt").expect("an entry for a.txt");
+    assert_eq!(kind, "recoverable", "{m:#?}");
+    assert_eq!(blob.as_str(), Some(expected.trim()), "{m:#?}");
+    // A modified tracked file differs from its blob: it is kept.
+    assert_eq!(kind_of("/b.txt").expect("an entry for b.txt").0, "file");
+    let out = undo_ok(&[&run.trace.to_string_lossy(), "--all"]);
+    assert!(out.contains("written back from git blob"), "{out}");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("a.txt")).unwrap(),
+        "tracked\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("b.txt")).unwrap(),
+        "changed\n"
+    );
+}
+
 #[test]
 fn truncate_of_a_file() {
     undone_by_action_and_by_point_in_time(

@@ -78,23 +78,37 @@ impl Blast {
         self.truncated |= o.truncated;
     }
 
-    /// "212 files, 14 untracked, 3 modified since the index, 0 recoverable from git".
+    /// "212 files (14 untracked, 3 modified since the index, 195
+    /// recoverable from git)" (counts of zero are left out).
     pub fn describe(&self) -> String {
         let more = if self.truncated { "at least " } else { "" };
-        let mut s = format!(
-            "{more}{} files, {} untracked, {} modified since the index, {} recoverable from git",
-            self.files, self.untracked, self.modified, self.recoverable
-        );
+        let plural =
+            |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+        let mut parts = Vec::new();
+        for (n, what) in [
+            (self.untracked, "untracked"),
+            (self.modified, "modified since the index"),
+            (self.recoverable, "recoverable from git"),
+        ] {
+            if n > 0 {
+                parts.push(format!("{n} {what}"));
+            }
+        }
         if self.git_internal > 0 {
-            s.push_str(&format!(", {} .git internals", self.git_internal));
+            parts.push(plural(self.git_internal, ".git internal", ".git internals"));
         }
         if self.outside > 0 {
-            s.push_str(&format!(
-                ", {} irreversible outside the workspace",
+            parts.push(format!(
+                "{} irreversible outside the workspace",
                 self.outside
             ));
         }
-        s
+        let files = plural(self.files, "file", "files");
+        if parts.is_empty() {
+            format!("{more}{files}")
+        } else {
+            format!("{more}{files} ({})", parts.join(", "))
+        }
     }
 }
 

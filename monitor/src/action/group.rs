@@ -85,6 +85,9 @@ pub struct Grouper {
     pub actions: HashMap<u64, ActionState>,
     /// Look up unknown processes' ancestors in /proc (live use).
     pub ancestry: bool,
+    /// Processes that ran a program of their own since they were forked
+    /// (a later exec by one of them replaces that program).
+    execed: HashSet<u32>,
 }
 
 impl Grouper {
@@ -120,18 +123,25 @@ impl Grouper {
                 return (cur, ExecRole::Retry);
             }
             let via_git_core = a.path.as_deref().is_some_and(|p| p.contains("/git-core/"));
-            if !is_driver(&st.program) || (st.is_git() && via_git_core) {
+            let replaces_own = self.execed.contains(&a.pid) && self.of(a.pid) == Some(cur);
+            if (!is_driver(&st.program) && !replaces_own) || (st.is_git() && via_git_core) {
                 self.actions
                     .get_mut(&cur)
                     .expect("present")
                     .pids
                     .insert(a.pid);
                 self.procs.insert(a.pid, cur);
+                if runs(a) {
+                    self.execed.insert(a.pid);
+                }
                 return (cur, ExecRole::Inside);
             }
         }
         if let Some(old) = self.procs.insert(a.pid, key) {
             self.leave(old, a.pid);
+        }
+        if runs(a) {
+            self.execed.insert(a.pid);
         }
         self.actions.insert(
             key,
@@ -150,6 +160,7 @@ impl Grouper {
 
     /// A fork: the child runs in its parent's action.
     pub fn fork(&mut self, parent: u32, child: u32) {
+        self.execed.remove(&child);
         if let Some(k) = self.of(parent) {
             self.procs.insert(child, k);
             if let Some(st) = self.actions.get_mut(&k) {
@@ -160,6 +171,7 @@ impl Grouper {
 
     /// A process exited; returns the action if that ended it.
     pub fn exit(&mut self, pid: u32) -> Option<u64> {
+        self.execed.remove(&pid);
         let k = self.procs.remove(&pid)?;
         self.leave(k, pid)
     }
@@ -207,6 +219,13 @@ impl Grouper {
         }
         None
     }
+}
+
+/// Whether an exec runs its program: it succeeded, or it is judged before
+/// it runs (the seccomp supervisor), where a failed PATH-search attempt is
+/// told apart by the retry with the same argv.
+fn runs(a: &Action) -> bool {
+    a.result.is_none_or(|r| r >= 0)
 }
 
 /// Whether a record is one an action is judged by (not lifecycle).

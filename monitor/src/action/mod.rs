@@ -68,32 +68,37 @@ impl Info {
 /// supervisor (which asks) and whoever answers.
 #[derive(Debug, Default)]
 pub struct Decisions {
-    by_action: HashMap<u64, bool>,
-    /// Denied execs: (argv, cwd). An identical retry is denied unasked.
-    denied_execs: HashSet<(Vec<String>, Option<String>)>,
+    /// Action → (approved, the request that was answered).
+    by_action: HashMap<u64, (bool, u64)>,
+    /// Denied execs: (argv, cwd) → request. An identical retry is denied
+    /// unasked.
+    denied_execs: HashMap<(Vec<String>, Option<String>), u64>,
 }
 
 pub type SharedDecisions = Arc<Mutex<Decisions>>;
 
 impl Decisions {
-    /// Record a human's answer for the action a parked call belongs to.
-    pub fn record(&mut self, a: &Action, approve: bool) {
+    /// Record a human's answer to `request`, for the action the parked
+    /// call belongs to.
+    pub fn record(&mut self, a: &Action, approve: bool, request: u64) {
         if let Some(k) = a.action {
-            self.by_action.insert(k, approve);
+            self.by_action.insert(k, (approve, request));
         }
         if !approve && a.op == Some(Op::Exec) {
             if let Some(argv) = &a.argv {
-                self.denied_execs.insert((argv.clone(), a.cwd.clone()));
+                self.denied_execs
+                    .insert((argv.clone(), a.cwd.clone()), request);
             }
         }
     }
 
-    /// A previous answer that covers this call.
-    pub fn prior(&self, a: &Action) -> Option<bool> {
+    /// A previous answer that covers this call, and the request it
+    /// answered.
+    pub fn prior(&self, a: &Action) -> Option<(bool, u64)> {
         if a.op == Some(Op::Exec) {
             if let Some(argv) = &a.argv {
-                if self.denied_execs.contains(&(argv.clone(), a.cwd.clone())) {
-                    return Some(false);
+                if let Some(r) = self.denied_execs.get(&(argv.clone(), a.cwd.clone())) {
+                    return Some((false, *r));
                 }
             }
         }
@@ -461,7 +466,7 @@ pub fn standalone(a: &mut Action, ctx: &Context) -> (Facts, Option<Blast>) {
 /// Under enforcement: the earlier answer that covers a call judged
 /// `confirm` or `preserve` (its action was approved or refused, or it is
 /// an identical retry of a refused command).
-pub fn prior(d: &SharedDecisions, a: &Action, v: &Verdict) -> Option<bool> {
+pub fn prior(d: &SharedDecisions, a: &Action, v: &Verdict) -> Option<(bool, u64)> {
     if !matches!(v.treatment, Treatment::Confirm | Treatment::Preserve) {
         return None;
     }

@@ -1,10 +1,10 @@
 //! Recoverability measured from the file system's state at the time of the
 //! judgement, cheapest test first:
 //!
-//! 1. location and name (no I/O): credentials, databases, system files,
-//!    caches, `.git` internals;
-//! 2. what this run did (no I/O): created earlier in the run, written by a
-//!    build tool in the run;
+//! 1. what this run created (no I/O), wherever it is: it holds only this
+//!    run's own work;
+//! 2. location and name (no I/O): credentials, databases, system files,
+//!    caches, `.git` internals; then written by a build tool in the run;
 //! 3. one `lstat`: gone already (unmeasured), empty, a directory, another
 //!    hard link;
 //! 4. the repository (cached per repository): ignored → regenerable; in
@@ -114,6 +114,15 @@ impl Measurer {
             why: why.to_owned(),
         };
         let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        // What this run created holds only this run's work, wherever it
+        // is: a clone made in a temporary directory, a test's database.
+        if self.created.contains(path) {
+            return m(
+                Recovery::Reversible,
+                ObjectKind::Created,
+                "created earlier in this run",
+            );
+        }
         // 1. Names and places (no I/O).
         if let Some(i) = path
             .find("/.git/")
@@ -169,14 +178,7 @@ impl Measurer {
                 "a tool cache: downloaded or rebuilt on demand",
             );
         }
-        // 2. This run's own work.
-        if self.created.contains(path) {
-            return m(
-                Recovery::Reversible,
-                ObjectKind::Created,
-                "created earlier in this run",
-            );
-        }
+        // 2. This run's own work (built output below).
         if self.built.contains(path) {
             return m(
                 Recovery::Reversible,

@@ -273,10 +273,10 @@ fn a_refused_action_stays_refused_for_identical_retries() {
     let mut d = Decisions::default();
     let mut a = exec(20, 1, &["rm", "-rf", "../billing"], "/usr/bin/rm", 0);
     a.action = Some(7);
-    d.record(&a, false);
+    d.record(&a, false, 3);
     let mut retry = exec(21, 1, &["rm", "-rf", "../billing"], "/usr/bin/rm", 0);
     retry.action = Some(8);
-    assert_eq!(d.prior(&retry), Some(false));
+    assert_eq!(d.prior(&retry), Some((false, 3)));
     let mut elsewhere = retry.clone();
     elsewhere.cwd = Some("/other".into());
     assert_eq!(d.prior(&elsewhere), None);
@@ -285,7 +285,71 @@ fn a_refused_action_stays_refused_for_identical_retries() {
         action: Some(7),
         ..Default::default()
     };
-    assert_eq!(d.prior(&effect), Some(false));
+    assert_eq!(d.prior(&effect), Some((false, 3)));
     effect.action = Some(9);
     assert_eq!(d.prior(&effect), None);
+}
+
+#[test]
+fn a_program_that_replaces_itself_hands_over_its_action() {
+    // A pyenv shim: bash → `pyenv exec python3` → python3 in the same
+    // process; the `git reset --hard` the script runs is its own action.
+    let mut g = Grouper::default();
+    let (shim, _) = g.exec(&exec(10, 1, &["bash", "shim"], "/usr/bin/bash", 0), 100);
+    let (pyenv, role) = g.exec(
+        &exec(10, 1, &["pyenv", "exec", "python3"], "/opt/pyenv", 0),
+        101,
+    );
+    assert_eq!((role, pyenv != shim), (ExecRole::Begins, true));
+    g.fork(10, 11);
+    let (k, role) = g.exec(
+        &exec(11, 10, &["readlink", "x"], "/usr/bin/readlink", 0),
+        102,
+    );
+    assert_eq!((k, role), (pyenv, ExecRole::Inside));
+    let (py, role) = g.exec(
+        &exec(10, 1, &["python3", "s.py"], "/usr/bin/python3", 0),
+        103,
+    );
+    assert_eq!((py, role), (103, ExecRole::Begins));
+    g.fork(10, 12);
+    let (reset, role) = g.exec(
+        &exec(12, 10, &["git", "reset", "--hard"], "/usr/bin/git", 0),
+        104,
+    );
+    assert_eq!((reset, role), (104, ExecRole::Begins));
+    // git's own children still belong to git.
+    g.fork(12, 13);
+    let (k, role) = g.exec(
+        &exec(
+            13,
+            12,
+            &["git-upload-pack"],
+            "/usr/lib/git-core/git-upload-pack",
+            0,
+        ),
+        105,
+    );
+    assert_eq!((k, role), (104, ExecRole::Inside));
+}
+
+#[test]
+fn before_it_runs_a_replacing_exec_still_hands_over() {
+    // The seccomp supervisor sees execs before they run (no result).
+    let mut g = Grouper::default();
+    let mut pyenv = exec(10, 1, &["pyenv", "exec", "python3"], "/opt/pyenv", 0);
+    pyenv.result = None;
+    let (k, _) = g.exec(&pyenv, 100);
+    let mut py = exec(10, 1, &["python3", "s.py"], "/usr/bin/python3", 0);
+    py.result = None;
+    let (py_k, role) = g.exec(&py, 101);
+    assert_eq!((py_k, role), (101, ExecRole::Begins));
+    assert_ne!(k, py_k);
+    let mut reset = exec(11, 10, &["git", "reset", "--hard"], "/a/git", 0);
+    reset.result = None;
+    assert_eq!(g.exec(&reset, 102), (102, ExecRole::Begins));
+    // The PATH search's next attempt is a retry, not a replacement.
+    let mut again = reset.clone();
+    again.path = Some("/b/git".into());
+    assert_eq!(g.exec(&again, 103), (102, ExecRole::Retry));
 }

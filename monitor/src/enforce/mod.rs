@@ -305,7 +305,7 @@ impl Shared {
         let Some(p) = self.pending().remove(&id) else {
             return self.reconsider(id, approve, by);
         };
-        lock(&self.decisions).record(&p.action, approve);
+        lock(&self.decisions).record(&p.action, approve, id);
         let now = SystemTime::now();
         let waited_ms = p.requested.elapsed().as_millis() as u64;
         let mut enf = json!({

@@ -130,15 +130,43 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("{s:?}: too large"))
 }
 
-/// Whether `path` can be recovered without a copy (for example a file
-/// tracked by git whose content equals its index blob). When it returns a
-/// description, `preserve` records a `recoverable` entry naming it instead
-/// of keeping the data.
-///
-/// The project's recoverability analysis plugs in here; until then no
-/// file is considered recoverable and every destroyed file is kept.
-pub fn already_recoverable(_path: &Path, _meta: &fs::Metadata) -> Option<String> {
-    None
+/// Where a destroyed file's exact content already exists: a file tracked
+/// by git whose content equals its index blob, with the blob in the
+/// repository's object store. `preserve` records a `recoverable` entry
+/// (the description and `git: {git_dir, blob}`) instead of a copy, and
+/// `abm undo` writes the blob back. Repositories are read once per run
+/// (the index and pack indexes are cached; a stale index only makes a
+/// file look modified, so it is copied).
+pub fn already_recoverable(path: &Path, meta: &fs::Metadata) -> Option<(String, Value)> {
+    use crate::action::git::{file_blob_id, Repo};
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    static REPOS: OnceLock<Mutex<HashMap<PathBuf, Option<Repo>>>> = OnceLock::new();
+    if !meta.is_file() || meta.len() > HASH_LIMIT {
+        return None;
+    }
+    let root = path.ancestors().skip(1).find(|d| d.join(".git").exists())?;
+    let rel = path.strip_prefix(root).ok()?;
+    let mut repos = REPOS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let repo = repos
+        .entry(root.to_path_buf())
+        .or_insert_with(|| Repo::open(root))
+        .as_mut()?;
+    let e = repo.entry(rel.as_os_str().as_bytes())?;
+    if u64::from(e.size) != meta.len() & 0xffff_ffff
+        || file_blob_id(path, HASH_LIMIT) != Some(e.sha)
+        || !repo.has_object(&e.sha)
+    {
+        return None;
+    }
+    let blob: String = e.sha.iter().map(|b| format!("{b:02x}")).collect();
+    Some((
+        "identical to its git blob; undo writes the blob back".to_owned(),
+        json!({"git_dir": repo.git_dir.to_string_lossy(), "blob": blob}),
+    ))
 }
 
 /// The state of a path, as recorded in `sealed` lines and compared by
@@ -628,13 +656,14 @@ impl Quarantine {
         rule: &str,
         path: &[u8],
         m: &fs::Metadata,
-        how: String,
+        (how, git): (String, Value),
     ) -> io::Result<Value> {
         let mut e = self.entry(a, rule, "recoverable");
         put_path(&mut e, "path", path);
-        e["method"] = json!("none");
+        e["method"] = json!("git");
         e["meta"] = meta_json(m);
         e["recover"] = json!(how);
+        e["git"] = git;
         self.write(&e)?;
         Ok(e)
     }

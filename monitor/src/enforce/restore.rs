@@ -307,7 +307,7 @@ impl<'a> World<'a> {
             "created" if self.state(&e.path).is_none() => {
                 return Ok(Outcome::Skipped("created by the action, gone since".into()))
             }
-            "recoverable" => {
+            "recoverable" if e.raw["git"].is_null() => {
                 return Ok(Outcome::Skipped(format!(
                     "not kept: {}",
                     e.raw["recover"].as_str().unwrap_or("recoverable elsewhere")
@@ -343,6 +343,7 @@ impl<'a> World<'a> {
                 None => Outcome::Restored(String::new()),
             },
             "file" => self.file(e)?,
+            "recoverable" => self.blob_target(e)?,
             "rename" | "exchange" => return self.rename(e, entries, temp_rename, &forced),
             "metadata" => self.metadata(e)?,
             "created" => {
@@ -370,6 +371,12 @@ impl<'a> World<'a> {
             Outcome::Restored(note) if e.kind == "file" => {
                 let how = self.put_back(e, entries)?;
                 Outcome::Restored(format!("{how}{note}{forced}"))
+            }
+            Outcome::Restored(note) if e.kind == "recoverable" => {
+                match self.from_git(e, entries)? {
+                    Ok(how) => Outcome::Restored(format!("{how}{note}{forced}")),
+                    Err(why) => Outcome::Failed(why),
+                }
             }
             o => o,
         };
@@ -426,6 +433,63 @@ impl<'a> World<'a> {
             )));
         }
         self.occupied(e, &now, "the kept file")
+    }
+
+    /// A `recoverable` entry's path: free, already the blob's content, or
+    /// occupied (as for a kept file).
+    fn blob_target(&mut self, e: &Entry) -> io::Result<Outcome> {
+        let Some(now) = self.state(&e.path) else {
+            return Ok(Outcome::Restored(String::new()));
+        };
+        let real = !self.dry_run || !self.touched.contains(&e.path);
+        let blob = e.raw["git"]["blob"].as_str().unwrap_or("");
+        let id = crate::action::git::file_blob_id(path_of(&e.path), u64::MAX);
+        if real && id.is_some_and(|id| hex(&id) == blob) {
+            return Ok(Outcome::Present);
+        }
+        if matches!(e.op(), "truncate" | "write") {
+            let to = self.displace(e.id, &e.path)?;
+            return Ok(Outcome::Restored(format!(
+                "; the action's version is kept in {}",
+                to.display()
+            )));
+        }
+        self.occupied(e, &now, "the file's git blob")
+    }
+
+    /// Writes a `recoverable` entry's git blob back to its path, with the
+    /// file's mode. `Err` when the blob cannot be read any more (the
+    /// repository was removed and not restored first).
+    fn from_git(&mut self, e: &Entry, entries: &[Entry]) -> io::Result<Result<String, String>> {
+        let git_dir = e.raw["git"]["git_dir"].as_str().unwrap_or("");
+        let blob = e.raw["git"]["blob"].as_str().unwrap_or("");
+        if self.dry_run {
+            return Ok(Ok(format!("would be written back from git blob {blob}")));
+        }
+        let out = std::process::Command::new("git")
+            .arg("--git-dir")
+            .arg(git_dir)
+            .args(["cat-file", "blob", blob])
+            .output();
+        let content = match out {
+            Ok(o) if o.status.success() => o.stdout,
+            Ok(o) => {
+                return Ok(Err(format!(
+                    "git blob {blob} cannot be read from {git_dir}: {}",
+                    String::from_utf8_lossy(&o.stderr).trim()
+                )))
+            }
+            Err(err) => return Ok(Err(format!("cannot run git to read blob {blob}: {err}"))),
+        };
+        self.make_parents(&e.path, entries)?;
+        let dest = path_of(&e.path);
+        fs::write(dest, content)?;
+        if let Some(mode) = e.meta["mode"].as_u64() {
+            fs::set_permissions(dest, fs::Permissions::from_mode(mode as u32 & 0o7777))?;
+        }
+        let st = fs::symlink_metadata(dest).ok().map(|m| St::of(&m));
+        self.set(&e.path, st);
+        Ok(Ok(format!("written back from git blob {blob}")))
     }
 
     /// Moves (or copies) the kept file back to its path.
@@ -689,4 +753,8 @@ mod tests {
             "it was modified (size 2 -> 7, mode 644 -> 600)"
         );
     }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
 }

@@ -223,8 +223,11 @@ impl Supervisor {
         let verdict = self.judge(&mut action);
         // One decision per logical action (crate::action).
         match crate::action::prior(&self.shared.decisions, &action, &verdict) {
-            Some(false) => return self.deny(l, n.id, action, verdict, ktime, "action", None),
-            Some(true) if verdict.treatment == Treatment::Confirm => {
+            Some((false, request)) => {
+                let by = format!("request:{request}");
+                return self.deny(l, n.id, action, verdict, ktime, &by, None);
+            }
+            Some((true, _)) if verdict.treatment == Treatment::Confirm => {
                 let _ = l.allow(n.id);
                 return;
             }
@@ -286,10 +289,15 @@ impl Supervisor {
             enf[k] = json!(val);
         }
         // Tell the caller why, while it is stopped in the call (before
-        // its own error message).
+        // its own error message). A call an earlier answer refused can
+        // still be approved through that request.
+        let (outcome, request) = match by.strip_prefix("request:").and_then(|r| r.parse().ok()) {
+            Some(r) => (super::notify::Outcome::Refused, Some(r)),
+            None => (super::notify::Outcome::Denied, None),
+        };
         self.shared
             .notify
-            .tell(super::notify::Outcome::Denied, &a, &v.rule, &v.reason, None);
+            .tell(outcome, &a, &v.rule, &v.reason, request);
         denied_record(&mut a, v, ktime, enf);
         // Record first, then answer: the record is never missing for a
         // call the caller saw fail.

@@ -376,6 +376,9 @@ pub fn undo(a: UndoArgs) -> anyhow::Result<i32> {
     };
     selected.sort_by_key(|e| std::cmp::Reverse(e.id));
     selected.dedup_by_key(|e| e.id);
+    // Files recoverable from git come last: the repository they are read
+    // from may itself be among what is restored (`rm -rf project`).
+    selected.sort_by_key(|e| !e.raw["git"].is_null());
     // Later changes by actions outside the selection are conflicts
     // (--all and --to undo everything after the point, so none is).
     let chosen: BTreeSet<u64> = selected.iter().filter_map(|e| run.action(e)).collect();

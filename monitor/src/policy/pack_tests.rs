@@ -762,7 +762,10 @@ hit  infra.db-destructive | exec mongosh app --eval 'db.dropDatabase()'
 hit  infra.db-destructive | exec psql -c 'truncate table sessions'
 miss infra.db-destructive | exec psql -c 'SELECT * FROM users'
 miss infra.db-destructive | exec mysql -e 'delete from orders where id = 3'
-miss infra.db-destructive | exec sqlite3 dev.db 'drop table x'
+hit  infra.db-destructive | exec sqlite3 dev.db 'drop table x'
+hit  infra.db-destructive | exec python3 -c 'import sqlite3; sqlite3.connect("d.db").execute("DROP TABLE s")'
+miss infra.db-destructive | exec python3 -c 'import sqlite3; sqlite3.connect("d.db").execute("SELECT 1")'
+miss infra.db-destructive | exec sqlite3 dev.db 'delete from t where id = 1'
 
 hit  infra.db-reset | exec npx prisma migrate reset --force
 hit  infra.db-reset | exec rails db:drop

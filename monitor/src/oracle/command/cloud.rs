@@ -96,9 +96,7 @@ impl Extractor {
         ];
         let a = Args::parse(args, &VALUED);
         let project = a
-            .value(&["--project"])
-            .map(str::to_owned)
-            .or_else(|| env.get("CLOUDSDK_CORE_PROJECT").cloned())
+            .value_or_env(&["--project"], env, "CLOUDSDK_CORE_PROJECT")
             .or_else(|| self.gcloud_project.clone())
             .unwrap_or_else(|| "current".to_owned());
         let words: Vec<&str> = a.pos.iter().map(String::as_str).collect();
@@ -205,10 +203,7 @@ pub(super) fn aws(args: &[String], env: &Env) -> CommandObjects {
         "--include",
     ];
     let a = Args::parse(args, &VALUED);
-    let profile = a
-        .value(&["--profile"])
-        .map(str::to_owned)
-        .or_else(|| env.get("AWS_PROFILE").cloned());
+    let profile = a.value_or_env(&["--profile"], env, "AWS_PROFILE");
     let words: Vec<&str> = a.pos.iter().map(String::as_str).collect();
     let service = words.first().copied().unwrap_or("");
     let op = words.get(1).copied().unwrap_or("");

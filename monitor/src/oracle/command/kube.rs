@@ -10,10 +10,7 @@ impl Extractor {
         if let Some(c) = env.get("KUBE_CONTEXT") {
             return c.clone();
         }
-        let cfg = a
-            .value(cfg_flags)
-            .map(str::to_owned)
-            .or_else(|| env.get("KUBECONFIG").cloned());
+        let cfg = a.value_or_env(cfg_flags, env, "KUBECONFIG");
         if let Some(cfg) = cfg {
             // The first file of a KUBECONFIG list names the cluster.
             let first = cfg.split(':').next().unwrap_or(&cfg);

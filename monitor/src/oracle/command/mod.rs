@@ -126,6 +126,14 @@ impl Args {
             .and_then(|(_, v)| v.as_deref())
     }
 
+    /// The last value of any of `names`, else the environment variable
+    /// the tool reads the same setting from.
+    fn value_or_env(&self, names: &[&str], env: &Env, var: &str) -> Option<String> {
+        self.value(names)
+            .map(str::to_owned)
+            .or_else(|| env.get(var).cloned())
+    }
+
     fn values(&self, names: &[&str]) -> Vec<&str> {
         self.flags
             .iter()
