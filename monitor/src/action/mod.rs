@@ -14,7 +14,7 @@
 //! until [`Judge::bind`] maps them to the `seq` of the exec record that
 //! began the action as it is written.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};

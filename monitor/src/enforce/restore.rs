@@ -460,6 +460,10 @@ impl<'a> World<'a> {
     /// Writes a `recoverable` entry's git blob back to its path, with the
     /// file's mode. `Err` when the blob cannot be read any more (the
     /// repository was removed and not restored first).
+    #[expect(
+        clippy::wrong_self_convention,
+        reason = "restores from git; not a conversion"
+    )]
     fn from_git(&mut self, e: &Entry, entries: &[Entry]) -> io::Result<Result<String, String>> {
         let git_dir = e.raw["git"]["git_dir"].as_str().unwrap_or("");
         let blob = e.raw["git"]["blob"].as_str().unwrap_or("");
@@ -715,6 +719,10 @@ pub fn same_content(a: &Path, b: &Path) -> bool {
     matches!((hash_file(a), hash_file(b)), (Ok(x), Ok(y)) if x == y)
 }
 
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -753,8 +761,4 @@ mod tests {
             "it was modified (size 2 -> 7, mode 644 -> 600)"
         );
     }
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
