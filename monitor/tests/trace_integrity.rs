@@ -202,7 +202,7 @@ fn killed_monitor_leaves_a_verifiable_prefix(name: &str) {
             "--",
             "sh",
             "-c",
-            "echo $$ > ../loop.pid; for i in $(seq 1 400); do touch f$i; rm f$i; sleep 0.05; done",
+            "echo $$ > loop.pid; for i in $(seq 1 400); do touch f$i; rm f$i; sleep 0.05; done",
         ])
         .current_dir(ws.path())
         .spawn()
@@ -246,7 +246,7 @@ fn killed_monitor_leaves_a_verifiable_prefix(name: &str) {
     );
     // Stop the orphaned loop (its pid, not a name pattern: other runs of
     // this test may be going on).
-    if let Some(pid) = std::fs::read_to_string(ws.path().join("../loop.pid"))
+    if let Some(pid) = std::fs::read_to_string(ws.path().join("loop.pid"))
         .ok()
         .and_then(|s| s.trim().parse::<i32>().ok())
     {
