@@ -40,6 +40,23 @@ pub enum EventKind {
     /// `io_uring_setup` by an in-scope process: its later ring operations
     /// bypass syscall tracepoints.
     IoUringSetup = 12,
+    /// A new hard link (`link`, `linkat`): path is the existing file, path2
+    /// the new name.
+    Link = 13,
+    /// A new symbolic link (`symlink`, `symlinkat`): path is the target
+    /// (resolved against the new link's directory), path2 the new name.
+    Symlink = 14,
+    /// Timestamps set (`utimensat`, `futimesat`, `utimes`, `utime`).
+    Utimes = 15,
+    /// An extended attribute set or removed (`setxattr` family,
+    /// `removexattr` family); the attribute name is recorded.
+    Xattr = 16,
+    /// Inode flags set with `ioctl(FS_IOC_SETFLAGS)` or
+    /// `ioctl(FS_IOC_FSSETXATTR)` (`chattr`: immutable, append-only).
+    Setflags = 17,
+    /// A 32-bit compat syscall (`int 0x80`) of a destructive kind: its
+    /// number is the ia32 one; recorded, flagged, not decoded further.
+    CompatSyscall = 18,
 }
 
 impl EventKind {
@@ -57,6 +74,12 @@ impl EventKind {
             10 => Self::Exit,
             11 => Self::SyscallExit,
             12 => Self::IoUringSetup,
+            13 => Self::Link,
+            14 => Self::Symlink,
+            15 => Self::Utimes,
+            16 => Self::Xattr,
+            17 => Self::Setflags,
+            18 => Self::CompatSyscall,
             _ => return None,
         })
     }
@@ -76,10 +99,16 @@ impl EventKind {
             Self::Exit => "exit",
             Self::SyscallExit => "syscall_exit",
             Self::IoUringSetup => "io_uring_setup",
+            Self::Link => "link",
+            Self::Symlink => "symlink",
+            Self::Utimes => "utimes",
+            Self::Xattr => "xattr",
+            Self::Setflags => "setflags",
+            Self::CompatSyscall => "compat_syscall",
         }
     }
 
-    pub const ALL: [EventKind; 12] = [
+    pub const ALL: [EventKind; 18] = [
         Self::Unlink,
         Self::Rmdir,
         Self::Rename,
@@ -92,6 +121,12 @@ impl EventKind {
         Self::Exit,
         Self::SyscallExit,
         Self::IoUringSetup,
+        Self::Link,
+        Self::Symlink,
+        Self::Utimes,
+        Self::Xattr,
+        Self::Setflags,
+        Self::CompatSyscall,
     ];
 }
 
@@ -142,6 +177,11 @@ pub mod header_flags {
     pub const ARGV_TRUNCATED: u32 = 1 << 1;
     /// The syscall was execveat with `AT_EMPTY_PATH` (exec of an fd).
     pub const EXEC_FD: u32 = 1 << 2;
+    /// The call was a 32-bit compat syscall (ia32 number in `syscall`).
+    pub const COMPAT: u32 = 1 << 3;
+    /// A flags argument in user memory (`ioctl` flags, `open_how`) could
+    /// not be read at syscall entry.
+    pub const FLAGS_UNREAD: u32 = 1 << 4;
 }
 
 /// Header of one payload field.
@@ -177,6 +217,11 @@ pub mod field_tag {
     pub const ROOT: u8 = 7;
     /// Components of the current working directory, leaf first (exec only).
     pub const CWD: u8 = 8;
+    /// Name of an extended attribute (`setxattr`, `removexattr`, ...).
+    pub const XATTR_NAME: u8 = 9;
+    /// `open_how.flags` of `openat2` (8 bytes, native order), read at
+    /// syscall exit when unreadable at entry (then `READ_FAILED` at entry).
+    pub const OPEN_HOW: u8 = 10;
 }
 
 /// Bits of [`FieldHeader::flags`].
@@ -222,16 +267,35 @@ pub enum LossCause {
     InflightFull = 1,
     /// The scope table was full: a new process could not be added.
     ScopeFull = 2,
+    /// The BPF LSM backend's decision ring (`LSM_EVENTS`) was full: a
+    /// decision record (a refusal or an allowance used) was not delivered.
+    LsmRingbufFull = 3,
 }
 
 impl LossCause {
-    pub const COUNT: u32 = 3;
-    pub const ALL: [LossCause; 3] = [Self::RingbufFull, Self::InflightFull, Self::ScopeFull];
+    pub const COUNT: u32 = 4;
+    pub const ALL: [LossCause; 4] = [
+        Self::RingbufFull,
+        Self::InflightFull,
+        Self::ScopeFull,
+        Self::LsmRingbufFull,
+    ];
     pub const fn name(self) -> &'static str {
         match self {
             Self::RingbufFull => "ringbuf_full",
             Self::InflightFull => "inflight_full",
             Self::ScopeFull => "scope_full",
+            Self::LsmRingbufFull => "lsm_ringbuf_full",
+        }
+    }
+
+    /// What one unit of this cause's count is.
+    pub const fn unit(self) -> &'static str {
+        match self {
+            Self::RingbufFull => "ring record (a syscall is an entry and a result record)",
+            Self::InflightFull => "syscall whose result cannot be paired",
+            Self::ScopeFull => "process that could not be put in scope",
+            Self::LsmRingbufFull => "LSM decision record",
         }
     }
 }
@@ -254,6 +318,27 @@ pub enum Notify {
     /// Only when the open flags (this argument) may write; read-only opens
     /// never leave the kernel.
     IfWrites { flags_arg: u8 },
+    /// Only for the [`ioctl_cmd::TRACED`] requests (this argument); every
+    /// other ioctl never leaves the kernel.
+    IfIoctl { cmd_arg: u8 },
+}
+
+/// ioctl requests that change inode flags (`chattr`), the only ioctls traced
+/// (include/uapi/linux/fs.h, x86_64 values).
+pub mod ioctl_cmd {
+    /// `FS_IOC_SETFLAGS` (`_IOW('f', 2, long)`).
+    pub const FS_IOC_SETFLAGS: u32 = 0x4008_6602;
+    /// `FS_IOC32_SETFLAGS` (`_IOW('f', 2, int)`), the same operation.
+    pub const FS_IOC32_SETFLAGS: u32 = 0x4004_6602;
+    /// `FS_IOC_FSSETXATTR` (`_IOW('X', 32, struct fsxattr)`): sets the same
+    /// immutable and append-only flags through `fsx_xflags`.
+    pub const FS_IOC_FSSETXATTR: u32 = 0x401c_5820;
+    pub const TRACED: [u32; 3] = [FS_IOC_SETFLAGS, FS_IOC32_SETFLAGS, FS_IOC_FSSETXATTR];
+
+    #[inline(always)]
+    pub const fn is_traced(cmd: u32) -> bool {
+        matches!(cmd, FS_IOC_SETFLAGS | FS_IOC32_SETFLAGS | FS_IOC_FSSETXATTR)
+    }
 }
 
 /// One traced syscall: the single table the kernel programs, the seccomp
@@ -330,12 +415,108 @@ syscalls! {
     // Flags in a struct in user memory, which classic BPF cannot read.
     OPENAT2 = 437, "openat2", Write, Some(1), None, None, ALWAYS;
     FCHMODAT2 = 452, "fchmodat2", Chmod, Some(1), None, Some(3), ALWAYS;
+    // Operations that change state without deleting or writing data:
+    // new names, timestamps, extended attributes, inode flags.
+    // Only FS_IOC_SETFLAGS and friends (ioctl_cmd::TRACED), filtered by cmd.
+    IOCTL = 16, "ioctl", Setflags, Some(0), None, Some(1), Notify::IfIoctl { cmd_arg: 1 };
+    LINK = 86, "link", Link, Some(0), Some(1), None, ALWAYS;
+    SYMLINK = 88, "symlink", Symlink, Some(0), Some(1), None, ALWAYS;
+    UTIME = 132, "utime", Utimes, Some(0), None, None, ALWAYS;
+    SETXATTR = 188, "setxattr", Xattr, Some(0), None, Some(4), ALWAYS;
+    LSETXATTR = 189, "lsetxattr", Xattr, Some(0), None, Some(4), ALWAYS;
+    FSETXATTR = 190, "fsetxattr", Xattr, Some(0), None, Some(4), ALWAYS;
+    REMOVEXATTR = 197, "removexattr", Xattr, Some(0), None, None, ALWAYS;
+    LREMOVEXATTR = 198, "lremovexattr", Xattr, Some(0), None, None, ALWAYS;
+    FREMOVEXATTR = 199, "fremovexattr", Xattr, Some(0), None, None, ALWAYS;
+    UTIMES = 235, "utimes", Utimes, Some(0), None, None, ALWAYS;
+    FUTIMESAT = 261, "futimesat", Utimes, Some(1), None, None, ALWAYS;
+    LINKAT = 265, "linkat", Link, Some(1), Some(3), Some(4), ALWAYS;
+    SYMLINKAT = 266, "symlinkat", Symlink, Some(0), Some(2), None, ALWAYS;
+    UTIMENSAT = 280, "utimensat", Utimes, Some(1), None, Some(3), ALWAYS;
+    OPEN_BY_HANDLE_AT = 304, "open_by_handle_at", Write, None, None, Some(2), Notify::IfWrites { flags_arg: 2 };
 }
 
 /// The traced syscall numbered `nr`.
 pub fn syscall(nr: u32) -> Option<&'static Syscall> {
     let all: &'static [Syscall] = &SYSCALLS;
     all.iter().find(|s| s.nr == nr)
+}
+
+/// ia32 compat syscalls (`int 0x80`, arch/x86/entry/syscalls/syscall_32.tbl)
+/// of the destructive kinds: the tracepoints record one flagged
+/// [`EventKind::CompatSyscall`] record per call (the numbers are another
+/// table's, so they are not decoded like their 64-bit twins), and the
+/// seccomp filter refuses every 32-bit syscall under `--enforce`.
+/// (number, name, argument register holding a path: 0 = ebx, 1 = ecx, or
+/// `NO_PATH`).
+pub const COMPAT_SYSCALLS: [(u32, &str, u8); 44] = [
+    (5, "open", 0),
+    (8, "creat", 0),
+    (9, "link", 0),
+    (10, "unlink", 0),
+    (11, "execve", 0),
+    (15, "chmod", 0),
+    (16, "lchown", 0),
+    (30, "utime", 0),
+    (38, "rename", 0),
+    (40, "rmdir", 0),
+    (54, "ioctl", NO_PATH),
+    (83, "symlink", 0),
+    (92, "truncate", 0),
+    (93, "ftruncate", NO_PATH),
+    (94, "fchmod", NO_PATH),
+    (95, "fchown", NO_PATH),
+    (182, "chown", 0),
+    (193, "truncate64", 0),
+    (194, "ftruncate64", NO_PATH),
+    (198, "lchown32", 0),
+    (207, "fchown32", NO_PATH),
+    (212, "chown32", 0),
+    (226, "setxattr", 0),
+    (227, "lsetxattr", 0),
+    (228, "fsetxattr", NO_PATH),
+    (235, "removexattr", 0),
+    (236, "lremovexattr", 0),
+    (237, "fremovexattr", NO_PATH),
+    (271, "utimes", 0),
+    (295, "openat", 1),
+    (298, "fchownat", 1),
+    (299, "futimesat", 1),
+    (301, "unlinkat", 1),
+    (302, "renameat", 1),
+    (303, "linkat", 1),
+    (304, "symlinkat", 0),
+    (306, "fchmodat", 1),
+    (320, "utimensat", 1),
+    (342, "open_by_handle_at", NO_PATH),
+    (353, "renameat2", 1),
+    (358, "execveat", 1),
+    (412, "utimensat_time64", 1),
+    (437, "openat2", 1),
+    (452, "fchmodat2", 1),
+];
+/// [`COMPAT_SYSCALLS`]: no path argument.
+pub const NO_PATH: u8 = 0xff;
+
+/// The path register of a recorded compat syscall, if it is one (a jump
+/// table: runs for every in-scope syscall whose number matches).
+#[inline(always)]
+pub const fn compat_path_reg(nr: u32) -> Option<u8> {
+    Some(match nr {
+        5 | 8 | 9 | 10 | 11 | 15 | 16 | 30 | 38 | 40 | 83 | 92 | 182 | 193 | 198 | 212 | 226
+        | 227 | 235 | 236 | 271 | 304 => 0,
+        295 | 298 | 299 | 301 | 302 | 303 | 306 | 320 | 353 | 358 | 412 | 437 | 452 => 1,
+        54 | 93 | 94 | 95 | 194 | 207 | 228 | 237 | 342 => NO_PATH,
+        _ => return None,
+    })
+}
+
+/// The name of compat syscall `nr`, if it is recorded.
+pub fn compat_syscall(nr: u32) -> Option<&'static str> {
+    COMPAT_SYSCALLS
+        .iter()
+        .find(|(n, _, _)| *n == nr)
+        .map(|(_, name, _)| *name)
 }
 
 /// Value of the `INFLIGHT` map: a traced syscall in progress on one thread.

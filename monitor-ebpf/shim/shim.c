@@ -102,3 +102,21 @@ u32 shim_file_flags(struct file *f) { return f ? BPF_CORE_READ((struct file___ls
 u32 shim_file_fmode(struct file *f) { return f ? BPF_CORE_READ((struct file___lsm *)f, f_mode) : 0; }
 
 void *shim_bprm_file(struct linux_binprm *b) { return b ? BPF_CORE_READ(b, file) : 0; }
+
+/* ---- Compat syscalls and thread-group lifetime ---- */
+
+/* Non-zero while the task is in a 32-bit compat syscall (int 0x80):
+ * in_ia32_syscall() tests TS_COMPAT (0x2) in thread_info.status on x86_64
+ * (arch/x86/include/asm/compat.h). */
+u32 shim_task_in_compat(struct task_struct *t)
+{
+	return t ? (BPF_CORE_READ((struct task_struct___trust *)t, thread_info.status) & 0x2) : 0;
+}
+
+/* Threads of the group that have not yet decremented signal->live in
+ * do_exit(), which runs before trace_sched_process_exit (kernel/exit.c):
+ * 0 at the exit of the group's last thread. */
+int shim_task_group_live(struct task_struct *t)
+{
+	return t ? BPF_CORE_READ((struct task_struct___trust *)t, signal, live.counter) : 0;
+}

@@ -114,3 +114,27 @@ struct linux_binprm {
 };
 
 #pragma clang attribute pop
+
+/* ---- Compat syscalls and thread-group lifetime (probes/syscalls.rs,
+ * probes/lifecycle.rs): `___trust` flavours relocate against the real
+ * `struct task_struct`. */
+#pragma clang attribute push(__attribute__((preserve_access_index)), apply_to = record)
+
+struct thread_info {
+	u32 status; /* TS_COMPAT (arch/x86/include/asm/thread_info.h) */
+};
+
+typedef struct {
+	int counter;
+} atomic_t___trust;
+
+struct signal_struct {
+	atomic_t___trust live; /* threads not yet past do_exit()'s decrement */
+};
+
+struct task_struct___trust {
+	struct thread_info thread_info;
+	struct signal_struct *signal;
+};
+
+#pragma clang attribute pop

@@ -157,6 +157,20 @@ impl Record {
         (first, n > 0)
     }
 
+    /// Stores one u64 as an 8-byte field; with `READ_FAILED` the field is
+    /// empty and says so.
+    #[inline(always)]
+    pub fn u64_field(&mut self, tag: u8, v: u64, flags: u8) {
+        let Some(at) = self.begin() else { return };
+        if flags & field_flags::READ_FAILED == 0 {
+            let off = self.off();
+            // SAFETY: an in-bounds write into this CPU's scratch entry (offset masked, slack after the payload).
+            unsafe { core::ptr::write_unaligned(self.ptr(off) as *mut u64, v) };
+            self.set_off(off + 8);
+        }
+        self.end(at, tag, flags);
+    }
+
     /// Stores the path of `dentry` in mount `mnt` as one field (see
     /// [`walk_path`]).
     #[inline(always)]

@@ -20,4 +20,6 @@ unsafe extern "C" {
     pub fn shim_mnt_root(m: *const c_void) -> *const c_void;
     pub fn shim_mnt_parent(m: *const c_void) -> *const c_void;
     pub fn shim_mnt_mountpoint(m: *const c_void) -> *const c_void;
+    pub fn shim_task_in_compat(t: *const c_void) -> u32;
+    pub fn shim_task_group_live(t: *const c_void) -> i32;
 }

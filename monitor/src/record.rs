@@ -26,7 +26,18 @@ pub enum Op {
     Fork,
     Exit,
     IoUringSetup,
+    Link,
+    Symlink,
+    Utimes,
+    Xattr,
+    Setflags,
+    CompatSyscall,
 }
+
+/// Operations that change a file's names, times, attributes or flags
+/// without deleting or writing its data. Rules name them explicitly (a rule
+/// without `ops` covers [`FILE_OPS`] only).
+pub const META_OPS: [Op; 5] = [Op::Link, Op::Symlink, Op::Utimes, Op::Xattr, Op::Setflags];
 
 /// File operations that change the world (every operation but exec and
 /// process bookkeeping): what a rule naming no operation applies to, what
@@ -42,7 +53,7 @@ pub const FILE_OPS: [Op; 7] = [
 ];
 
 impl Op {
-    pub const ALL: [Op; 11] = [
+    pub const ALL: [Op; 17] = [
         Op::Unlink,
         Op::Rmdir,
         Op::Rename,
@@ -54,6 +65,12 @@ impl Op {
         Op::Fork,
         Op::Exit,
         Op::IoUringSetup,
+        Op::Link,
+        Op::Symlink,
+        Op::Utimes,
+        Op::Xattr,
+        Op::Setflags,
+        Op::CompatSyscall,
     ];
 
     /// The kernel's kind of this operation.
@@ -70,6 +87,12 @@ impl Op {
             Op::Fork => EventKind::Fork,
             Op::Exit => EventKind::Exit,
             Op::IoUringSetup => EventKind::IoUringSetup,
+            Op::Link => EventKind::Link,
+            Op::Symlink => EventKind::Symlink,
+            Op::Utimes => EventKind::Utimes,
+            Op::Xattr => EventKind::Xattr,
+            Op::Setflags => EventKind::Setflags,
+            Op::CompatSyscall => EventKind::CompatSyscall,
         }
     }
 
@@ -234,6 +257,9 @@ pub struct Action {
     /// dirfd or fd argument, when the call took one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fd: Option<i32>,
+    /// xattr: the attribute's name (`security.capability`, `user.x`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub xattr: Option<String>,
 
     /// 0 or -errno; `None` when the result could not be observed
     /// (see `result_note`).

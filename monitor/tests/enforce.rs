@@ -36,7 +36,7 @@ fn seccomp_unavailable() -> Option<String> {
 macro_rules! require_seccomp {
     () => {
         if let Some(why) = seccomp_unavailable() {
-            eprintln!("skipping: {why}");
+            common::skip_or_fail("seccomp", &why);
             return;
         }
     };
@@ -912,7 +912,7 @@ fn preserve_across_file_systems_copies() {
     let t = TempDir::new("enf-xfs");
     let dev = |p: &Path| std::fs::metadata(p).map(|m| m.dev()).ok();
     if dev(shm).is_none() || dev(shm) == dev(t.path()) {
-        eprintln!("skipping: /dev/shm is not a separate file system");
+        common::skip_or_fail("other-fs", "/dev/shm is not a separate file system");
         return;
     }
     let ws = PathBuf::from(format!("/dev/shm/abm-test-xfs-{}", std::process::id()));
@@ -954,7 +954,7 @@ fn benign_workload_under_the_default_policy_has_no_denials() {
     require_seccomp!();
     for p in ["git", "make", "cc"] {
         if !have(p) {
-            eprintln!("skipping: {p} not installed");
+            common::skip_or_fail(&format!("prog:{p}"), &format!("{p} not installed"));
             return;
         }
     }

@@ -133,7 +133,7 @@ fn find_delete_records_unlinks_relative_to_directory_fds() {
 fn git_branch_delete_and_clean_in_a_real_repository() {
     require_kernel!();
     if !have("git") {
-        eprintln!("skipping: git not installed");
+        common::skip_or_fail("prog:git", "git not installed");
         return;
     }
     let t = TempDir::new("git");

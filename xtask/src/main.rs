@@ -214,7 +214,13 @@ fn test(no_vm: bool) -> Result<()> {
     check_policies(&abm, &root().join("policies/examples"), true)?;
     // Unit and integration tests (the integration tests load the kernel
     // programs and need root, which CI has).
-    run(cargo().args(["test", "--release", "--workspace", "--", "--test-threads=2"]))?;
+    // Kernel tests fail rather than skip when eBPF or seccomp is missing;
+    // a caller skips a feature only by naming it in ABM_TEST_SKIP.
+    let mut tests = cargo();
+    tests
+        .args(["test", "--release", "--workspace", "--", "--test-threads=2"])
+        .env("ABM_REQUIRE_EBPF", "1");
+    run(&mut tests)?;
     if no_vm {
         eprintln!("xtask: skipping the VM tests (--no-vm)");
     } else {

@@ -2,8 +2,8 @@
 //! opens that truncate or write.
 use aya_ebpf::helpers::bpf_probe_read_user;
 use monitor_common::{
-    field_tag::*,
-    limits::MAX_RAW_PATH,
+    field_flags, field_tag::*, header_flags, ioctl_cmd,
+    limits::{MAX_NAME, MAX_RAW_PATH},
     open_flags::{O_CREAT, O_RDWR, O_TRUNC, O_WRONLY},
     EventKind, Inflight,
 };
@@ -13,29 +13,45 @@ use crate::record::{Record, AT_FDCWD};
 
 const AT_REMOVEDIR: u64 = 0x200;
 
+/// [`Inflight::retry`] bit: `open_how` (address in `path2`) is read again at
+/// exit.
+pub const RETRY_OPEN_HOW: u32 = 4;
+
 #[inline(always)]
 fn writes(flags: u64) -> bool {
     flags & (O_WRONLY | O_RDWR | O_TRUNC) != 0
 }
 
-/// `open_how.flags` of openat2 (include/uapi/linux/openat2.h: first u64).
+/// `open_how.flags` and `.mode` of openat2 (include/uapi/linux/openat2.h:
+/// the first two u64); `None` when the struct is not readable yet (its page
+/// not faulted in: tracepoint programs cannot fault).
 #[inline(always)]
-fn openat2_how(args: &Args) -> (u64, u64) {
-    let how = args.ptr(2) as *const u64;
-    // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
-    let flags = unsafe { bpf_probe_read_user(how) }.unwrap_or(0);
-    // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
-    let mode = unsafe { bpf_probe_read_user(how.add(1)) }.unwrap_or(0);
-    (flags, mode)
+fn openat2_how(args: &Args) -> Option<(u64, u64)> {
+    read_how(args.a[2])
 }
 
-/// Whether this call is traced at all: opens only when they may write.
+/// Reads `open_how.flags` and `.mode` at `how`.
+#[inline(always)]
+pub fn read_how(how: u64) -> Option<(u64, u64)> {
+    let how = how as *const u64;
+    // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
+    let flags = unsafe { bpf_probe_read_user(how) }.ok()?;
+    // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
+    let mode = unsafe { bpf_probe_read_user(how.add(1)) }.unwrap_or(0);
+    Some((flags, mode))
+}
+
+/// Whether this call is traced at all: opens only when they may write (an
+/// `openat2` whose flags cannot be read yet is traced, and its flags read
+/// at exit); ioctls only for the inode-flag requests.
 #[inline(always)]
 pub fn wants(id: u32, args: &Args) -> bool {
     match id {
         nr::OPEN => writes(args.a[1]),
         nr::OPENAT => writes(args.a[2]),
-        nr::OPENAT2 => writes(openat2_how(args).0),
+        nr::OPENAT2 => openat2_how(args).is_none_or(|(f, _)| writes(f)),
+        nr::OPEN_BY_HANDLE_AT => writes(args.a[2]),
+        nr::IOCTL => ioctl_cmd::is_traced(args.a[1] as u32),
         _ => true,
     }
 }
@@ -66,6 +82,10 @@ struct Plan {
     mode: u32,
     owner_uid: u32,
     owner_gid: u32,
+    /// Name of an extended attribute (user memory), or null.
+    xattr: *const u8,
+    /// [`header_flags`] bits to set.
+    hflags: u32,
 }
 
 #[inline(always)]
@@ -83,6 +103,8 @@ fn plan(id: u32, a: &Args) -> Option<Plan> {
         mode: u32::MAX,
         owner_uid: u32::MAX,
         owner_gid: u32::MAX,
+        xattr: null,
+        hflags: 0,
     };
     match id {
         nr::UNLINK | nr::RMDIR => {
@@ -180,19 +202,99 @@ fn plan(id: u32, a: &Args) -> Option<Plan> {
             p.path1 = a.ptr(1);
         }
         nr::OPENAT2 => {
-            let (flags, mode) = openat2_how(a);
-            p.kind = open_kind(flags);
-            p.flags = flags;
-            p.mode = mode as u32;
+            match openat2_how(a) {
+                Some((flags, mode)) => {
+                    p.kind = open_kind(flags);
+                    p.flags = flags;
+                    p.mode = mode as u32;
+                }
+                // Read again at exit (`OPEN_HOW`), after the kernel copied it.
+                None => {
+                    p.kind = EventKind::Write;
+                    p.hflags |= header_flags::FLAGS_UNREAD;
+                }
+            }
             p.dirfd1 = a.int(0);
             p.path1 = a.ptr(1);
+        }
+        nr::OPEN_BY_HANDLE_AT => {
+            // The file is named by a handle, not a path: only the mount
+            // fd's directory is known (userspace flags the path unknown).
+            p.kind = open_kind(a.a[2]);
+            p.flags = a.a[2];
+            p.fd = a.int(0);
+        }
+        nr::LINK | nr::SYMLINK => {
+            p.kind = if id == nr::LINK { EventKind::Link } else { EventKind::Symlink };
+            p.path1 = a.ptr(0);
+            p.path2 = a.ptr(1);
+        }
+        nr::LINKAT => {
+            p.kind = EventKind::Link;
+            p.dirfd1 = a.int(0);
+            p.path1 = a.ptr(1);
+            p.dirfd2 = a.int(2);
+            p.path2 = a.ptr(3);
+            p.flags = a.a[4];
+        }
+        nr::SYMLINKAT => {
+            p.kind = EventKind::Symlink;
+            p.path1 = a.ptr(0);
+            p.dirfd2 = a.int(1);
+            p.path2 = a.ptr(2);
+        }
+        nr::UTIME | nr::UTIMES => {
+            p.kind = EventKind::Utimes;
+            p.path1 = a.ptr(0);
+        }
+        nr::FUTIMESAT | nr::UTIMENSAT => {
+            p.kind = EventKind::Utimes;
+            if id == nr::UTIMENSAT {
+                p.flags = a.a[3];
+            }
+            p.dirfd1 = a.int(0);
+            p.path1 = a.ptr(1);
+            if p.path1.is_null() {
+                // futimens(fd): the dirfd is the target.
+                p.target_fd = a.int(0);
+            }
+        }
+        nr::SETXATTR | nr::LSETXATTR | nr::REMOVEXATTR | nr::LREMOVEXATTR => {
+            p.kind = EventKind::Xattr;
+            p.path1 = a.ptr(0);
+            p.xattr = a.ptr(1);
+            if id == nr::SETXATTR || id == nr::LSETXATTR {
+                p.flags = a.a[4];
+            }
+        }
+        nr::FSETXATTR | nr::FREMOVEXATTR => {
+            p.kind = EventKind::Xattr;
+            p.target_fd = a.int(0);
+            p.xattr = a.ptr(1);
+            if id == nr::FSETXATTR {
+                p.flags = a.a[4];
+            }
+        }
+        nr::IOCTL => {
+            // The new flags: an int (SETFLAGS) or `fsx_xflags`, the first
+            // u32 of struct fsxattr (FSSETXATTR).
+            p.kind = EventKind::Setflags;
+            p.target_fd = a.int(0);
+            p.mode = a.a[1] as u32; // the request
+            // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
+            match unsafe { bpf_probe_read_user(a.ptr(2) as *const u32) } {
+                Ok(v) => p.flags = v as u64,
+                Err(_) => p.hflags |= header_flags::FLAGS_UNREAD,
+            }
         }
         nr::IO_URING_SETUP => {
             p.kind = EventKind::IoUringSetup;
         }
         _ => return None,
     }
-    p.fd = if p.target_fd >= 0 { p.target_fd } else { p.dirfd1 };
+    if id != nr::OPEN_BY_HANDLE_AT {
+        p.fd = if p.target_fd >= 0 { p.target_fd } else { p.dirfd1 };
+    }
     Some(p)
 }
 
@@ -211,6 +313,15 @@ pub fn enter(id: u32, a: &Args) -> Option<(Record, Inflight)> {
         h.mode = p.mode;
         h.owner_uid = p.owner_uid;
         h.owner_gid = p.owner_gid;
+        h.hflags |= p.hflags;
+    }
+    if id == nr::OPENAT2 && p.hflags & header_flags::FLAGS_UNREAD != 0 {
+        rec.u64_field(OPEN_HOW, 0, field_flags::READ_FAILED);
+        inflight.retry |= RETRY_OPEN_HOW;
+        inflight.path2 = a.a[2];
+    }
+    if !p.xattr.is_null() {
+        rec.user_str::<MAX_NAME>(XATTR_NAME, p.xattr);
     }
     if p.target_fd >= 0 {
         rec.walk_fd(FD_PATH, p.target_fd);

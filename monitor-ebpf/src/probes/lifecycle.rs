@@ -7,9 +7,9 @@ use aya_ebpf::{helpers::{bpf_get_current_pid_tgid, bpf_get_current_task}, macros
 use monitor_common::{EventKind, LossCause};
 
 use crate::{
-    maps::{count_loss, current_scope, SCOPE},
+    maps::{count_loss, current_scope, INFLIGHT, SCOPE},
     record::Record,
-    shim::{shim_task_exit_code, shim_task_pid, shim_task_tgid},
+    shim::{shim_task_exit_code, shim_task_group_live, shim_task_pid, shim_task_tgid},
 };
 
 /// include/trace/events/sched.h: TP_PROTO(struct task_struct *parent,
@@ -35,20 +35,32 @@ pub fn sched_process_fork(ctx: RawTracePointContext) -> i32 {
 }
 
 /// include/trace/events/sched.h: TP_PROTO(struct task_struct *p, ...), runs
-/// in the context of the exiting task.
+/// in the context of the exiting task, for every thread.
+///
+/// A thread that dies inside a traced syscall (killed, or another thread
+/// called `exit_group`) never reaches `sys_exit`: its `INFLIGHT` entry is
+/// removed here. The process leaves scope when its last thread exits, not
+/// when the leader does: a leader that calls `pthread_exit` early leaves
+/// threads that still act. do_exit() decrements `signal->live` before this
+/// tracepoint fires (kernel/exit.c), so 0 means the group is gone.
 #[raw_tracepoint(tracepoint = "sched_process_exit")]
 pub fn sched_process_exit(_ctx: RawTracePointContext) -> i32 {
     let pid_tgid = bpf_get_current_pid_tgid();
     let (tid, tgid) = (pid_tgid as u32, (pid_tgid >> 32) as u32);
-    if tid != tgid {
-        return 0;
-    }
+    let _ = INFLIGHT.remove(&tid);
     if current_scope(tgid).is_none() {
         return 0;
     }
+    // SAFETY: a BPF helper without memory arguments; the task pointer only
+    // goes to CO-RE reads (bpf_probe_read_kernel underneath).
+    let task = unsafe { bpf_get_current_task() } as *const c_void;
+    // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
+    if unsafe { shim_task_group_live(task) } > 0 {
+        return 0; // other threads of the process still run
+    }
     if let Some(mut rec) = Record::start(EventKind::Exit as u32, 0) {
         // The wait status (exit code << 8 | killing signal).
-        let task = unsafe { bpf_get_current_task() } as *const c_void;
+        // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
         rec.hdr().result = i64::from(unsafe { shim_task_exit_code(task) });
         rec.send();
     }

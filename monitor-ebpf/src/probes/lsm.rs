@@ -324,7 +324,7 @@ pub extern "C" fn lsm_emit(packed: u64, d1: u64, m1: u64, d2: u64, m2: u64) -> u
     // SAFETY: `total` bytes from the start of this CPU's scratch entry, bounded by its size.
     let data = unsafe { core::slice::from_raw_parts(buf as *const u8, total) };
     if LSM_EVENTS.output::<[u8]>(data, 0).is_err() {
-        count_loss(LossCause::RingbufFull);
+        count_loss(LossCause::LsmRingbufFull);
     }
     0
 }

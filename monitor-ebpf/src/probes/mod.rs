@@ -1,4 +1,5 @@
 //! One file per hook family.
+pub mod compat;
 pub mod exec;
 pub mod files;
 pub mod lifecycle;

@@ -11,14 +11,16 @@ use aya_ebpf::{
     programs::RawTracePointContext,
 };
 use monitor_common::{
-    field_tag::{RAW_PATH, RAW_PATH2},
+    compat_path_reg,
+    field_flags,
+    field_tag::{OPEN_HOW, RAW_PATH, RAW_PATH2},
     limits::MAX_RAW_PATH,
     is_traced, Inflight, LossCause,
 };
 
 use crate::{
     maps::{count_loss, current_scope, INFLIGHT},
-    probes::{exec, files},
+    probes::{compat, exec, files},
     record::Record,
 };
 
@@ -59,7 +61,8 @@ impl Args {
 pub fn sys_enter(ctx: RawTracePointContext) -> i32 {
     let id: u64 = ctx.arg(1);
     let id = id as u32;
-    if !is_traced(id) {
+    let compat_reg = compat_path_reg(id);
+    if !is_traced(id) && compat_reg.is_none() {
         return 0;
     }
     let pid_tgid = bpf_get_current_pid_tgid();
@@ -67,6 +70,16 @@ pub fn sys_enter(ctx: RawTracePointContext) -> i32 {
         return 0;
     }
     let regs: *const u8 = ctx.arg(0);
+    // A compat (ia32) number means another syscall than its x86_64 twin.
+    if compat::in_compat() {
+        if let Some(reg) = compat_reg {
+            compat::record(id, reg, regs);
+        }
+        return 0;
+    }
+    if !is_traced(id) {
+        return 0;
+    }
     let args = Args::read(regs);
     // Opens are filtered by flags before anything else: most opens read.
     if !files::wants(id, &args) {
@@ -98,6 +111,9 @@ pub fn sys_enter_exec(ctx: RawTracePointContext) -> i32 {
     let pid_tgid = bpf_get_current_pid_tgid();
     if current_scope((pid_tgid >> 32) as u32).is_none() {
         return 0;
+    }
+    if compat::in_compat() {
+        return 0; // an ia32 number: recorded by sys_enter as a compat call
     }
     let regs: *const u8 = ctx.arg(0);
     let args = Args::read(regs);
@@ -134,6 +150,13 @@ pub fn sys_exit(ctx: RawTracePointContext) -> i32 {
         }
         if inflight.retry & 2 != 0 {
             rec.user_str::<MAX_RAW_PATH>(RAW_PATH2, inflight.path2 as *const u8);
+        }
+        // openat2 flags unreadable at entry: the kernel has copied them now.
+        if inflight.retry & files::RETRY_OPEN_HOW != 0 {
+            match files::read_how(inflight.path2) {
+                Some((flags, _)) => rec.u64_field(OPEN_HOW, flags, 0),
+                None => rec.u64_field(OPEN_HOW, 0, field_flags::READ_FAILED),
+            }
         }
         rec.send();
     }

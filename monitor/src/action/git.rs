@@ -347,3 +347,62 @@ fn ignore_pattern(line: &str) -> Option<IgnorePattern> {
         below: mk(&format!("{pat}/**"))?,
     })
 }
+
+/// Refs of a git directory: loose refs under `refs/` and `packed-refs`,
+/// name → object id (hex).
+fn refs(git_dir: &Path) -> HashMap<String, String> {
+    fn walk(dir: &Path, name: &str, out: &mut HashMap<String, String>) {
+        let Ok(rd) = fs::read_dir(dir) else { return };
+        for e in rd.flatten() {
+            let n = format!("{name}/{}", e.file_name().to_string_lossy());
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                walk(&e.path(), &n, out);
+            } else if let Ok(t) = fs::read_to_string(e.path()) {
+                out.insert(n, t.trim().to_owned());
+            }
+        }
+    }
+    let mut out = HashMap::new();
+    if let Ok(t) = fs::read_to_string(git_dir.join("packed-refs")) {
+        for l in t
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.starts_with('^'))
+        {
+            if let Some((sha, name)) = l.split_once(' ') {
+                out.insert(name.to_owned(), sha.to_owned());
+            }
+        }
+    }
+    walk(&git_dir.join("refs"), "refs", &mut out);
+    out
+}
+
+/// Whether every local branch and HEAD of `git_dir` point at a commit some
+/// remote-tracking ref points at, with no stash: deleting the repository
+/// then loses no commit (a clone brings them back). False when the refs
+/// cannot be read or there is no remote-tracking ref.
+pub fn all_on_a_remote(git_dir: &Path) -> bool {
+    let refs = refs(git_dir);
+    if refs.contains_key("refs/stash") {
+        return false;
+    }
+    let remote: std::collections::HashSet<&str> = refs
+        .iter()
+        .filter(|(n, _)| n.starts_with("refs/remotes/"))
+        .map(|(_, v)| v.as_str())
+        .collect();
+    if remote.is_empty() {
+        return false;
+    }
+    let head = fs::read_to_string(git_dir.join("HEAD")).unwrap_or_default();
+    let head = head.trim();
+    let head_ok = match head.strip_prefix("ref: ") {
+        Some(r) => refs.get(r).is_none_or(|v| remote.contains(v.as_str())),
+        None => remote.contains(head),
+    };
+    head_ok
+        && refs
+            .iter()
+            .filter(|(n, _)| n.starts_with("refs/heads/"))
+            .all(|(_, v)| remote.contains(v.as_str()))
+}

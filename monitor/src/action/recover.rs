@@ -54,6 +54,8 @@ pub struct Measurer {
     pub created: HashSet<String>,
     /// Paths written by build tools in this run.
     pub built: HashSet<String>,
+    /// Git directory → every branch and HEAD is on a remote, no stash.
+    pushed: HashMap<PathBuf, bool>,
 }
 
 impl Measurer {
@@ -64,6 +66,7 @@ impl Measurer {
             repo_of: HashMap::new(),
             created: HashSet::new(),
             built: HashSet::new(),
+            pushed: HashMap::new(),
         }
     }
 
@@ -99,6 +102,20 @@ impl Measurer {
         if let Some(r) = self.repos.get_mut(root) {
             r.invalidate();
         }
+        self.pushed.remove(&root.join(".git"));
+    }
+
+    /// Whether deleting this git directory loses no commit: every local
+    /// branch and HEAD point at a commit a remote-tracking ref also points
+    /// at, and there is no stash (reflogs aside, a clone brings it all
+    /// back). Read once per git directory until git runs again.
+    fn all_on_a_remote(&mut self, git_dir: &Path) -> bool {
+        if let Some(p) = self.pushed.get(git_dir) {
+            return *p;
+        }
+        let p = super::git::all_on_a_remote(git_dir);
+        self.pushed.insert(git_dir.to_path_buf(), p);
+        p
     }
 
     /// Measure what removing or overwriting the content of `path` loses.
@@ -133,11 +150,18 @@ impl Measurer {
                 || after.contains("/tmp_")
                 || name.starts_with("tmp_obj_")
                 || name.starts_with(".tmp");
+            let git_dir = Path::new(&path[..i + 5]);
             return if by_git || housekeeping {
                 m(
                     Recovery::Reversible,
                     ObjectKind::GitInternal,
                     "git's own bookkeeping inside .git",
+                )
+            } else if self.all_on_a_remote(git_dir) {
+                m(
+                    Recovery::Recoverable,
+                    ObjectKind::GitInternal,
+                    ".git internals of a repository whose branches are all on a remote: a clone brings them back",
                 )
             } else {
                 m(

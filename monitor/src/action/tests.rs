@@ -353,3 +353,36 @@ fn before_it_runs_a_replacing_exec_still_hands_over() {
     again.path = Some("/b/git".into());
     assert_eq!(g.exec(&again, 103), (102, ExecRole::Retry));
 }
+
+#[test]
+fn git_internals_are_recoverable_only_when_every_branch_is_on_a_remote() {
+    let tmp = tempfile::tempdir().unwrap();
+    let r = repo(tmp.path());
+    let origin = tmp.path().join("origin.git");
+    git(tmp.path(), &["init", "-q", "--bare", &s(&origin)]);
+    git(&r, &["remote", "add", "origin", &s(&origin)]);
+    let object = |m: &mut Measurer| m.measure(&s(&r.join(".git/HEAD")), false).recovery;
+    let mut m = measurer(&r, &tmp.path().join("home"));
+    assert_eq!(object(&mut m), Recovery::Irreversible, "nothing pushed yet");
+    git(&r, &["push", "-q", "origin", "HEAD:refs/heads/main"]);
+    git(&r, &["fetch", "-q", "origin"]);
+    let mut m = measurer(&r, &tmp.path().join("home"));
+    assert_eq!(
+        object(&mut m),
+        Recovery::Recoverable,
+        "every branch is on origin"
+    );
+    // A commit that is only local makes the repository irreplaceable.
+    git(&r, &["commit", "-qam", "local only"]);
+    m.invalidate(&r);
+    assert_eq!(object(&mut m), Recovery::Irreversible);
+    git(&r, &["push", "-q", "origin", "HEAD:refs/heads/main"]);
+    git(&r, &["fetch", "-q", "origin"]);
+    m.invalidate(&r);
+    assert_eq!(object(&mut m), Recovery::Recoverable);
+    // So does a stash.
+    std::fs::write(r.join("src/a.rs"), "fn a() { stashed() }\n").unwrap();
+    git(&r, &["stash", "-q"]);
+    m.invalidate(&r);
+    assert_eq!(object(&mut m), Recovery::Irreversible);
+}

@@ -63,3 +63,40 @@ mod tests {
         assert!(d < Duration::from_secs(5), "{w}");
     }
 }
+
+/// Longest duration a seconds option accepts (one year): beyond it a
+/// deadline computed from now could overflow the clock.
+pub const MAX_SECS: f64 = 31_536_000.0;
+
+/// Parses a seconds option (`--linger`, `--confirm-timeout`): a finite
+/// number from 0 to [`MAX_SECS`], so no deadline computed from it can
+/// overflow after the command has run.
+pub fn parse_secs(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
+    if !v.is_finite() || !(0.0..=MAX_SECS).contains(&v) {
+        return Err(format!(
+            "`{s}`: give a number of seconds from 0 to {MAX_SECS} (one year)"
+        ));
+    }
+    Ok(v)
+}
+
+#[cfg(test)]
+mod secs_tests {
+    use super::*;
+
+    #[test]
+    fn seconds_options_refuse_infinite_huge_and_negative_values() {
+        assert_eq!(parse_secs("2.5"), Ok(2.5));
+        assert_eq!(parse_secs("0"), Ok(0.0));
+        for bad in ["inf", "-inf", "NaN", "1e20", "-1", "x", ""] {
+            let e = parse_secs(bad).unwrap_err();
+            assert!(e.contains(bad), "{bad}: {e}");
+        }
+        // A deadline from the largest accepted value does not overflow.
+        let _ = std::time::Instant::now() + Duration::from_secs_f64(MAX_SECS);
+    }
+}

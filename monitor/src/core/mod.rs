@@ -6,5 +6,5 @@
 pub mod clock;
 pub mod sys;
 
-pub use clock::{monotonic_ns, rfc3339, Clock};
-pub use sys::{absolute, uname};
+pub use clock::{monotonic_ns, parse_secs, rfc3339, Clock};
+pub use sys::{absolute, open_regular, uname};

@@ -24,9 +24,64 @@ pub fn absolute(p: &Path) -> PathBuf {
     std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
 }
 
+/// Opens a file that a command reads whole (a trace, a task file), refusing
+/// anything but a regular file: `/dev/zero` or a FIFO would never end or
+/// block forever. The open itself does not block on a FIFO (`O_NONBLOCK`,
+/// dropped again before any read).
+pub fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _};
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let ft = file.metadata()?.file_type();
+    if !ft.is_file() {
+        let what = if ft.is_dir() {
+            "a directory"
+        } else if ft.is_char_device() || ft.is_block_device() {
+            "a device"
+        } else if ft.is_fifo() {
+            "a FIFO"
+        } else if ft.is_socket() {
+            "a socket"
+        } else {
+            "not a regular file"
+        };
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{what}, not a regular file: give the path of a file"),
+        ));
+    }
+    use std::os::fd::AsRawFd as _;
+    // SAFETY: fcntl on an fd this function owns; F_SETFL with plain flags.
+    unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETFL, 0) };
+    Ok(file)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn open_regular_refuses_devices_directories_and_fifos() {
+        for p in ["/dev/zero", "/dev/null", "/"] {
+            let e = open_regular(Path::new(p)).unwrap_err();
+            assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput, "{p}");
+            assert!(e.to_string().contains("not a regular file"), "{p}: {e}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid C string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = open_regular(&fifo).unwrap_err();
+        assert!(e.to_string().contains("a FIFO"), "{e}");
+        let f = dir.path().join("f");
+        std::fs::write(&f, "x").unwrap();
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut open_regular(&f).unwrap(), &mut s).unwrap();
+        assert_eq!(s, "x");
+    }
 
     #[test]
     fn uname_names_this_kernel() {

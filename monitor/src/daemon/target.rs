@@ -246,7 +246,15 @@ impl Target {
     /// Seals the trace (after the caller released the pipeline) and moves
     /// to `state`.
     pub fn seal(&mut self, state: State) -> anyhow::Result<()> {
-        if let Some(w) = self.writer.take() {
+        if let Some(mut w) = self.writer.take() {
+            if self.pipeline.unpaired_exits > 0 {
+                // Results whose syscall entry record was lost (counted as a
+                // loss already), as `abm run` writes them.
+                crate::trace::note::Note::UnpairedResults {
+                    count: self.pipeline.unpaired_exits,
+                }
+                .append_to(&mut w)?;
+            }
             let summary = w.seal(SealInfo {
                 end_time: rfc3339(SystemTime::now()),
                 lost_by_cause: self.lost.clone(),

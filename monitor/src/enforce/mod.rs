@@ -48,8 +48,10 @@ use crate::{
 
 pub mod answers;
 pub mod control;
+pub mod guard;
 pub mod history;
 pub mod lsm;
+mod manifest;
 pub mod notify;
 pub mod preserve;
 mod prompt;
@@ -88,7 +90,7 @@ pub struct EnforceArgs {
     #[arg(long, value_enum, default_value_t = BackendChoice::Auto, value_name = "BACKEND")]
     pub enforce_backend: BackendChoice,
     /// A `confirm` left unanswered this long is denied.
-    #[arg(long, default_value_t = 60.0, value_name = "SECS")]
+    #[arg(long, default_value_t = 60.0, value_name = "SECS", value_parser = crate::core::parse_secs)]
     pub confirm_timeout: f64,
     /// Control socket for `abm approve|deny|pending`. Default:
     /// /run/abm/<run id>.sock (the run id is the trace file name without
@@ -484,6 +486,8 @@ pub struct Enforcer {
     preserved_entries: u64,
     /// BPF LSM backend (enforce::lsm), set by `lsm::attach`.
     lsm: Option<lsm::LsmBackend>,
+    /// Start of the window of the next `lsm_decode_error` loss record.
+    lsm_losses_ns: u64,
 }
 
 impl Enforcer {
@@ -563,6 +567,7 @@ impl Enforcer {
             ctx: info.ctx.clone(),
             quarantine,
             guarded,
+            trace_guard: guard::TraceGuard::new(info.trace),
             reader: target::Reader::new(),
             stats: Default::default(),
             judge: crate::action::Judge::live(info.ctx),
@@ -596,6 +601,7 @@ impl Enforcer {
             counts: BTreeMap::new(),
             preserved_entries: 0,
             lsm: None,
+            lsm_losses_ns: crate::core::monotonic_ns(),
         };
         lsm::attach(&mut enforcer, probes, info.policy, info.ctx, info.quiet)?;
         Ok(enforcer)
@@ -656,6 +662,18 @@ impl Enforcer {
         if let Some(l) = self.lsm.as_mut() {
             for note in l.absorb() {
                 note.append_to(writer)?;
+            }
+            let undecodable = l.take_undecodable();
+            if undecodable > 0 {
+                let now = crate::core::monotonic_ns();
+                writer.append_loss(&crate::trace::Loss {
+                    cause: "lsm_decode_error".into(),
+                    count: undecodable,
+                    cpu: None,
+                    window_start_ns: self.lsm_losses_ns,
+                    window_end_ns: now,
+                })?;
+                self.lsm_losses_ns = now;
             }
             self.counts = l.counts();
         }

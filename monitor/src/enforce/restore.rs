@@ -373,7 +373,7 @@ impl<'a> World<'a> {
                 Outcome::Restored(format!("{how}{note}{forced}"))
             }
             Outcome::Restored(note) if e.kind == "recoverable" => {
-                match self.from_git(e, entries)? {
+                match self.restore_from_git(e, entries)? {
                     Ok(how) => Outcome::Restored(format!("{how}{note}{forced}")),
                     Err(why) => Outcome::Failed(why),
                 }
@@ -460,11 +460,11 @@ impl<'a> World<'a> {
     /// Writes a `recoverable` entry's git blob back to its path, with the
     /// file's mode. `Err` when the blob cannot be read any more (the
     /// repository was removed and not restored first).
-    #[expect(
-        clippy::wrong_self_convention,
-        reason = "restores from git; not a conversion"
-    )]
-    fn from_git(&mut self, e: &Entry, entries: &[Entry]) -> io::Result<Result<String, String>> {
+    fn restore_from_git(
+        &mut self,
+        e: &Entry,
+        entries: &[Entry],
+    ) -> io::Result<Result<String, String>> {
         let git_dir = e.raw["git"]["git_dir"].as_str().unwrap_or("");
         let blob = e.raw["git"]["blob"].as_str().unwrap_or("");
         if self.dry_run {

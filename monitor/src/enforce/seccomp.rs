@@ -10,6 +10,9 @@
 //!   nr in notify_always()                -> USER_NOTIF
 //!   nr == open   && args[1] & WRITE_FLAGS -> USER_NOTIF
 //!   nr == openat && args[2] & WRITE_FLAGS -> USER_NOTIF
+//!   nr == open_by_handle_at && args[2] & WRITE_FLAGS -> USER_NOTIF
+//!   nr == ioctl  && args[1] in FS_IOC_SETFLAGS, FS_IOC32_SETFLAGS,
+//!                   FS_IOC_FSSETXATTR     -> USER_NOTIF
 //!   otherwise                            -> ALLOW
 //! ```
 //!
@@ -39,7 +42,17 @@ pub fn notify_always() -> impl Iterator<Item = u32> {
 pub fn notify_by_flags() -> impl Iterator<Item = (u32, u32)> {
     SYSCALLS.iter().filter_map(|s| match s.notify {
         Notify::IfWrites { flags_arg } => Some((s.nr, flags_arg as u32)),
-        Notify::Always => None,
+        Notify::Always | Notify::IfIoctl { .. } => None,
+    })
+}
+
+/// ioctls that go to the supervisor only for the inode-flag requests
+/// (`monitor_common::ioctl_cmd::TRACED`): (syscall, index of the request
+/// argument).
+pub fn notify_by_ioctl() -> impl Iterator<Item = (u32, u32)> {
+    SYSCALLS.iter().filter_map(|s| match s.notify {
+        Notify::IfIoctl { cmd_arg } => Some((s.nr, cmd_arg as u32)),
+        Notify::Always | Notify::IfWrites { .. } => None,
     })
 }
 
@@ -89,6 +102,7 @@ enum Label {
     Notify,
     Kill,
     Open(usize),
+    Ioctl(usize),
 }
 
 enum Ins {
@@ -140,9 +154,33 @@ pub fn build_filter() -> Vec<libc::sock_filter> {
             jf: Next,
         });
     }
+    let by_ioctl: Vec<(u32, u32)> = notify_by_ioctl().collect();
+    for (i, (n, _)) in by_ioctl.iter().enumerate() {
+        p.push(Jump {
+            code: BPF_JMP_JEQ_K,
+            k: *n,
+            jt: Ioctl(i),
+            jf: Next,
+        });
+    }
     // Classic BPF jumps forward only: the open checks come after the
     // fall-through ALLOW and have their own ALLOW after them.
     p.push(Ret(SECCOMP_RET_ALLOW));
+    // ioctl: only the inode-flag requests (the request is an unsigned int:
+    // its low word is the whole value).
+    for (i, (_, arg)) in by_ioctl.iter().enumerate() {
+        p.push(Mark(Ioctl(i)));
+        p.push(Ld(off_arg_lo(*arg)));
+        for cmd in monitor_common::ioctl_cmd::TRACED {
+            p.push(Jump {
+                code: BPF_JMP_JEQ_K,
+                k: cmd,
+                jt: Notify,
+                jf: Next,
+            });
+        }
+        p.push(Ret(SECCOMP_RET_ALLOW));
+    }
     for (i, (_, arg)) in by_flags.iter().enumerate() {
         p.push(Mark(Open(i)));
         p.push(Ld(off_arg_lo(*arg)));
@@ -604,8 +642,8 @@ mod tests {
     #[test]
     fn filter_notifies_destructive_calls_only() {
         let p = build_filter();
-        assert!(p.len() < 64);
-        assert_eq!(notify_always().count(), 21);
+        assert!(p.len() < 96, "{}", p.len());
+        assert_eq!(notify_always().count(), 35);
         for n in notify_always() {
             assert_eq!(run_filter(&p, X86_64, n, [0; 6]), RET_NOTIFY, "syscall {n}");
         }
@@ -639,6 +677,30 @@ mod tests {
             run_filter(&p, X86_64, nr::OPENAT, [0, 0, O_CREAT, 0, 0, 0]),
             RET_ALLOW
         );
+        // open_by_handle_at: flags in args[2].
+        assert_eq!(
+            run_filter(&p, X86_64, nr::OPEN_BY_HANDLE_AT, [3, 0, 0, 0, 0, 0]),
+            RET_ALLOW
+        );
+        assert_eq!(
+            run_filter(&p, X86_64, nr::OPEN_BY_HANDLE_AT, [3, 0, O_TRUNC, 0, 0, 0]),
+            RET_NOTIFY
+        );
+        // ioctl: only the inode-flag requests (chattr), never the others.
+        use monitor_common::ioctl_cmd::*;
+        for cmd in [FS_IOC_SETFLAGS, FS_IOC32_SETFLAGS, FS_IOC_FSSETXATTR] {
+            assert_eq!(
+                run_filter(&p, X86_64, nr::IOCTL, [3, u64::from(cmd), 0, 0, 0, 0]),
+                RET_NOTIFY
+            );
+        }
+        // TCGETS, FIONREAD, FS_IOC_GETFLAGS
+        for cmd in [0x5401u64, 0x541b, 0x8008_6601] {
+            assert_eq!(
+                run_filter(&p, X86_64, nr::IOCTL, [3, cmd, 0, 0, 0, 0]),
+                RET_ALLOW
+            );
+        }
         // Upper half of the flags register is ignored (flags are an int).
         assert_eq!(
             run_filter(&p, X86_64, nr::OPENAT, [0, 0, 1 << 40, 0, 0, 0]),

@@ -33,6 +33,7 @@ use crate::{
 /// Rule id of the monitor's own enforcement rules.
 pub const RULE_INTEGRITY: &str = "builtin.enforce-integrity";
 pub const RULE_IO_URING: &str = "builtin.enforce-io-uring";
+pub const RULE_UNKNOWN_PATH: &str = "builtin.enforce-unknown-path";
 
 pub(crate) struct Supervisor {
     pub shared: Arc<Shared>,
@@ -42,6 +43,8 @@ pub(crate) struct Supervisor {
     /// Paths the watched tree may not touch under --enforce (the
     /// quarantine, the control socket): prefixes.
     pub guarded: Vec<String>,
+    /// The trace's inode and directories, abm's /proc entry (by identity).
+    pub trace_guard: super::guard::TraceGuard,
     pub reader: Reader,
     pub stats: Stats,
     /// Groups calls into actions and measures them before they run.
@@ -251,6 +254,9 @@ impl Supervisor {
                     .any(|g| p == g.trim_end_matches('/') || p.starts_with(g.as_str()))
             })
         };
+        if let Some(v) = self.trace_guard.check(a) {
+            return v;
+        }
         if a.op != Some(Op::Exec) && (guarded(&a.path) || guarded(&a.path2)) {
             return Verdict {
                 rule: RULE_INTEGRITY.into(),
@@ -261,9 +267,11 @@ impl Supervisor {
             };
         }
         self.judge.judge(a, &self.policy, &self.ctx);
-        a.verdict
+        let v = a
+            .verdict
             .take()
-            .unwrap_or_else(|| self.policy.evaluate(a, &self.ctx))
+            .unwrap_or_else(|| self.policy.evaluate(a, &self.ctx));
+        fail_closed(v, a, &self.policy, &self.ctx)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -510,6 +518,33 @@ impl Supervisor {
     }
 }
 
+/// Under `--enforce` a path that is not known exactly (`path_issues`: cut,
+/// unreadable, disconnected, a bad fd) is not judged as if it were: when a
+/// rule stricter than accept could match the call on some path, the call
+/// is refused.
+pub(crate) fn fail_closed(v: Verdict, a: &Action, policy: &Policy, ctx: &Context) -> Verdict {
+    // `disconnected` alone is a file already deleted (an fd's target): it
+    // has no name left for a path rule to match.
+    let inexact = a.path_issues.iter().any(|i| i != "disconnected");
+    if !inexact || !matches!(v.treatment, Treatment::Accept | Treatment::Audit) {
+        return v;
+    }
+    match policy.could_match_any_path(a, ctx) {
+        Some(r) => Verdict {
+            rule: RULE_UNKNOWN_PATH.into(),
+            treatment: Treatment::Deny,
+            irreversibility: v.irreversibility,
+            scope: v.scope,
+            reason: format!(
+                "the path is not known exactly ({}) and rule {} could match it",
+                a.path_issues.join(", "),
+                r.id
+            ),
+        },
+        None => v,
+    }
+}
+
 /// Turns an action into the event record of a refused call.
 pub(crate) fn denied_record(
     a: &mut Action,
@@ -523,4 +558,75 @@ pub(crate) fn denied_record(
     a.result_note = Some("denied_by_seccomp".into());
     a.verdict = Some(v);
     a.enforcement = Some(enforcement);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const POLICY: &str = r#"
+version = 1
+[[rule]]
+id = "t.keys"
+reason = "keys"
+ops = ["unlink"]
+paths = ["/keys/**"]
+treatment = "deny"
+
+[[rule]]
+id = "t.rm-ok"
+reason = "rm is fine"
+ops = ["unlink"]
+when = [{ field = "comm", operator = "equal", values = ["trusted"] }]
+treatment = "accept"
+"#;
+
+    fn unlink(path: &str, comm: &str, issues: &[&str]) -> Action {
+        Action {
+            op: Some(Op::Unlink),
+            syscall: "unlinkat".into(),
+            path: Some(path.into()),
+            comm: comm.into(),
+            path_issues: issues.iter().map(|s| s.to_string()).collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn an_inexact_path_fails_closed_when_a_strict_rule_could_match() {
+        let policy = Policy::from_str(POLICY, "test").unwrap();
+        let ctx = Context::default();
+        let judge = |a: &Action| fail_closed(policy.evaluate(a, &ctx), a, &policy, &ctx);
+        // Exact path outside the rule: accepted.
+        assert_eq!(
+            judge(&unlink("/w/f", "sh", &[])).treatment,
+            Treatment::Accept
+        );
+        // The same recorded path, but not known exactly: the deny rule
+        // could match the real one.
+        let v = judge(&unlink("/w/f", "sh", &["bad_fd"]));
+        assert_eq!(
+            (v.treatment, v.rule.as_str()),
+            (Treatment::Deny, RULE_UNKNOWN_PATH)
+        );
+        // The first strict rule that could match is the built-in trace
+        // protection: the trace itself could be the real target.
+        assert!(
+            v.reason.contains("builtin.trace-integrity") && v.reason.contains("bad_fd"),
+            "{}",
+            v.reason
+        );
+        // An accepting rule without path conditions after them does not help.
+        let v = judge(&unlink("/w/f", "trusted", &["read_failed"]));
+        assert_eq!(v.treatment, Treatment::Deny);
+        // A deleted file behind an fd has no name a rule could match.
+        assert_eq!(
+            judge(&unlink("/w/f", "sh", &["disconnected"])).treatment,
+            Treatment::Accept
+        );
+        // No strict rule applies to the operation: nothing to fail closed on.
+        let mut exec = unlink("/w/f", "sh", &["bad_fd"]);
+        exec.op = Some(Op::Exec);
+        assert_eq!(judge(&exec).treatment, Treatment::Accept);
+    }
 }

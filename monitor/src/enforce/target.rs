@@ -6,7 +6,7 @@ use std::{
     collections::HashMap,
     ffi::OsStr,
     io::Read as _,
-    os::unix::ffi::OsStrExt,
+    os::unix::ffi::{OsStrExt, OsStringExt},
     path::PathBuf,
     time::{Duration, Instant},
 };
@@ -131,6 +131,10 @@ struct Plan {
     argv: Option<u64>,
     /// AT_EMPTY_PATH allowed: an empty path means the dirfd itself.
     empty_path: bool,
+    /// Address of an extended attribute's name.
+    xattr: Option<u64>,
+    /// Issues known from the arguments alone (`by_handle`, `flags_unread`).
+    issues: Vec<&'static str>,
 }
 
 fn open_op(flags: u64) -> Op {
@@ -153,6 +157,8 @@ fn plan(nrr: u32, a: &[u64; 6], pid: u32) -> Result<Option<Plan>, Unreadable> {
         owner: None,
         argv: None,
         empty_path: false,
+        xattr: None,
+        issues: Vec::new(),
     };
     match nrr {
         nr::UNLINK | nr::RMDIR => {
@@ -266,6 +272,78 @@ fn plan(nrr: u32, a: &[u64; 6], pid: u32) -> Result<Option<Plan>, Unreadable> {
             p.mode = (flags & O_CREAT != 0).then_some(mode as u32 & 0o7777);
             p.path1 = Some((int(0), a[1]));
         }
+        nr::OPEN_BY_HANDLE_AT => {
+            p.flags = a[2] & 0xffff_ffff;
+            p.op = open_op(p.flags);
+            // Named by a handle: the path is unknown (fails closed).
+            p.issues.push("by_handle");
+        }
+        nr::LINK | nr::SYMLINK => {
+            p.op = if nrr == nr::LINK {
+                Op::Link
+            } else {
+                Op::Symlink
+            };
+            p.path1 = Some((AT_FDCWD, a[0]));
+            p.path2 = Some((AT_FDCWD, a[1]));
+        }
+        nr::LINKAT => {
+            p.op = Op::Link;
+            p.flags = a[4];
+            p.empty_path = p.flags & AT_EMPTY_PATH != 0;
+            p.path1 = Some((int(0), a[1]));
+            p.path2 = Some((int(2), a[3]));
+        }
+        nr::SYMLINKAT => {
+            p.op = Op::Symlink;
+            p.path1 = Some((AT_FDCWD, a[0]));
+            p.path2 = Some((int(1), a[2]));
+        }
+        nr::UTIME | nr::UTIMES => {
+            p.op = Op::Utimes;
+            p.path1 = Some((AT_FDCWD, a[0]));
+        }
+        nr::FUTIMESAT | nr::UTIMENSAT => {
+            p.op = Op::Utimes;
+            if nrr == nr::UTIMENSAT {
+                p.flags = a[3];
+                p.empty_path = p.flags & AT_EMPTY_PATH != 0;
+            }
+            if a[1] == 0 {
+                p.target_fd = Some(int(0)); // futimens(fd)
+            } else {
+                p.path1 = Some((int(0), a[1]));
+            }
+        }
+        nr::SETXATTR | nr::LSETXATTR | nr::REMOVEXATTR | nr::LREMOVEXATTR => {
+            p.op = Op::Xattr;
+            if matches!(nrr, nr::SETXATTR | nr::LSETXATTR) {
+                p.flags = a[4];
+            }
+            p.path1 = Some((AT_FDCWD, a[0]));
+            p.xattr = Some(a[1]);
+        }
+        nr::FSETXATTR | nr::FREMOVEXATTR => {
+            p.op = Op::Xattr;
+            if nrr == nr::FSETXATTR {
+                p.flags = a[4];
+            }
+            p.target_fd = Some(int(0));
+            p.xattr = Some(a[1]);
+        }
+        nr::IOCTL => {
+            if !monitor_common::ioctl_cmd::is_traced(a[1] as u32) {
+                return Ok(None);
+            }
+            p.op = Op::Setflags;
+            p.target_fd = Some(int(0));
+            let mut b = [0u8; 4];
+            if read_mem(pid, a[2], &mut b) == 4 {
+                p.flags = u64::from(u32::from_ne_bytes(b));
+            } else {
+                p.issues.push("flags_unread");
+            }
+        }
         nr::EXECVE => {
             p.op = Op::Exec;
             p.path1 = Some((AT_FDCWD, a[0]));
@@ -375,7 +453,21 @@ impl Reader {
         }
         if let Some((dirfd, ptr)) = p.path1 {
             let raw = self.read_path(tid, ptr, &mut issues)?;
-            let host = self.resolve(tid, dirfd, &raw, &root, p.empty_path, &mut issues);
+            let mut host = self.resolve(tid, dirfd, &raw, &root, p.empty_path, &mut issues)?;
+            // Calls that follow a final symlink (opens, truncate, chmod,
+            // chown, times, attributes, flags, a link's source with
+            // AT_SYMLINK_FOLLOW aside) act on its target: judge the target,
+            // so `: > link` to a protected file is judged as that file.
+            let nofollow = p.flags & (0x100 | 0o400000) != 0; // AT_SYMLINK_NOFOLLOW, O_NOFOLLOW
+            let follows = matches!(
+                p.op,
+                Op::Write | Op::Truncate | Op::Chmod | Op::Chown | Op::Utimes | Op::Setflags
+            ) || (p.op == Op::Xattr && matches!(nrr, nr::SETXATTR | nr::REMOVEXATTR));
+            if follows && !nofollow && root == b"/" {
+                if let Ok(real) = std::fs::canonicalize(OsStr::from_bytes(&host)) {
+                    host = real.into_os_string().into_vec();
+                }
+            }
             set(&host, &mut a.path, &mut a.path_b64);
             if root != b"/" {
                 a.container_path = resolve::strip_root(&host, &root).map(|c| text_fields(&c).0);
@@ -393,12 +485,35 @@ impl Reader {
         }
         if let Some((dirfd, ptr)) = p.path2 {
             let raw = self.read_path(tid, ptr, &mut issues)?;
-            let host = self.resolve(tid, dirfd, &raw, &root, false, &mut issues);
+            let host = self.resolve(tid, dirfd, &raw, &root, false, &mut issues)?;
             set(&host, &mut a.path2, &mut a.path2_b64);
             if root != b"/" {
                 a.container_path2 = resolve::strip_root(&host, &root).map(|c| text_fields(&c).0);
             }
             set(&raw, &mut a.raw_path2, &mut a.raw_path2_b64);
+        }
+        if let Some(ptr) = p.xattr {
+            match read_cstr(tid, ptr, 256, &mut self.buf) {
+                Some(false) => a.xattr = Some(text_fields(&self.buf).0),
+                // The kernel fails an unreadable or over-long name too.
+                None => return Err(Unreadable(libc::EFAULT)),
+                Some(true) => return Err(Unreadable(libc::ERANGE)),
+            }
+        }
+        if p.op == Op::Symlink {
+            // The target is relative to the new link's directory.
+            if let (Some(raw), Some(link)) = (&a.raw_path, &a.path2) {
+                if !raw.starts_with('/') {
+                    let dir = std::path::Path::new(link)
+                        .parent()
+                        .unwrap_or(std::path::Path::new("/"));
+                    let j = resolve::join(dir.as_os_str().as_bytes(), raw.as_bytes());
+                    set(&j, &mut a.path, &mut a.path_b64);
+                }
+            }
+        }
+        for i in &p.issues {
+            add_issue(&mut issues, i);
         }
         a.path_issues = issues;
         a.flags = p.flags;
@@ -483,36 +598,46 @@ impl Reader {
         root: &[u8],
         empty_path: bool,
         issues: &mut Vec<String>,
-    ) -> Vec<u8> {
+    ) -> Result<Vec<u8>, Unreadable> {
         if raw.is_empty() && empty_path {
             return if dirfd == AT_FDCWD {
                 readlink(&format!("/proc/{tid}/cwd"))
                     .map(|c| strip_deleted(c, issues))
-                    .unwrap_or_default()
+                    .ok_or(Unreadable(libc::EPERM))
             } else {
-                self.fd_path(tid, dirfd, issues)
+                Ok(self.fd_path(tid, dirfd, issues))
             };
+        }
+        // `/proc/self` and `/proc/thread-self` are the caller's, not abm's:
+        // resolve them through the caller's /proc entry.
+        for pre in [&b"/proc/self/"[..], b"/proc/thread-self/"] {
+            if root == b"/" {
+                if let Some(rest) = raw.strip_prefix(pre) {
+                    let mut p = format!("/proc/{tid}/").into_bytes();
+                    p.extend_from_slice(rest);
+                    return Ok(resolve::resolve_raw(b"/", &p, true));
+                }
+            }
         }
         let base = if raw.first() == Some(&b'/') {
             root.to_vec()
         } else if dirfd == AT_FDCWD {
             match readlink(&format!("/proc/{tid}/cwd")) {
                 Some(c) => strip_deleted(c, issues),
-                None => {
-                    add_issue(issues, "read_failed");
-                    b"/".to_vec()
-                }
+                // Never guess `/`: a relative path with an unknown base is
+                // refused (fail closed).
+                None => return Err(Unreadable(libc::EPERM)),
             }
         } else {
             let b = self.fd_path(tid, dirfd, issues);
             if b.first() == Some(&b'/') {
                 b
             } else {
-                add_issue(issues, "bad_fd");
-                b"/".to_vec()
+                // The kernel fails a relative path on a bad dirfd too.
+                return Err(Unreadable(libc::EBADF));
             }
         };
-        resolve::resolve_raw(&base, raw, root == b"/")
+        Ok(resolve::resolve_raw(&base, raw, root == b"/"))
     }
 
     fn read_argv(&mut self, tid: u32, ptr: u64) -> (Vec<Vec<u8>>, bool) {

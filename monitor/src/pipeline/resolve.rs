@@ -206,7 +206,29 @@ pub fn resolve_path(
             b"/".to_vec()
         }
     };
-    let host = resolve_raw(&base_path, &raw.data, root == b"/");
+    // `/proc/self` and `/proc/thread-self` name the caller's entries, not
+    // abm's: resolved through /proc/<tid>/ while the thread lives; if it is
+    // gone the path stays under /proc and says so.
+    let mut magic = None;
+    if root == b"/" {
+        for pre in [&b"/proc/self/"[..], b"/proc/thread-self/"] {
+            if let Some(rest) = raw.data.strip_prefix(pre) {
+                let mut p = format!("/proc/{}/", ev.hdr.tid).into_bytes();
+                p.extend_from_slice(rest);
+                magic = Some(p);
+            }
+        }
+    }
+    let host = match &magic {
+        Some(p) => {
+            let h = resolve_raw(b"/", p, true);
+            if h.starts_with(b"/proc/") && !issues.iter().any(|i| i == "proc_magic_link") {
+                issues.push("proc_magic_link".into());
+            }
+            h
+        }
+        None => resolve_raw(&base_path, &raw.data, root == b"/"),
+    };
     let container = strip_root(&host, root);
     Some(Resolved {
         host,
@@ -294,9 +316,20 @@ pub fn flag_names(op: Op, syscall: &str, flags: u64) -> Vec<String> {
             (0o2000000, "O_CLOEXEC"),
             (0o20000000, "O_TMPFILE"),
         ],
-        Op::Chown | Op::Chmod | Op::Exec => {
+        Op::Chown | Op::Chmod | Op::Exec | Op::Utimes => {
             &[(0x100, "AT_SYMLINK_NOFOLLOW"), (0x1000, "AT_EMPTY_PATH")]
         }
+        Op::Link => &[(0x400, "AT_SYMLINK_FOLLOW"), (0x1000, "AT_EMPTY_PATH")],
+        Op::Xattr => &[(1, "XATTR_CREATE"), (2, "XATTR_REPLACE")],
+        // FS_IOC_SETFLAGS bits (include/uapi/linux/fs.h); FSSETXATTR's
+        // xflags are named by `setflag_names`.
+        Op::Setflags => &[
+            (0x10, "FS_IMMUTABLE_FL"),
+            (0x20, "FS_APPEND_FL"),
+            (0x40, "FS_NODUMP_FL"),
+            (0x80, "FS_NOATIME_FL"),
+            (0x800000, "FS_NOCOW_FL"),
+        ],
         _ => &[],
     };
     table
@@ -312,13 +345,36 @@ fn set_text(bytes: &[u8], s: &mut Option<String>, b64: &mut Option<String>) {
     *b64 = b;
 }
 
+/// Inode flag names of an `ioctl` record: `FS_IOC_FSSETXATTR` (request in
+/// the header's `mode`) carries `fsx_xflags`, whose bits differ.
+fn setflag_names(request: u32, flags: u64) -> Vec<String> {
+    if request == monitor_common::ioctl_cmd::FS_IOC_FSSETXATTR {
+        [(0x8u64, "FS_XFLAG_IMMUTABLE"), (0x10, "FS_XFLAG_APPEND")]
+            .iter()
+            .filter(|(b, _)| flags & b != 0)
+            .map(|(_, n)| (*n).to_owned())
+            .collect()
+    } else {
+        flag_names(Op::Setflags, "ioctl", flags)
+    }
+}
+
 /// Builds the action record of an enter (or lifecycle) event. Process
 /// fields that need the process table (`exe`) and the result are filled by
 /// the caller.
 pub fn action_from_event(ev: &KernelEvent) -> Action {
     let h = &ev.hdr;
-    let op = Op::from_kind(ev.kind);
-    let syscall = syscall_name(h.syscall).to_owned();
+    let mut op = Op::from_kind(ev.kind);
+    let compat = h.hflags & header_flags::COMPAT != 0;
+    let syscall = if compat {
+        // Another table's number: never the x86_64 syscall of that number.
+        format!(
+            "ia32:{}",
+            monitor_common::compat_syscall(h.syscall).unwrap_or("unknown")
+        )
+    } else {
+        syscall_name(h.syscall).to_owned()
+    };
     let mut a = Action {
         op,
         syscall: syscall.clone(),
@@ -366,6 +422,41 @@ pub fn action_from_event(ev: &KernelEvent) -> Action {
     if h.hflags & header_flags::PAYLOAD_TRUNCATED != 0 {
         issues.push("payload_truncated".into());
     }
+    // A symlink's target is a string relative to the new link's directory,
+    // not to the caller's working directory.
+    if op == Some(Op::Symlink) {
+        if let (Some(raw), Some(link)) = (&a.raw_path, &a.path2) {
+            if !raw.starts_with('/') {
+                let dir = Path::new(link).parent().unwrap_or(Path::new("/"));
+                let joined = join(dir.as_os_str().as_bytes(), raw.as_bytes());
+                set_text(&joined, &mut a.path, &mut a.path_b64);
+            }
+        }
+    }
+    let mut flags = h.flags;
+    if let Some(f) = ev.field(field_tag::OPEN_HOW) {
+        // openat2 flags read at exit (or still unreadable: READ_FAILED).
+        issues_of(f, &mut issues);
+        if let Ok(b) = <[u8; 8]>::try_from(f.data.as_slice()) {
+            flags = u64::from_ne_bytes(b);
+            op = Some(if flags & 0o1000 != 0 {
+                Op::Truncate
+            } else {
+                Op::Write
+            });
+            a.op = op;
+        }
+    } else if h.hflags & header_flags::FLAGS_UNREAD != 0 {
+        issues.push("flags_unread".into());
+    }
+    if h.syscall == monitor_common::syscall_nr::OPEN_BY_HANDLE_AT && !compat {
+        // The file is named by a handle: its path is not known.
+        issues.push("by_handle".into());
+    }
+    if let Some(x) = ev.field(field_tag::XATTR_NAME) {
+        issues_of(x, &mut issues);
+        a.xattr = Some(text_fields(&x.data).0);
+    }
     a.path_issues = issues;
     match ev.kind {
         EventKind::Fork => {
@@ -389,15 +480,25 @@ pub fn action_from_event(ev: &KernelEvent) -> Action {
                 | Op::Chmod
                 | Op::Chown
                 | Op::Exec
+                | Op::Link
+                | Op::Symlink
+                | Op::Utimes
+                | Op::Xattr
+                | Op::Setflags
+                | Op::CompatSyscall
         ) {
-            a.flags = h.flags;
-            a.flag_names = flag_names(op, &syscall, h.flags);
+            a.flags = flags;
+            a.flag_names = if op == Op::Setflags {
+                setflag_names(h.mode, flags)
+            } else {
+                flag_names(op, &syscall, flags)
+            };
             if ev.kind != EventKind::Fork {
                 a.fd = Some(h.fd);
             }
         }
         let has_mode =
-            op == Op::Chmod || (matches!(op, Op::Truncate | Op::Write) && h.flags & 0o100 != 0);
+            op == Op::Chmod || (matches!(op, Op::Truncate | Op::Write) && flags & 0o100 != 0);
         if h.mode != u32::MAX && has_mode {
             a.mode = Some(h.mode & 0o7777);
         }

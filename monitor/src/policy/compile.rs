@@ -665,7 +665,7 @@ fn compile_rule(
         None if exec_matcher.is_some() => vec![Op::Exec],
         None => FILE_OPS.to_vec(),
     };
-    let op_mask = ops.iter().fold(0u16, |m, op| m | op_bit(*op));
+    let op_mask = ops.iter().fold(0u32, |m, op| m | op_bit(*op));
     let conditions: Vec<Condition> = conds.into_iter().map(|(c, _)| c).collect();
     let mut eval_order: Vec<usize> = (0..conditions.len()).collect();
     eval_order.sort_by_key(|&i| conditions[i].cost());
@@ -690,6 +690,6 @@ fn compile_rule(
     })
 }
 
-pub(crate) fn op_bit(op: Op) -> u16 {
-    1u16 << (Op::ALL.iter().position(|o| *o == op).unwrap_or(15) as u16)
+pub(crate) fn op_bit(op: Op) -> u32 {
+    1u32 << (Op::ALL.iter().position(|o| *o == op).unwrap_or(31) as u32)
 }

@@ -9,7 +9,7 @@ use std::fmt;
 use globset::{GlobMatcher, GlobSet, GlobSetBuilder};
 use regex::RegexSet;
 
-use crate::record::{Action, Op};
+use crate::record::Op;
 
 pub use super::paths::Root;
 pub(crate) use super::paths::{glob_error, text_glob, PathGlobs, PathTest, Roots};
@@ -80,6 +80,8 @@ pub enum Field {
     BlastGitInternal,
     /// ... irreversible objects outside the workspace.
     BlastOutside,
+    /// `xattr` records: the extended attribute's name.
+    Xattr,
 }
 
 /// The kinds of values fields hold; each kind allows a fixed set of operators.
@@ -95,7 +97,7 @@ pub enum FieldKind {
 }
 
 impl Field {
-    pub const ALL: [Field; 31] = [
+    pub const ALL: [Field; 32] = [
         Field::Path,
         Field::Source,
         Field::Dest,
@@ -127,6 +129,7 @@ impl Field {
         Field::BlastModified,
         Field::BlastGitInternal,
         Field::BlastOutside,
+        Field::Xattr,
     ];
 
     pub fn name(self) -> &'static str {
@@ -162,6 +165,7 @@ impl Field {
             Field::BlastModified => "blast_modified",
             Field::BlastGitInternal => "blast_git_internal",
             Field::BlastOutside => "blast_outside",
+            Field::Xattr => "xattr",
         }
     }
 
@@ -184,6 +188,7 @@ impl Field {
             | Field::Location
             | Field::Object
             | Field::ActionProgram
+            | Field::Xattr
             | Field::ActionArgv => FieldKind::Text,
             Field::Uid
             | Field::Gid
@@ -373,7 +378,9 @@ impl Condition {
                 let subjects: &[Option<&str>] = match self.field {
                     Field::Path => &v.paths,
                     Field::Source => &v.paths[..2],
-                    Field::Dest if v.op == Op::Rename => &v.paths[2..],
+                    Field::Dest if matches!(v.op, Op::Rename | Op::Link | Op::Symlink) => {
+                        &v.paths[2..]
+                    }
                     Field::Dest => &v.paths[..2],
                     Field::Cwd => std::slice::from_ref(&v.cwd),
                     _ => &[],
@@ -398,6 +405,7 @@ impl Condition {
                     .is_some_and(|e| e.positionals().any(|a| t.is_match(a))),
                 Field::Errno => v.action.errno.as_deref().is_some_and(|s| t.is_match(s)),
                 Field::OpenFlags => v.action.flag_names.iter().any(|s| t.is_match(s)),
+                Field::Xattr => v.action.xattr.as_deref().is_some_and(|s| t.is_match(s)),
                 Field::Recovery | Field::Location | Field::Object => {
                     v.action.measured.as_ref().is_some_and(|m| {
                         t.is_match(match self.field {
@@ -671,189 +679,13 @@ impl FlagSpec {
     }
 }
 
-const ARG_POSITIONAL: u8 = 0;
-const ARG_OPTION: u8 = 1;
-const ARG_VALUE: u8 = 2;
-
-/// An exec's command line, split once per evaluation.
-#[derive(Debug)]
-pub(crate) struct ExecView<'a> {
-    /// argv[1..]
-    pub args: &'a [String],
-    /// Per argument: positional, option, or the value of the option before.
-    kinds: Vec<u8>,
-    /// Letters set in short-option clusters.
-    short_letters: u128,
-    /// Base names of the executable path and of argv[0].
-    pub programs: [Option<&'a str>; 2],
-}
-
-fn base_name(p: &str) -> &str {
-    p.rsplit('/').next().unwrap_or(p)
-}
-
-impl<'a> ExecView<'a> {
-    /// `value_options` looks up the options that take a separate value for
-    /// a program name.
-    pub fn new<'p>(action: &'a Action, value_options: impl Fn(&str) -> &'p [String]) -> Self
-    where
-        'p: 'a,
-    {
-        let argv: &'a [String] = action.argv.as_deref().unwrap_or(&[]);
-        let args = argv.get(1..).unwrap_or(&[]);
-        let from_path = action.path.as_deref().map(base_name);
-        let from_argv = argv.first().map(|a| base_name(a));
-        let programs = if from_path == from_argv {
-            [from_path, None]
-        } else {
-            [from_path, from_argv]
-        };
-        let mut vo: &[String] = &[];
-        for p in programs.iter().flatten() {
-            let found = value_options(p);
-            if !found.is_empty() {
-                vo = found;
-                break;
-            }
-        }
-        let takes_value = |opt: &str| vo.iter().any(|o| o == opt);
-        let mut kinds = vec![ARG_POSITIONAL; args.len()];
-        let mut short_letters = 0u128;
-        let mut i = 0;
-        while i < args.len() {
-            let a = args[i].as_str();
-            if a == "--" {
-                // Everything after `--` is positional; mark the separator
-                // itself as an option so it is neither.
-                kinds[i] = ARG_OPTION;
-                break;
-            }
-            if a.len() > 1 && a.starts_with('-') {
-                kinds[i] = ARG_OPTION;
-                if !a.starts_with("--") {
-                    let body = &a.as_bytes()[1..];
-                    if body.iter().all(u8::is_ascii_alphanumeric) {
-                        for (j, &b) in body.iter().enumerate() {
-                            short_letters |= 1u128 << b;
-                            // `-nprod`: the rest is the value of `-n`.
-                            if vo.iter().any(|o| o.len() == 2 && o.as_bytes()[1] == b)
-                                && j + 1 < body.len()
-                            {
-                                break;
-                            }
-                        }
-                    }
-                }
-                if !a.contains('=') && takes_value(a) && i + 1 < args.len() {
-                    kinds[i + 1] = ARG_VALUE;
-                    i += 1;
-                }
-            }
-            i += 1;
-        }
-        ExecView {
-            args,
-            kinds,
-            short_letters,
-            programs,
-        }
-    }
-
-    pub fn positionals(&self) -> impl Iterator<Item = &'a str> + '_ {
-        self.args
-            .iter()
-            .zip(&self.kinds)
-            .filter(|(_, k)| **k == ARG_POSITIONAL)
-            .map(|(a, _)| a.as_str())
-    }
-
-    fn option_args(&self) -> impl Iterator<Item = &'a str> + '_ {
-        self.args
-            .iter()
-            .zip(&self.kinds)
-            .filter(|(a, k)| **k == ARG_OPTION && a.as_str() != "--")
-            .map(|(a, _)| a.as_str())
-    }
-
-    /// Values given to any of `names`: `--name v`, `--name=v`, `-n v`, `-nv`.
-    fn option_values<'s>(&'s self, names: &'s [String]) -> impl Iterator<Item = &'a str> + 's {
-        let end = self
-            .args
-            .iter()
-            .position(|a| a == "--")
-            .unwrap_or(self.args.len());
-        (0..end).flat_map(move |i| {
-            let a = self.args[i].as_str();
-            names.iter().filter_map(move |n| {
-                let rest = a.strip_prefix(n.as_str())?;
-                if rest.is_empty() {
-                    return self.args.get(i + 1).map(String::as_str);
-                }
-                if let Some(v) = rest.strip_prefix('=') {
-                    return Some(v);
-                }
-                // Glued short option value: `-nprod`.
-                let short = n.len() == 2 && !n.starts_with("--");
-                short.then_some(rest)
-            })
-        })
-    }
-}
-
-/// Everything a condition may look at, computed once per evaluation.
-pub(crate) struct View<'a> {
-    pub action: &'a Action,
-    pub op: Op,
-    /// source (host), source (container), dest (host), dest (container).
-    pub paths: [Option<&'a str>; 4],
-    pub cwd: Option<&'a str>,
-    pub roots: Roots<'a>,
-    pub exec: Option<ExecView<'a>>,
-    /// What the action model knows about the record's action.
-    pub facts: Option<&'a super::Facts>,
-}
-
-impl<'a> View<'a> {
-    pub fn new<'p>(
-        action: &'a Action,
-        op: Op,
-        roots: Roots<'a>,
-        value_options: impl Fn(&str) -> &'p [String],
-    ) -> Self
-    where
-        'p: 'a,
-    {
-        let abs = |p: &'a Option<String>| p.as_deref().filter(|s| s.starts_with('/'));
-        let source = action.path.as_deref().or_else(|| abs(&action.raw_path));
-        let dest = action.path2.as_deref().or_else(|| abs(&action.raw_path2));
-        let paths = [
-            source,
-            action.container_path.as_deref(),
-            dest,
-            action.container_path2.as_deref(),
-        ];
-        let exec = (op == Op::Exec).then(|| ExecView::new(action, value_options));
-        View {
-            action,
-            op,
-            paths,
-            cwd: action.cwd.as_deref(),
-            roots,
-            exec,
-            facts: None,
-        }
-    }
-
-    /// Host-side paths (source, then destination) that are present.
-    pub fn host_paths(&self) -> impl Iterator<Item = &'a str> {
-        [self.paths[0], self.paths[2]].into_iter().flatten()
-    }
-}
+pub(crate) use super::view::{base_name, ExecView, View};
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::policy::paths::split_root;
+    use crate::record::Action;
 
     fn exec(argv: &[&str], vo: &[&str]) -> (Action, Vec<String>) {
         let a = Action {

@@ -26,6 +26,7 @@ mod format;
 mod matcher;
 mod paths;
 pub mod replay;
+mod view;
 
 #[cfg(test)]
 mod pack_tests;
@@ -53,7 +54,7 @@ version = 1
 [[rule]]
 id = "builtin.trace-integrity"
 reason = "the trace is the evidence of this session; monitored processes may not change it"
-ops = ["unlink", "rmdir", "rename", "chmod", "chown", "truncate", "write"]
+ops = ["unlink", "rmdir", "rename", "chmod", "chown", "truncate", "write", "link", "symlink", "utimes", "xattr", "setflags"]
 paths = ["${trace}*"]
 treatment = "deny"
 scope = "protected"
@@ -108,7 +109,7 @@ pub struct Rule {
     pub origin: String,
     /// All must hold for the rule to match.
     pub conditions: Vec<Condition>,
-    pub(crate) op_mask: u16,
+    pub(crate) op_mask: u32,
     /// Indices into `conditions`, cheapest test first.
     pub(crate) eval_order: Vec<usize>,
 }
@@ -296,6 +297,39 @@ impl Policy {
             .iter()
             .find(|r| r.op_mask & bit != 0 && r.matches(&view));
         self.verdict(rule, &view)
+    }
+
+    /// The rule that could decide `action` more strictly than accept or
+    /// audit if its paths were other than recorded, for an action whose
+    /// paths are not known exactly (`path_issues`): in precedence order, a
+    /// rule that applies to the operation and whose conditions that do not
+    /// depend on a path all hold. A rule without path conditions that holds
+    /// decides for certain (`None` when it accepts or audits).
+    pub fn could_match_any_path(&self, action: &Action, ctx: &Context) -> Option<&Rule> {
+        let op = action.op?;
+        let view = self.view(action, op, ctx);
+        let path_dependent = |c: &Condition| {
+            c.field.kind() == FieldKind::Path
+                || matches!(c.field, Field::Location | Field::Object | Field::Recovery)
+        };
+        for r in &self.inner.rules {
+            if !r.applies_to(op)
+                || !r
+                    .conditions
+                    .iter()
+                    .all(|c| path_dependent(c) || c.matches(&view))
+            {
+                continue;
+            }
+            let strict = !matches!(r.treatment, Treatment::Accept | Treatment::Audit);
+            if strict {
+                return Some(r);
+            }
+            if !r.conditions.iter().any(path_dependent) {
+                return None;
+            }
+        }
+        None
     }
 
     /// Like [`Policy::evaluate`], and also say which tests of which rules

@@ -94,7 +94,7 @@ pub(super) fn act(spec: &str, attrs: &str) -> Action {
             a.syscall = op.name().into();
             a.path = Some(expand(&rest[0]));
             match op {
-                Op::Rename => a.path2 = Some(expand(&rest[1])),
+                Op::Rename | Op::Link | Op::Symlink => a.path2 = Some(expand(&rest[1])),
                 Op::Chmod => {
                     let m = rest[1].trim_start_matches("0o");
                     a.mode = Some(u32::from_str_radix(m, 8).expect("octal mode"));
@@ -117,6 +117,7 @@ pub(super) fn act(spec: &str, attrs: &str) -> Action {
                 }
             }
             "target" => a.target = Some(v.into()),
+            "xattr" => a.xattr = Some(v.into()),
             "flags" => a.flag_names = v.split(',').map(str::to_owned).collect(),
             "measured" => {
                 // recovery,object,location
@@ -203,6 +204,36 @@ hit  monitor.io-uring | io_uring_setup
 hit  monitor.io-uring | io_uring_setup | result=none
 miss monitor.io-uring | io_uring_setup | result=-1
 
+hit  host.file-capability | xattr /usr/bin/python3 | xattr=security.capability
+hit  host.file-capability | xattr $WS/a.out | xattr=security.capability
+miss host.file-capability | xattr $WS/f | xattr=user.note
+miss host.file-capability | xattr $WS/sedXYZ | xattr=system.posix_acl_access
+
+hit  host.inode-flags | setflags /etc/passwd
+hit  host.inode-flags | setflags ~/.ssh/id_rsa
+miss host.inode-flags | setflags $WS/f
+
+hit  host.inode-flags-any | setflags $WS/f
+miss host.inode-flags-any | chmod $WS/f 0o644
+
+hit  host.link-into-system | symlink /tmp/evil.pem /etc/ssl/certs/ca-certificates.crt
+hit  host.link-into-system | link $WS/cron /etc/cron.d/job
+miss host.link-into-system | symlink $WS/a $WS/b
+miss host.link-into-system | symlink /tmp/x /etc/alternatives/x | comm=dpkg
+
+hit  host.link-to-credentials | link ~/.ssh/id_rsa $WS/copy
+miss host.link-to-credentials | link $WS/a $WS/b
+
+hit  host.timestamp-forgery | utimes /var/log/auth.log
+hit  host.timestamp-forgery | utimes /etc/shadow
+miss host.timestamp-forgery | utimes $WS/f
+miss host.timestamp-forgery | utimes /usr/bin/x | comm=dpkg
+
+hit  host.compat-syscall | compat_syscall $WS/f
+miss host.compat-syscall | unlink $WS/f
+
+hit  builtin.trace-integrity | link $TRACE /tmp/copy
+hit  builtin.trace-integrity | setflags $TRACE
 hit  builtin.trace-integrity | write $TRACE
 hit  builtin.trace-integrity | unlink $TRACE | comm=rm
 hit  builtin.trace-integrity | rename /tmp/fake $TRACE

@@ -131,6 +131,16 @@ pub(crate) fn replay_report(a: &ReplayArgs, policy: &Policy) -> anyhow::Result<R
             _ => {}
         }
     }
+    if header.is_none() {
+        anyhow::bail!(
+            "{} is not an abm trace: it has no header record{}; give a trace written by `abm run` or the daemon",
+            a.trace.display(),
+            bad_lines
+                .first()
+                .map(|b| format!(" ({b})"))
+                .unwrap_or_default()
+        );
+    }
     // Header fields: `workspace` at the top level; `home` and `trace_path`
     // at the top level or under `extra`.
     let header_str = |key: &str| -> Option<String> {

@@ -977,34 +977,6 @@ fn condition_display_is_readable() {
     assert!(shown[3].ends_with(" more]"), "{}", shown[3]);
 }
 
-/// Rough throughput check of the hot path (run with `--ignored --release`).
-#[test]
-#[ignore]
-fn evaluate_throughput() {
-    let p = Policy::default_pack();
-    let c = ctx();
-    let actions: Vec<Action> = [
-        ("write $WS/src/main.rs", "comm=node"),
-        ("unlink $WS/target/debug/x", "comm=cargo"),
-        ("rename $WS/.git/index.lock $WS/.git/index", "comm=git"),
-        ("exec git status", ""),
-        ("exec kubectl --context prod get pods", ""),
-        ("write /tmp/x", ""),
-    ]
-    .iter()
-    .map(|(a, b)| act(a, b))
-    .collect();
-    let n = 100_000;
-    for a in &actions {
-        let start = std::time::Instant::now();
-        for _ in 0..n {
-            std::hint::black_box(p.evaluate(std::hint::black_box(a), &c));
-        }
-        let per = start.elapsed() / n;
-        eprintln!("{per:>10?} per evaluation: {}", super::cmd::describe(a));
-    }
-}
-
 #[test]
 fn policy_is_shareable_across_threads() {
     fn assert_send_sync<T: Send + Sync + Clone>() {}

@@ -94,7 +94,7 @@ pub struct RunArgs {
     pub ringbuf_kib: u32,
     /// After the command exits, keep watching its remaining descendants
     /// (e.g. daemons) for this many seconds, then terminate them.
-    #[arg(long, default_value_t = 2.0, value_name = "SECS")]
+    #[arg(long, default_value_t = 2.0, value_name = "SECS", value_parser = crate::core::parse_secs)]
     pub linger: f64,
     /// Leave descendants still running after --linger alive (untraced from
     /// then on) instead of terminating them.
@@ -297,6 +297,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
     // With --enforce the child also sets up its guard (the seccomp backend
     // installs its filter and sends the listener fd to the supervisor).
     let child_setup = enforcer.as_ref().and_then(|e| e.child_setup());
+    // In every mode the command may not signal, trace or read abm.
+    let self_guard = crate::enforce::guard::SelfGuard::for_self();
     // SAFETY: the closure only makes raw syscalls (async-signal-safe).
     unsafe {
         cmd.pre_exec(move || {
@@ -305,6 +307,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
             }
             probes::self_into_scope(scope_fd, TARGET)?;
             crate::lifeline::child_setup()?;
+            self_guard.install()?;
             if let Some(s) = &child_setup {
                 s.install()?;
             }

@@ -22,12 +22,36 @@ pub fn kernel_unavailable() -> Option<String> {
     None
 }
 
-/// Skips the calling test (returns early) when the kernel cannot run it.
+/// Whether a test that cannot run for want of `feature` may skip: only when
+/// the caller did not ask for every kernel test (`ABM_REQUIRE_EBPF=1`, which
+/// `cargo xtask test` sets), or named the feature in `ABM_TEST_SKIP`
+/// (comma-separated: `ebpf`, `seccomp`, `other-fs`, `prog:<name>`, ...).
+/// Otherwise it panics with the reason: a skip reported as a pass hides a
+/// broken machine.
+pub fn skip_or_fail(feature: &str, reason: &str) {
+    if !may_skip(feature) {
+        panic!("cannot run: {reason} (ABM_REQUIRE_EBPF=1; set ABM_TEST_SKIP={feature} to skip it)");
+    }
+    eprintln!("skipping ({feature}): {reason}");
+}
+
+/// Whether a test may skip for want of `feature` (see [`skip_or_fail`]).
+pub fn may_skip(feature: &str) -> bool {
+    let named = std::env::var("ABM_TEST_SKIP")
+        .unwrap_or_default()
+        .split(',')
+        .any(|f| f.trim() == feature);
+    let required = std::env::var_os("ABM_REQUIRE_EBPF").is_some_and(|v| v == "1");
+    named || !required
+}
+
+/// Skips the calling test (returns early) when the kernel cannot run it,
+/// or fails it (see [`skip_or_fail`]).
 #[macro_export]
 macro_rules! require_kernel {
     () => {
         if let Some(why) = common::kernel_unavailable() {
-            eprintln!("skipping: {why}");
+            common::skip_or_fail("ebpf", &why);
             return;
         }
     };

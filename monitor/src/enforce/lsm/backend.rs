@@ -16,6 +16,9 @@ pub struct LsmBackend {
     pub(super) quiet: bool,
     /// The reason line on a refused caller's stderr (enforce::notify).
     pub(crate) notify: Option<std::sync::Arc<crate::enforce::notify::Notifier>>,
+    /// Decision records that could not be decoded since the last
+    /// [`LsmBackend::take_undecodable`]: written as `lsm_decode_error` losses.
+    pub(super) undecodable: u64,
 }
 
 pub(super) fn take<T>(
@@ -196,7 +199,14 @@ impl LsmBackend {
             attached,
             quiet,
             notify: None,
+            undecodable: 0,
         })
+    }
+
+    /// Undecodable decision records since the last call (a loss each: the
+    /// decision they carried, a refusal or an allowance, is unknown).
+    pub fn take_undecodable(&mut self) -> u64 {
+        std::mem::take(&mut self.undecodable)
     }
 
     /// The compile report (for the trace header and `abm doctor`).
@@ -240,7 +250,10 @@ impl LsmBackend {
         for bytes in raw {
             match decode(&bytes) {
                 Some((action, d)) => self.on_decision(action, d),
-                None => tracing::warn!("undecodable LSM record ({} bytes)", bytes.len()),
+                None => {
+                    tracing::warn!("undecodable LSM record ({} bytes)", bytes.len());
+                    self.undecodable += 1;
+                }
             }
         }
         std::mem::take(&mut self.approvals.lock().notes)

@@ -372,13 +372,18 @@ impl TaskSpec {
     /// Reads and validates a task spec file.
     pub fn load(path: impl AsRef<Path>) -> Result<TaskSpec, SpecError> {
         let path = path.as_ref();
-        let src = std::fs::read_to_string(path).map_err(|e| SpecError {
-            file: path.to_owned(),
-            line: 0,
-            column: 0,
-            message: format!("cannot read task spec: {e}"),
-            hint: None,
-        })?;
+        let src = crate::core::open_regular(path)
+            .and_then(|mut f| {
+                let mut s = String::new();
+                std::io::Read::read_to_string(&mut f, &mut s).map(|_| s)
+            })
+            .map_err(|e| SpecError {
+                file: path.to_owned(),
+                line: 0,
+                column: 0,
+                message: format!("cannot read task spec: {e}"),
+                hint: None,
+            })?;
         TaskSpec::parse(path, &src)
     }
 
