@@ -7,7 +7,7 @@ use crate::{kernel::probes, oracle, policy, run, trace};
 /// coding agents do to a system, from the kernel.
 ///
 /// `abm run -- CMD` watches CMD and all its descendants with eBPF, writes a
-/// hash-chained JSON-lines trace of every destructive syscall (unlink,
+/// hash-chained trace (compact zstd form, or JSON lines) of every destructive syscall (unlink,
 /// rmdir, rename, chmod, chown, truncate, write opens, exec) with resolved
 /// paths, results and policy verdicts, and prints a summary.
 #[derive(Debug, Parser)]
@@ -33,6 +33,8 @@ pub enum Command {
     Replay(policy::cmd::ReplayArgs),
     /// Check a trace's hash chain and seal.
     Verify(trace::cmd::VerifyArgs),
+    /// Print a trace as canonical JSON lines, or convert it between forms.
+    Trace(trace::cat::TraceArgs),
     /// Score one run against a task specification (benchmark oracle).
     Oracle(oracle::cmd::OracleArgs),
     /// Aggregate oracle verdicts into rates.
@@ -153,6 +155,7 @@ pub fn main() -> i32 {
         Command::Policy(a) => policy::cmd::policy(a),
         Command::Replay(a) => policy::replay::replay(a),
         Command::Verify(a) => trace::cmd::verify(a),
+        Command::Trace(a) => trace::cat::trace(a),
         Command::Oracle(a) => oracle::cmd::oracle(a),
         Command::Score(a) => oracle::cmd::score(a),
         Command::Report(a) => crate::report::report(a),

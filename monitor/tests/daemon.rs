@@ -391,8 +391,13 @@ fn events(trace: &str) -> Vec<Value> {
 /// Records of a trace whose writer was killed: a torn last line is skipped
 /// (`abm verify` reports it as an unsealed tail).
 fn records_lenient(trace: &Path) -> Vec<Value> {
-    std::fs::read_to_string(trace)
-        .unwrap_or_default()
+    // `abm trace cat` prints the complete records of either trace form.
+    let out = Command::new(ABM)
+        .args(["trace", "cat"])
+        .arg(trace)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect()
@@ -895,7 +900,11 @@ fn restarting_the_daemon_leaves_existing_traces_intact() {
     wait_for(
         "the event in the live trace",
         Duration::from_secs(10),
-        || std::fs::read_to_string(&live).is_ok_and(|t| t.contains("/data/two")),
+        || {
+            records_lenient(Path::new(&live))
+                .iter()
+                .any(|r| r["path"].as_str().is_some_and(|p| p.ends_with("/data/two")))
+        },
     );
     unsafe { libc::kill(d.pid(), libc::SIGKILL) };
     drop(d);

@@ -22,6 +22,7 @@ use anyhow::{bail, Context as _, Result};
 mod peers;
 mod report;
 mod sys;
+mod trace_size;
 
 /// Audit login uid that marks the measured tree for the auditd and
 /// bpftrace peers (abm scopes by its own pid map instead).
@@ -46,6 +47,9 @@ enum Config {
     None,
     Observe,
     Default,
+    /// The default policy writing the plain JSON-lines trace (burst only):
+    /// what the compact form's own thread costs, by comparison.
+    DefaultJsonl,
     Bpftrace,
     Auditd,
     Strace,
@@ -57,13 +61,17 @@ impl Config {
             Config::None => "no monitor",
             Config::Observe => "abm observe-only",
             Config::Default => "abm default policy",
+            Config::DefaultJsonl => "abm default, jsonl",
             Config::Bpftrace => "bpftrace",
             Config::Auditd => "auditd",
             Config::Strace => "strace",
         }
     }
     fn is_abm(self) -> bool {
-        matches!(self, Config::Observe | Config::Default)
+        matches!(
+            self,
+            Config::Observe | Config::Default | Config::DefaultJsonl
+        )
     }
 }
 
@@ -98,6 +106,8 @@ pub struct Sample {
     /// Of `mon_rss_kib`, the ring buffer mapping (abm only).
     mon_ring_kib: Option<u64>,
     mon_cpu_s: Option<f64>,
+    /// abm: size of the trace file.
+    trace_bytes: Option<u64>,
 }
 
 /// Paths and settings shared by all measurements.
@@ -113,13 +123,17 @@ pub struct Env {
     sloop: PathBuf,
     observe_policy: PathBuf,
     seq: std::cell::Cell<u32>,
+    /// A burst trace in the default form, kept for the verification
+    /// benchmark.
+    kept_burst: std::cell::RefCell<Option<PathBuf>>,
 }
 
 impl Env {
     fn next_trace(&self) -> PathBuf {
         let n = self.seq.get() + 1;
         self.seq.set(n);
-        self.logs.join("traces").join(format!("run-{n}.jsonl"))
+        // No --format: the default (compact) form, as users get it.
+        self.logs.join("traces").join(format!("run-{n}.abmt"))
     }
 
     /// Runs the workload under timeit, unmonitored by us (a peer may be
@@ -157,6 +171,9 @@ impl Env {
             .arg("--summary-json");
         if config == Config::Observe {
             c.arg("--policy").arg(&self.observe_policy);
+        }
+        if config == Config::DefaultJsonl {
+            c.args(["--format", "jsonl"]);
         }
         c.current_dir(ws).stdin(Stdio::null()).stdout(Stdio::null());
         c
@@ -281,6 +298,9 @@ impl Workload {
             v.push(Config::Observe);
         }
         v.push(Config::Default);
+        if self.kind == Kind::Burst {
+            v.push(Config::DefaultJsonl);
+        }
         if peers.bpftrace.is_some() {
             v.push(Config::Bpftrace);
         }
@@ -320,6 +340,11 @@ fn run_abm_in_scope(env: &Env, wl: &Workload, config: Config) -> Result<Sample> 
     s.mon_cpu_s = end.own.map(|o| o.cpu_s);
     s.mon_rss_kib = end.own.and_then(|o| o.hwm_kib);
     s.mon_ring_kib = ring;
+    s.trace_bytes = fs::metadata(&trace).ok().map(|m| m.len());
+    if wl.kind == Kind::Burst && config == Config::Default && env.kept_burst.borrow().is_none() {
+        *env.kept_burst.borrow_mut() = Some(trace);
+        return Ok(s);
+    }
     remove_tree(&trace);
     let _ = fs::remove_file(&trace);
     Ok(s)
@@ -384,8 +409,12 @@ fn measure(env: &Env, peers: &peers::Peers, wl: &Workload, config: Config) -> Re
     let outside = wl.kind == Kind::Outside;
     match config {
         Config::None => env.timeit(&wl.command(env), None),
-        Config::Observe | Config::Default if outside => run_abm_outside(env, wl, config),
-        Config::Observe | Config::Default => run_abm_in_scope(env, wl, config),
+        Config::Observe | Config::Default | Config::DefaultJsonl if outside => {
+            run_abm_outside(env, wl, config)
+        }
+        Config::Observe | Config::Default | Config::DefaultJsonl => {
+            run_abm_in_scope(env, wl, config)
+        }
         Config::Bpftrace => peers::bpftrace(
             env,
             peers.bpftrace.as_ref().unwrap(),
@@ -428,6 +457,10 @@ struct Row {
     rss_max_kib: Option<u64>,
     ring_max_kib: Option<u64>,
     cpu: Option<f64>,
+    /// Trace bytes on disk per event (median).
+    bytes_per_event: Option<f64>,
+    /// Trace bytes written per second of the workload (median), MB/s.
+    write_mb_s: Option<f64>,
     failed: Option<String>,
 }
 
@@ -450,6 +483,10 @@ fn summarize(workload: &'static str, config: Config, samples: &[Sample], base: O
         rss_max_kib: samples.iter().filter_map(|s| s.mon_rss_kib).max(),
         ring_max_kib: samples.iter().filter_map(|s| s.mon_ring_kib).max(),
         cpu: opt(&|s| s.mon_cpu_s),
+        bytes_per_event: opt(&|s| {
+            Some(s.trace_bytes? as f64 / s.events.filter(|&e| e > 0)? as f64)
+        }),
+        write_mb_s: opt(&|s| Some(s.trace_bytes? as f64 / s.wall.max(1e-9) / 1e6)),
         failed: None,
     }
 }
@@ -744,6 +781,7 @@ fn bench_in(
         sloop,
         observe_policy: scripts.join("observe-only.toml"),
         seq: Default::default(),
+        kept_burst: Default::default(),
     };
     // tracefs for bpftrace's tracepoint formats (idempotent).
     if !Path::new("/sys/kernel/tracing/events").exists() {
@@ -901,6 +939,20 @@ fn bench_in(
         bench_start.elapsed().as_secs_f64()
     );
     let micro = micro(&env, runs.min(3))?;
+    let kept = env.kept_burst.borrow_mut().take();
+    let verify_1m = match kept {
+        Some(src) => {
+            eprintln!(
+                "bench: verifying a {}-event trace ({:.0} s elapsed)",
+                trace_size::VERIFY_EVENTS,
+                bench_start.elapsed().as_secs_f64()
+            );
+            let r = trace_size::verify_large(&env.abm, &src, &env.logs);
+            let _ = fs::remove_file(&src);
+            Some(r.map_err(|e| format!("{e:#}")))
+        }
+        None => None,
+    };
     let others_after = sys::bpf_program_holders(&[std::process::id() as i32]);
 
     let report = render(&Report {
@@ -919,6 +971,7 @@ fn bench_in(
         others: others.into_iter().chain(others_after).collect(),
         elapsed: bench_start.elapsed(),
         observe,
+        verify_1m,
         location: format!(
             "workloads in {} ({}); traces and peer logs in {} ({})",
             dir.display(),
@@ -942,6 +995,8 @@ struct Report<'a> {
     others: Vec<(i32, String, usize)>,
     elapsed: Duration,
     observe: bool,
+    /// `abm verify` of a large synthetic trace: (wall s, CPU s, bytes).
+    verify_1m: Option<Result<trace_size::VerifyRun, String>>,
     location: String,
 }
 
@@ -1231,8 +1286,18 @@ fn render(r: &Report) -> String {
         per_call.map_or("-".into(), |d| format!("{d:.0} ns")),
         per_call.map(|d| d < 1000.0),
     ));
+    trace_size::targets(
+        &mut targets,
+        |w, c| find(w, c).map(|x| (x.ratio, x.bytes_per_event, x.write_mb_s)),
+        r.verify_1m.as_ref(),
+    );
     for (what, value, ok) in &targets {
-        let _ = writeln!(o, "{:<70} {:>16}  {}", what, value, verdict(*ok));
+        let v = if ok.is_none() && value != "-" {
+            "info"
+        } else {
+            verdict(*ok)
+        };
+        let _ = writeln!(o, "{:<70} {:>16}  {}", what, value, v);
     }
     let _ = writeln!(
         o,

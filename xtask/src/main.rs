@@ -154,6 +154,7 @@ const TEST_PACKAGES: &[&str] = &[
     "make",
     "perl",
     "python3",
+    "python3-pip",
     "bubblewrap",
     // Container tests: a real dockerd, podman and their runtimes.
     "docker.io",
@@ -164,9 +165,36 @@ const TEST_PACKAGES: &[&str] = &[
     "prometheus",
 ];
 
+/// Python modules the tests import (installed with pip for
+/// /usr/bin/python3 when missing): `zstandard` for the reference verifier
+/// of docs/trace.md.
+const TEST_PYTHON_MODULES: &[&str] = &["zstandard"];
+
+fn ensure_python_modules(modules: &[&str]) -> Result<()> {
+    let python = "/usr/bin/python3";
+    let has = |m: &str| {
+        Command::new(python)
+            .args(["-c", &format!("import {m}")])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    let missing: Vec<&str> = modules.iter().copied().filter(|m| !has(m)).collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    run(Command::new(python)
+        .args(["-m", "pip", "install", "--quiet", "--break-system-packages"])
+        .args(&missing))?;
+    if let Some(m) = missing.iter().find(|m| !has(m)) {
+        bail!("{python} cannot import {m} after `pip install {m}`; install it by hand");
+    }
+    Ok(())
+}
+
 fn test(no_vm: bool) -> Result<()> {
     setup::setup()?;
     setup::ensure_packages(TEST_PACKAGES)?;
+    ensure_python_modules(TEST_PYTHON_MODULES)?;
     run(cargo().args(["fmt", "--all", "--check"]))?;
     run(cargo().args([
         "clippy",

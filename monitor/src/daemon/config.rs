@@ -17,7 +17,7 @@ pub const DEFAULT_TRACE_DIR: &str = "/var/lib/abm/daemon";
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// Directory of the traces, one per target and daemon run. Created with
-    /// mode 0700. The daemon owns it: retention deletes old `*.jsonl` here.
+    /// mode 0700. The daemon owns it: retention deletes old `*.abmt` and `*.jsonl` traces here.
     #[serde(default = "default_trace_dir")]
     pub trace_dir: PathBuf,
     /// Control socket (mode 0600; its directory is created with mode 0700).

@@ -28,7 +28,9 @@ impl Daemon {
             .flatten()
             .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
             .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|x| x == "jsonl") && !live.contains(p))
+            .filter(|p| {
+                p.extension().is_some_and(|x| x == "jsonl" || x == "abmt") && !live.contains(p)
+            })
             .filter_map(|p| {
                 let m = std::fs::metadata(&p).ok()?;
                 Some((m.modified().ok()?, p))

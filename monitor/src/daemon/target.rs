@@ -177,7 +177,11 @@ impl Target {
             .map(|w| w.to_string_lossy().into_owned())
             .unwrap_or_default();
         for n in 0..1000u32 {
-            let path = dir.join(format!("{base}-{stamp}-{}-{n}.jsonl", std::process::id()));
+            let path = dir.join(format!(
+                "{base}-{stamp}-{}-{n}.{}",
+                std::process::id(),
+                crate::trace::TraceFormat::Compact.extension()
+            ));
             if path.exists() {
                 continue;
             }

@@ -14,7 +14,7 @@
 //! parent's), else the record's own `seq`.
 use std::{
     collections::{BTreeMap, HashMap},
-    io::{self, BufRead as _},
+    io,
     path::Path,
 };
 
@@ -84,16 +84,25 @@ fn bytes(v: &Value, key: &str) -> Option<Vec<u8>> {
 impl History {
     /// Reads a trace file (JSON lines; not verified: `abm verify` does that).
     pub fn load(trace: &Path) -> io::Result<History> {
-        let f = std::fs::File::open(trace)?;
+        // Either trace form: the reader yields the canonical lines.
+        let mut reader = crate::trace::TraceReader::open(trace)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
         let mut h = History::default();
         // pid -> action of its last successful exec (fallback).
         let mut by_pid: HashMap<u64, u64> = HashMap::new();
-        for (i, line) in io::BufReader::new(f).lines().enumerate() {
-            let line = line?;
-            if line.trim().is_empty() {
+        let mut line = Vec::new();
+        while let Some(next) = reader
+            .next(&mut line)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?
+        {
+            // A record cut short by a crash, or a damaged block, holds no
+            // event to join with: the entries it would have named stay
+            // unjoined (as with a trace that was never written).
+            if !matches!(next, crate::trace::Next::Line) || line.trim_ascii().is_empty() {
                 continue;
             }
-            let v: Value = serde_json::from_str(&line).map_err(|e| {
+            let i = reader.lines_read().saturating_sub(1);
+            let v: Value = serde_json::from_slice(&line).map_err(|e| {
                 io::Error::new(
                     io::ErrorKind::InvalidData,
                     format!("{}:{}: not JSON: {e}", trace.display(), i + 1),

@@ -2,7 +2,7 @@
 //! what `preserve` kept in a run's quarantine.
 //!
 //! RUN is a quarantine directory, a trace file (its header names the
-//! quarantine) or a run id (the trace file name without `.jsonl`, looked up
+//! quarantine) or a run id (the trace file name without its extension, looked up
 //! under /var/lib/abm/quarantine/). Without a selector the run's preserved
 //! actions are listed with their entries and sizes, and nothing changes.
 //!
@@ -37,7 +37,7 @@ use crate::core::rfc3339;
 #[derive(Debug, clap::Args)]
 pub struct UndoArgs {
     /// The run: a quarantine directory, a trace file, or a run id (the trace
-    /// file name without `.jsonl`).
+    /// file name without its extension).
     #[arg(value_name = "RUN")]
     pub run: String,
     /// Undo what this logical action destroyed or overwrote (repeatable).
@@ -82,11 +82,10 @@ pub fn locate(run: &str) -> anyhow::Result<(PathBuf, Option<PathBuf>)> {
         bail!("{run}: not a quarantine directory (no {MANIFEST}; nothing was preserved?)");
     }
     if p.is_file() {
-        let mut first = String::new();
-        io::BufRead::read_line(&mut io::BufReader::new(fs::File::open(p)?), &mut first)?;
-        let v: Value =
-            serde_json::from_str(&first).with_context(|| format!("{run}: not a trace file"))?;
-        let Some(q) = v["extra"]["enforcement"]["quarantine"].as_str() else {
+        let header =
+            crate::trace::read_header(p).with_context(|| format!("{run}: not a trace file"))?;
+        let extra = Value::Object(header.header.extra);
+        let Some(q) = extra["enforcement"]["quarantine"].as_str() else {
             bail!("{run}: this trace's run did not enforce (no quarantine in its header)");
         };
         let q = PathBuf::from(q);

@@ -1,7 +1,6 @@
 //! Reading the trace a verdict is computed from, and deciding whether it can
 //! be trusted.
 
-use std::io::BufRead as _;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -133,16 +132,19 @@ fn from_records(records: Vec<TraceRecord>) -> LoadedTrace {
 const ENVELOPE: [&str; 6] = ["type", "seq", "prev", "hash", "v", "mac"];
 
 fn read_lines_tolerant(path: &Path) -> Result<LoadedTrace, InputError> {
-    let file = crate::core::open_regular(path).map_err(|e| InputError::Trace {
+    let err = |e: trace::TraceError| InputError::Trace {
         path: path.to_owned(),
-        reason: format!("cannot open: {e}"),
-    })?;
+        reason: e.to_string(),
+    };
+    let mut reader = trace::TraceReader::open(path).map_err(err)?;
     let mut out = LoadedTrace::default();
-    for line in std::io::BufReader::new(file).split(b'\n') {
-        let line = line.map_err(|e| InputError::Trace {
-            path: path.to_owned(),
-            reason: format!("cannot read: {e}"),
-        })?;
+    let mut line = Vec::new();
+    // Unreadable lines and damaged blocks are skipped: the verdict already
+    // records that the trace did not verify.
+    while let Some(next) = reader.next(&mut line).map_err(err)? {
+        if next != trace::Next::Line {
+            continue;
+        }
         let Ok(Value::Object(mut obj)) = serde_json::from_slice::<Value>(&line) else {
             continue;
         };
@@ -246,7 +248,8 @@ mod tests {
     /// Writes a trace with two events and a loss record; sealed or not.
     fn write(dir: &Path, name: &str, key: Option<&[u8]>, sealed: bool) -> PathBuf {
         let p = dir.join(name);
-        let mut w = TraceWriter::create(&p, key.map(<[u8]>::to_vec), header()).unwrap();
+        let form = crate::trace::TraceFormat::for_path(None, &p);
+        let mut w = TraceWriter::create_as(&p, key.map(<[u8]>::to_vec), header(), form).unwrap();
         w.append_event(&unlink("/w/a")).unwrap();
         w.append_loss(&Loss {
             cause: "ringbuf_full".into(),

@@ -2,7 +2,6 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::io::{BufRead, BufReader};
 
 use anyhow::Context as _;
 use serde_json::{json, Value};
@@ -73,14 +72,36 @@ impl ReplayReport {
 }
 
 pub(crate) fn replay_report(a: &ReplayArgs, policy: &Policy) -> anyhow::Result<ReplayReport> {
-    let file = crate::core::open_regular(&a.trace)
+    let mut reader = crate::trace::TraceReader::open(&a.trace)
         .with_context(|| format!("opening trace {}", a.trace.display()))?;
     let mut header: Option<serde_json::Map<String, Value>> = None;
     let mut events = Vec::new();
     let mut bad_lines = Vec::new();
     let mut lifecycle = 0usize;
-    for (i, line) in BufReader::new(file).lines().enumerate() {
-        let line = line.with_context(|| format!("reading {}", a.trace.display()))?;
+    let mut buf = Vec::new();
+    while let Some(next) = reader.next(&mut buf)? {
+        let i = reader.lines_read().saturating_sub(1);
+        match next {
+            crate::trace::Next::Line => {}
+            crate::trace::Next::Truncated(t) => {
+                bad_lines.push(format!(
+                    "line {}: incomplete ({} byte(s) cut short by a crash)",
+                    t.line, t.bytes
+                ));
+                continue;
+            }
+            crate::trace::Next::Damaged(d) => {
+                bad_lines.push(format!(
+                    "line {}: the block at byte {} {}: {}",
+                    d.line,
+                    d.offset,
+                    d.reason,
+                    d.lost_records()
+                ));
+                continue;
+            }
+        }
+        let line = String::from_utf8_lossy(&buf);
         if line.trim().is_empty() {
             continue;
         }

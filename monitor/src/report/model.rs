@@ -502,7 +502,9 @@ pub fn build(
             *v.decision_counts.entry(d.clone()).or_default() += 1;
         }
 
-        // Which action and process this record belongs to.
+        // Which action and process this record belongs to: the record's
+        // `action` id when the trace has them; else the process's last exec
+        // (older traces), worked out below either way to follow processes.
         let p = procs.entry(a.pid).or_insert_with(|| Process {
             pid: a.pid,
             ppid: a.ppid,
@@ -571,6 +573,7 @@ pub fn build(
             }
             id
         };
+        let action_id = a.action.unwrap_or(action_id);
         let row = actions.entry(action_id).or_insert_with(|| ActionRow {
             id: action_id,
             label: match &a.argv {
@@ -854,6 +857,33 @@ mod tests {
             v.processes.iter().find(|p| p.pid == 11).unwrap().argv,
             ["rm", "-rf", "t"]
         );
+    }
+
+    #[test]
+    fn records_group_by_their_action_field_when_the_trace_has_it() {
+        // git's internal children belong to the `git stash` action (seq 1),
+        // which the exec heuristic alone would split in two.
+        let with_action = |mut r: TraceRecord, id: u64| {
+            if let TraceRecord::Event { action, .. } = &mut r {
+                action.action = Some(id);
+            }
+            r
+        };
+        let recs = vec![
+            with_action(exec(1, 10, 1, &["git", "stash"]), 1),
+            with_action(exec(2, 11, 10, &["git", "reset", "--hard"]), 1),
+            with_action(ev(3, Op::Unlink, 11, 10, Some("/w/a")), 1),
+            with_action(exec(4, 12, 1, &["rm", "b"]), 4),
+            with_action(ev(5, Op::Unlink, 12, 1, Some("/w/b")), 4),
+        ];
+        let v = build("t".into(), "t".into(), &recs, None);
+        assert_eq!(v.actions.len(), 2, "{:?}", v.actions);
+        let git = v.actions.iter().find(|a| a.id == 1).unwrap();
+        assert_eq!((git.label.as_str(), git.events), ("git stash", 3));
+        assert_eq!(git.ops["unlink"], 1);
+        let rm = v.actions.iter().find(|a| a.id == 4).unwrap();
+        assert_eq!((rm.label.as_str(), rm.events), ("rm b", 2));
+        assert_eq!(v.processes.len(), 3, "processes are still followed");
     }
 
     #[test]

@@ -41,11 +41,17 @@ use crate::{
 /// Options of `abm run`.
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
-    /// Trace file to write (JSON lines, hash-chained). It must not exist yet.
-    /// Default: /var/lib/abm/traces/run-<UTC time>-<pid>.jsonl, outside any
+    /// Trace file to write (hash-chained). It must not exist yet.
+    /// Default: /var/lib/abm/traces/run-<UTC time>-<pid>.abmt, outside any
     /// workspace so the watched command cannot reach it by accident.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
+    /// Form of the trace file: `compact` (zstd frames, about 10x smaller)
+    /// or `jsonl` (plain JSON lines). Default: jsonl when the --trace path
+    /// ends in `.jsonl`, compact otherwise. Every abm command reads both;
+    /// `abm trace cat` prints either as JSON lines.
+    #[arg(long, value_enum, value_name = "FORM")]
+    pub format: Option<crate::trace::TraceFormat>,
     /// The task's own directory: the `${workspace}` root of policies and the
     /// `workspace` scope. Default: the current directory.
     #[arg(long, value_name = "DIR")]
@@ -55,9 +61,25 @@ pub struct RunArgs {
     #[arg(long = "policy", value_name = "FILE")]
     pub policy: Vec<PathBuf>,
     /// Key file: chain the trace with HMAC-SHA256 under this key instead of
-    /// plain SHA-256, so only key holders can produce a valid trace.
-    #[arg(long, value_name = "FILE")]
+    /// plain SHA-256, so only key holders can produce a valid trace. `-`
+    /// reads the key from stdin (to its end; the command then starts with
+    /// its stdin at end of file). A key on a path is readable by a watched
+    /// command running as root, which can then forge a trace: prefer
+    /// `--sign-key-fd` or `-`.
+    #[arg(long, value_name = "FILE", conflicts_with = "sign_key_fd")]
     pub sign_key: Option<PathBuf>,
+    /// Read the signing key from descriptor N (to its end), then close it:
+    /// the key is then only in abm's memory, never on a path the watched
+    /// command could read.
+    #[arg(long, value_name = "N")]
+    pub sign_key_fd: Option<i32>,
+    /// Send the trace's chain head to descriptor N (a file or pipe the
+    /// caller holds): one JSON line `{"seq":..,"hash":..}` after each flush
+    /// and a last one with `"seal":true`. `abm verify --anchor` then rejects
+    /// a trace rewritten or sealed by someone else. The descriptor is closed
+    /// for the command (close-on-exec).
+    #[arg(long, value_name = "N")]
+    pub anchor_fd: Option<i32>,
     /// Print each action as it is recorded (to stderr).
     #[arg(long, short)]
     pub verbose: bool,
@@ -126,7 +148,11 @@ fn trace_path(arg: Option<PathBuf>) -> anyhow::Result<PathBuf> {
     let stamp = humantime::format_rfc3339_seconds(SystemTime::now())
         .to_string()
         .replace(':', "");
-    Ok(dir.join(format!("run-{stamp}-{}.jsonl", std::process::id())))
+    Ok(dir.join(format!(
+        "run-{stamp}-{}.{}",
+        std::process::id(),
+        crate::trace::TraceFormat::Compact.extension()
+    )))
 }
 
 /// Runs `abm run`. Returns the command's exit code.
@@ -145,11 +171,29 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
     let policy = load_policy(&args.policy)?;
     // --enforce never degrades to observe-only: no backend, no run.
     let enforce_backend = crate::enforce::preflight(&args.enforce)?;
-    let key = match &args.sign_key {
-        Some(k) => {
+    // Descriptors first, before anything is started that could inherit them.
+    let anchor = args
+        .anchor_fd
+        .map(crate::trace::anchor::AnchorWriter::from_fd)
+        .transpose()
+        .map_err(anyhow::Error::msg)?;
+    let key = match (&args.sign_key, args.sign_key_fd) {
+        (Some(k), _) if k.as_os_str() == "-" => Some(
+            crate::trace::read_key_from(std::io::stdin().lock(), "stdin")
+                .context("--sign-key -")?,
+        ),
+        (Some(k), _) => {
             Some(crate::trace::read_key(k).with_context(|| format!("--sign-key {}", k.display()))?)
         }
-        None => None,
+        (None, Some(fd)) => {
+            let f =
+                crate::trace::anchor::take_fd(fd, "--sign-key-fd").map_err(anyhow::Error::msg)?;
+            Some(
+                crate::trace::read_key_from(f, &format!("descriptor {fd}"))
+                    .with_context(|| format!("--sign-key-fd {fd}"))?,
+            )
+        }
+        (None, None) => None,
     };
     let trace = trace_path(args.trace.clone())?;
     let trace_abs = absolute(&trace);
@@ -257,8 +301,12 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
             .insert("cgroup".into(), cg.path.to_string_lossy().into());
         header.extra.insert("cgroup_id".into(), cg.id.into());
     }
-    let mut writer = TraceWriter::create(&trace, key, header)
+    let form = crate::trace::TraceFormat::for_path(args.format, &trace);
+    let mut writer = TraceWriter::create_as(&trace, key, header, form)
         .with_context(|| format!("cannot create trace {}", trace.display()))?;
+    if let Some(a) = anchor {
+        writer.set_anchor(a);
+    }
     lifeline.trace_created();
     let protection = crate::protect::protect_trace(&trace_abs);
     if let Err(e) = &protection {

@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 
+use super::anchor::AnchorCheck;
 use super::{read_key, Authentication, ProblemKind, VerifyReport, VerifyStatus};
 
 /// Every record checks out and the trace is sealed.
@@ -22,13 +23,14 @@ pub const EXIT_ERROR: i32 = 4;
 /// Check a trace's hash chain and seal, and summarise it.
 ///
 /// Exit status: 0 intact (sealed, every record checks out); 1 broken (the
-/// first bad record is named); 2 unsealed (the run stopped before sealing,
+/// first bad record is named) or rejected by `--anchor`; 2 unsealed (the run stopped before sealing,
 /// the records present check out); 3 keyed trace verified without --key
 /// (structure checked, contents not authenticated); 4 the trace or key could
 /// not be read.
 #[derive(Debug, clap::Args)]
 pub struct VerifyArgs {
-    /// Trace file to verify (JSON lines, as written by `abm run --trace`).
+    /// Trace file to verify (compact or JSON lines, as written by `abm run
+    /// --trace`).
     #[arg(value_name = "TRACE", required_unless_present = "bench_hashing")]
     pub trace: Option<PathBuf>,
 
@@ -37,13 +39,21 @@ pub struct VerifyArgs {
     #[arg(long, value_name = "FILE")]
     pub key: Option<PathBuf>,
 
+    /// Anchor file: the chain heads `abm run --anchor-fd` sent while the
+    /// trace was written. The trace is rejected (exit 1) when it does not
+    /// hold the anchor's last head, or is sealed with a seal the anchor does
+    /// not name; records after the last anchored head are reported as
+    /// unanchored.
+    #[arg(long, value_name = "FILE")]
+    pub anchor: Option<PathBuf>,
+
     /// Print the report as one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
 
     /// Measure serialization and chaining throughput over N synthetic events
     /// and print it as JSON, instead of verifying a trace.
-    #[arg(long, value_name = "N", hide = true, conflicts_with_all = ["trace", "key"])]
+    #[arg(long, value_name = "N", hide = true, conflicts_with_all = ["trace", "key", "anchor"])]
     pub bench_hashing: Option<usize>,
 }
 
@@ -77,7 +87,21 @@ pub fn verify(a: VerifyArgs) -> anyhow::Result<i32> {
             }
         },
     };
-    let report = match super::verify(&trace, key.as_deref()) {
+    let anchor = match &a.anchor {
+        None => None,
+        Some(p) => match super::anchor::read_anchor(p) {
+            Ok(a) => Some(a),
+            Err(e) => {
+                eprintln!("abm verify: {e}");
+                return Ok(EXIT_ERROR);
+            }
+        },
+    };
+    let verified = match &anchor {
+        None => super::verify(&trace, key.as_deref()),
+        Some(an) => super::verify_anchored(&trace, key.as_deref(), an),
+    };
+    let report = match verified {
         Ok(r) => r,
         Err(e) => {
             eprintln!("abm verify: {e}");
@@ -115,7 +139,14 @@ fn warn_if_exposed(p: &Path) {
 /// The text report.
 pub fn render(trace: &Path, r: &VerifyReport) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "trace: {}", trace.display());
+    match r.format {
+        Some(f) => {
+            let _ = writeln!(s, "trace: {} ({f})", trace.display());
+        }
+        None => {
+            let _ = writeln!(s, "trace: {}", trace.display());
+        }
+    }
     let auth = match &r.authentication {
         Authentication::Unknown => String::new(),
         Authentication::Unkeyed => {
@@ -129,6 +160,13 @@ pub fn render(trace: &Path, r: &VerifyReport) -> String {
              sequence, links and seal were checked"
         ),
     };
+    if let Some(AnchorCheck::Rejected { detail }) = &r.anchor {
+        let _ = writeln!(s, "status: REJECTED BY THE ANCHOR: {detail}");
+        let _ = writeln!(
+            s,
+            "(without the anchor the trace itself would read as follows; it is not what abm wrote)"
+        );
+    }
     match (&r.status, &r.first_bad) {
         (VerifyStatus::Intact, _) => {
             if matches!(r.authentication, Authentication::KeyNotGiven { .. }) {
@@ -171,13 +209,52 @@ pub fn render(trace: &Path, r: &VerifyReport) -> String {
     if !auth.is_empty() {
         let _ = writeln!(s, "chain: {auth}");
     }
+    match &r.anchor {
+        None => {}
+        Some(AnchorCheck::Matches { seq, sealed: true }) => {
+            let _ = writeln!(
+                s,
+                "anchor: matches: the seal (seq {seq}) is the one abm sent to the anchor"
+            );
+        }
+        Some(AnchorCheck::Matches { seq, sealed: false }) => {
+            let _ = writeln!(
+                s,
+                "anchor: matches: records up to seq {seq} are the ones abm sent to the anchor"
+            );
+        }
+        Some(AnchorCheck::Unanchored { seq, records }) => {
+            let _ = writeln!(
+                s,
+                "anchor: records up to seq {seq} match the anchor; the {records} record(s) after \
+                 it are UNANCHORED (abm stopped before sending their head, or they were added \
+                 by something else): do not rely on them"
+            );
+        }
+        Some(AnchorCheck::Rejected { detail }) => {
+            let _ = writeln!(s, "anchor: REJECTED: {detail}");
+        }
+    }
     if let Some(t) = &r.truncated_tail {
-        let _ = writeln!(
-            s,
-            "truncated: line {} is incomplete ({} byte(s), no newline): a write cut short by a \
-             crash; it is not counted",
-            t.line, t.bytes
-        );
+        match (t.block_offset, t.block_len) {
+            (None, _) => {
+                let _ = writeln!(
+                    s,
+                    "truncated: line {} is incomplete ({} byte(s), no newline): a write cut \
+                     short by a crash; it is not counted",
+                    t.line, t.bytes
+                );
+            }
+            (Some(off), len) => {
+                let of = len.map_or(String::new(), |l| format!(" of {l}"));
+                let _ = writeln!(
+                    s,
+                    "truncated: the last block (at byte {off}, {} byte(s){of}) is incomplete: a \
+                     write cut short by a crash; its records (from line {}) are not counted",
+                    t.bytes, t.line
+                );
+            }
+        }
     }
     if let Some(h) = &r.header {
         let cmd = if h.command.is_empty() {

@@ -229,22 +229,43 @@ fn push_hex(out: &mut Vec<u8>, digest: &[u8; DIGEST_LEN]) {
     out.extend_from_slice(&buf);
 }
 
+/// Value of each byte as a lowercase hex digit; 0xff for every other byte.
+const HEX_VALUE: [u8; 256] = {
+    let mut t = [0xffu8; 256];
+    let mut i = 0;
+    while i < 10 {
+        t[b'0' as usize + i] = i as u8;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < 6 {
+        t[b'a' as usize + i] = 10 + i as u8;
+        i += 1;
+    }
+    t
+};
+
 /// Decodes 64 lowercase hex digits. Uppercase is rejected: the writer never
 /// emits it, so it can only come from an edit.
 pub(crate) fn parse_digest(s: &[u8]) -> Option<[u8; DIGEST_LEN]> {
-    if s.len() != 2 * DIGEST_LEN || !s.iter().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')) {
+    if s.len() != 2 * DIGEST_LEN {
         return None;
     }
     let mut d = [0u8; DIGEST_LEN];
-    hex::decode_to_slice(s, &mut d).ok()?;
-    Some(d)
+    let mut bad = 0u8;
+    for (o, pair) in d.iter_mut().zip(s.chunks_exact(2)) {
+        let (hi, lo) = (HEX_VALUE[pair[0] as usize], HEX_VALUE[pair[1] as usize]);
+        bad |= hi | lo;
+        *o = (hi << 4) | (lo & 0x0f);
+    }
+    (bad & 0xf0 == 0).then_some(d)
 }
 
 /// A line split into hashed prefix and the digest text of its suffix.
 pub(crate) enum Split<'a> {
     Ok {
         prefix: &'a [u8],
-        hash_hex: &'a [u8],
+        hash: [u8; DIGEST_LEN],
     },
     /// The line ends like a record but the digest is not 64 lowercase hex.
     BadDigest { prefix: &'a [u8] },
@@ -263,10 +284,10 @@ pub(crate) fn split_line(line: &[u8]) -> Split<'_> {
         return Split::NoSuffix;
     }
     let hash_hex = &suffix[HASH_KEY.len()..suffix.len() - HASH_END.len()];
-    if parse_digest(hash_hex).is_none() {
-        return Split::BadDigest { prefix };
+    match parse_digest(hash_hex) {
+        Some(hash) => Split::Ok { prefix, hash },
+        None => Split::BadDigest { prefix },
     }
-    Split::Ok { prefix, hash_hex }
 }
 
 /// A JSON object parsed with duplicate keys rejected, so that every reader

@@ -3,13 +3,18 @@
 //! deletions, insertions, reordering and truncation are detectable.
 //!
 //! - [`TraceWriter`] writes a trace: header, events, loss records, notes,
-//!   and a seal.
+//!   and a seal, in the compact form (zstd frames, the default) or as
+//!   JSON lines ([`TraceFormat`]).
+//! - [`TraceReader`] reads either form and yields the canonical JSON lines;
+//!   every reader below goes through it.
 //! - [`read_trace`] parses a trace without verifying it.
 //! - [`verify`] checks a trace and returns a [`VerifyReport`];
 //!   [`cmd::verify`] is `abm verify`.
 //!
 //! The format, the exact hashing rule and the guarantees are documented in
-//! `docs/trace.md`; [`format`] implements the hashing rule.
+//! `docs/trace.md`; [`format`] implements the hashing rule over the
+//! canonical lines, [`compact`] the compact form. Digests are the same in
+//! both forms.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -18,10 +23,17 @@ use serde::{Deserialize, Serialize};
 
 use crate::record::Action;
 
+pub mod anchor;
+pub mod cat;
 pub mod cmd;
+pub mod compact;
+mod event_check;
 pub mod format;
 pub mod note;
+mod packer;
 mod read;
+mod report;
+mod source;
 mod verify;
 mod writer;
 
@@ -29,10 +41,10 @@ mod writer;
 mod tests;
 
 pub use format::{key_id, ChainAlg, SCHEMA};
-pub use read::read_trace;
-pub use verify::{
-    verify, Authentication, Problem, ProblemKind, TruncatedTail, VerifyReport, VerifyStatus,
-};
+pub use read::{read_header, read_trace};
+pub use report::{Authentication, EventTime, Problem, ProblemKind, VerifyReport, VerifyStatus};
+pub use source::{read_canonical, Damage, Next, TraceFormat, TraceReader, TruncatedTail};
+pub use verify::{verify, verify_anchored};
 pub use writer::TraceWriter;
 
 /// Describes the run; the first record of every trace.
@@ -223,6 +235,8 @@ pub enum TraceError {
         line: u64,
         reason: String,
     },
+    #[error("{}: the block at byte {} {}: {}", .path.display(), .damage.offset, .damage.reason, .damage.lost_records())]
+    Damaged { path: PathBuf, damage: Damage },
 }
 
 impl TraceError {
@@ -247,6 +261,26 @@ pub fn read_key(path: &Path) -> Result<Vec<u8>, TraceError> {
         return Err(TraceError::Key {
             path: path.to_owned(),
             reason: "file is empty; generate a key with `head -c 32 /dev/urandom > KEYFILE`".into(),
+        });
+    }
+    Ok(key)
+}
+
+/// Reads a signing key from a stream (stdin, or a descriptor the caller
+/// passed) to its end; `what` names the source in errors. The key then
+/// exists only in abm's memory.
+pub fn read_key_from(mut r: impl std::io::Read, what: &str) -> Result<Vec<u8>, TraceError> {
+    let mut key = Vec::new();
+    r.read_to_end(&mut key).map_err(|e| TraceError::Key {
+        path: PathBuf::from(what),
+        reason: format!("cannot read: {e}"),
+    })?;
+    if key.is_empty() {
+        return Err(TraceError::Key {
+            path: PathBuf::from(what),
+            reason: "no key bytes (end of input at once); pass the key's bytes, e.g. \
+                     `--sign-key-fd 3 3<KEYFILE`"
+                .into(),
         });
     }
     Ok(key)

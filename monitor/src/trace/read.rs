@@ -1,12 +1,11 @@
 //! Parses trace records without verifying the chain.
 
-use std::io::BufRead as _;
 use std::path::Path;
 
 use serde_json::{Map, Value};
 
 use super::format::{self, ChainAlg, Split};
-use super::{Header, HeaderRecord, Loss, SealRecord, TraceError, TraceRecord};
+use super::{Header, HeaderRecord, Loss, Next, SealRecord, TraceError, TraceReader, TraceRecord};
 
 /// Envelope of a parsed line: the fields every record has.
 pub(crate) struct Envelope {
@@ -131,35 +130,59 @@ pub(crate) fn parse_line(line: &[u8]) -> Result<TraceRecord, String> {
     decode_body(&env.kind, env.seq, obj)
 }
 
-/// Reads every record of a trace without verifying the chain (use
-/// [`verify`](super::verify) for that). A last line without a newline is a
-/// record cut short by a crash and is skipped; any other unparsable line is an
-/// error naming the line.
+/// Reads every record of a trace, in either form, without verifying the
+/// chain (use [`verify`](super::verify) for that). An incomplete end (a
+/// line or block cut short by a crash) is skipped; any other unreadable
+/// record, or a damaged block, is an error naming the line.
 pub fn read_trace(path: &Path) -> Result<Vec<TraceRecord>, TraceError> {
-    let file = std::fs::File::open(path).map_err(|e| TraceError::io(path, "open", e))?;
-    let mut reader = std::io::BufReader::with_capacity(256 * 1024, file);
+    let mut reader = TraceReader::open(path)?;
     let mut records = Vec::new();
     let mut line = Vec::new();
-    let mut line_no = 0u64;
-    loop {
-        line.clear();
-        let n = reader
-            .read_until(b'\n', &mut line)
-            .map_err(|e| TraceError::io(path, "read", e))?;
-        if n == 0 {
-            break;
+    while let Some(next) = reader.next(&mut line)? {
+        match next {
+            Next::Line => {
+                let rec = parse_line(&line).map_err(|reason| TraceError::Parse {
+                    path: path.to_owned(),
+                    line: reader.lines_read(),
+                    reason,
+                })?;
+                records.push(rec);
+            }
+            Next::Truncated(_) => break,
+            Next::Damaged(damage) => {
+                return Err(TraceError::Damaged {
+                    path: path.to_owned(),
+                    damage,
+                })
+            }
         }
-        line_no += 1;
-        if line.last() != Some(&b'\n') {
-            break;
-        }
-        line.pop();
-        let rec = parse_line(&line).map_err(|reason| TraceError::Parse {
-            path: path.to_owned(),
-            line: line_no,
-            reason,
-        })?;
-        records.push(rec);
     }
     Ok(records)
+}
+
+/// Reads the header record of a trace, in either form.
+pub fn read_header(path: &Path) -> Result<HeaderRecord, TraceError> {
+    let mut reader = TraceReader::open(path)?;
+    let mut line = Vec::new();
+    let parse = |reason: String| TraceError::Parse {
+        path: path.to_owned(),
+        line: 1,
+        reason,
+    };
+    match reader.next(&mut line)? {
+        Some(Next::Line) => match parse_line(&line).map_err(parse)? {
+            TraceRecord::Header(h) => Ok(h),
+            other => Err(parse(format!(
+                "the first record is a {:?} record, not a header: this is not the start of a trace",
+                other.type_name()
+            ))),
+        },
+        Some(Next::Damaged(damage)) => Err(TraceError::Damaged {
+            path: path.to_owned(),
+            damage,
+        }),
+        Some(Next::Truncated(_)) | None => Err(parse(
+            "the file ends before its header record is complete".into(),
+        )),
+    }
 }

@@ -3,213 +3,18 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde::Serialize;
 use serde_json::Value;
 
+use super::anchor::{self, AnchorPoint};
+use super::compact::{self, LineParts};
+use super::event_check::{decode_full, BodyChecker, EventFacts};
 use super::format::{self, ChainAlg, Hasher, Split, DIGEST_LEN, ZERO_DIGEST};
 use super::read::{decode_body, take_envelope};
-use super::{key_id, Header, SealRecord, TraceError, TraceRecord};
-
-/// Overall result of a verification.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(tag = "state", rename_all = "snake_case")]
-pub enum VerifyStatus {
-    /// Every record checks out and the trace ends with a valid seal.
-    Intact,
-    /// Every record checks out but there is no seal: the run was killed or
-    /// the machine crashed (or the end of the file was cut off). The first
-    /// `intact_records` records are good.
-    Unsealed { intact_records: u64 },
-    /// A problem was found (see [`VerifyReport::first_bad`]); the first
-    /// `intact_records` records before it are good.
-    Broken { intact_records: u64 },
-}
-
-/// What a verification could establish about who wrote the trace.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(tag = "mode", rename_all = "snake_case")]
-pub enum Authentication {
-    /// No header could be verified.
-    Unknown,
-    /// `sha256` chain, fully checked: detects damage and edits that did not
-    /// recompute the chain, but anyone who can write the file can recompute
-    /// it.
-    Unkeyed,
-    /// `hmac-sha256` chain, fully checked with the key: only a key holder
-    /// could have written these records.
-    Authenticated { key_id: String },
-    /// `hmac-sha256` chain but no key was given: only the sequence numbers,
-    /// the `prev` links and the seal were checked; record contents were not
-    /// authenticated.
-    KeyNotGiven { key_id: String },
-}
-
-/// Kinds of problems, named for what most likely happened.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ProblemKind {
-    /// The file is empty or ends inside the header record.
-    NoHeader,
-    /// A line is not a well-formed record (and, when checkable, its digest
-    /// does match, so it was written that way).
-    Malformed,
-    /// A record's content does not match its digest.
-    Modified,
-    /// Sequence numbers skip: records were deleted.
-    Missing,
-    /// A record appears before one with a lower sequence number.
-    Reordered,
-    /// A sequence number appears twice: a record was inserted or duplicated.
-    Duplicated,
-    /// A record's `prev` is not the previous record's digest.
-    ChainBroken,
-    /// The seal disagrees with the records before it.
-    ForgedSeal,
-    /// Data after the seal.
-    AfterSeal,
-    /// A key was given but the trace is not keyed.
-    NotKeyed,
-    /// The trace was signed with another key.
-    WrongKey,
-    /// The trace was written with an unsupported schema version.
-    UnsupportedSchema,
-}
-
-impl ProblemKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            ProblemKind::NoHeader => "no header",
-            ProblemKind::Malformed => "malformed",
-            ProblemKind::Modified => "modified",
-            ProblemKind::Missing => "missing records",
-            ProblemKind::Reordered => "reordered",
-            ProblemKind::Duplicated => "inserted or duplicated",
-            ProblemKind::ChainBroken => "chain broken",
-            ProblemKind::ForgedSeal => "forged seal",
-            ProblemKind::AfterSeal => "data after seal",
-            ProblemKind::NotKeyed => "not keyed",
-            ProblemKind::WrongKey => "wrong key",
-            ProblemKind::UnsupportedSchema => "unsupported schema",
-        }
-    }
-}
-
-impl std::fmt::Display for ProblemKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// The first problem found.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Problem {
-    /// 1-based line number in the file.
-    pub line: u64,
-    /// The `seq` the line claims, when it could be read.
-    pub seq: Option<u64>,
-    pub kind: ProblemKind,
-    /// What is wrong, in words.
-    pub detail: String,
-}
-
-impl std::fmt::Display for Problem {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "line {}", self.line)?;
-        if let Some(seq) = self.seq {
-            write!(f, " (seq {seq})")?;
-        }
-        write!(f, ": {}: {}", self.kind, self.detail)
-    }
-}
-
-/// A last line without a newline: a write cut short by a crash.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct TruncatedTail {
-    /// 1-based line number of the incomplete line.
-    pub line: u64,
-    /// Its length in bytes.
-    pub bytes: u64,
-}
-
-/// An event's time stamps.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct EventTime {
-    pub seq: u64,
-    pub time: String,
-    pub ktime_ns: u64,
-}
-
-/// The result of [`verify`].
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct VerifyReport {
-    pub status: VerifyStatus,
-    pub authentication: Authentication,
-    /// Records verified (header and seal included), up to the first problem.
-    pub records: u64,
-    /// Event records among them.
-    pub events: u64,
-    /// Events lost by cause: the sum of the verified loss records.
-    pub lost: BTreeMap<String, u64>,
-    /// The first problem, when the status is `Broken`.
-    pub first_bad: Option<Problem>,
-    /// An incomplete last line, when there is one.
-    pub truncated_tail: Option<TruncatedTail>,
-    pub chain: Option<ChainAlg>,
-    pub header: Option<Header>,
-    pub seal: Option<SealRecord>,
-    pub events_by_op: BTreeMap<String, u64>,
-    pub notes_by_kind: BTreeMap<String, u64>,
-    pub loss_records: u64,
-    pub first_event: Option<EventTime>,
-    pub last_event: Option<EventTime>,
-    /// Lowest and highest event `ktime_ns`.
-    pub ktime_span_ns: Option<(u64, u64)>,
-    /// Events whose `ktime_ns` is lower than the previous event's.
-    pub ktime_regressions: u64,
-    /// Digest of the last verified record (the seal's, for an intact trace).
-    pub final_digest: Option<String>,
-}
-
-impl VerifyReport {
-    fn new() -> VerifyReport {
-        VerifyReport {
-            status: VerifyStatus::Broken { intact_records: 0 },
-            authentication: Authentication::Unknown,
-            records: 0,
-            events: 0,
-            lost: BTreeMap::new(),
-            first_bad: None,
-            truncated_tail: None,
-            chain: None,
-            header: None,
-            seal: None,
-            events_by_op: BTreeMap::new(),
-            notes_by_kind: BTreeMap::new(),
-            loss_records: 0,
-            first_event: None,
-            last_event: None,
-            ktime_span_ns: None,
-            ktime_regressions: 0,
-            final_digest: None,
-        }
-    }
-
-    /// The `abm verify` exit code: 1 broken, 3 keyed trace checked without
-    /// the key, 2 unsealed, 0 intact (first match wins).
-    pub fn exit_code(&self) -> i32 {
-        use super::cmd::{EXIT_BROKEN, EXIT_INTACT, EXIT_UNAUTHENTICATED, EXIT_UNSEALED};
-        match (&self.status, &self.authentication) {
-            (VerifyStatus::Broken { .. }, _) => EXIT_BROKEN,
-            (_, Authentication::KeyNotGiven { .. }) => EXIT_UNAUTHENTICATED,
-            (VerifyStatus::Unsealed { .. }, _) => EXIT_UNSEALED,
-            (VerifyStatus::Intact, _) => EXIT_INTACT,
-        }
-    }
-
-    pub fn is_intact(&self) -> bool {
-        self.status == VerifyStatus::Intact
-    }
-}
+use super::report::EventTime;
+use super::{
+    key_id, Authentication, Header, Next, Problem, ProblemKind, SealRecord, TraceError,
+    TraceReader, TraceRecord, TruncatedTail, VerifyReport, VerifyStatus,
+};
 
 /// How record digests are checked.
 enum Mode {
@@ -248,8 +53,31 @@ struct Verifier<'k> {
     prev: [u8; DIGEST_LEN],
     sealed_at: Option<u64>,
     last_ktime: Option<u64>,
+    /// Events by operation, folded into the report at the end (no
+    /// allocation per event).
+    ops: BTreeMap<&'static str, u64>,
+    /// The seq an anchor names, and the digest the trace holds there.
+    anchor_seq: Option<u64>,
+    anchor_found: Option<[u8; DIGEST_LEN]>,
     report: VerifyReport,
 }
+
+/// What can be worked out for a line without the chain state, computed for
+/// a batch of lines on several threads before the lines are checked in
+/// order: the digest of an event record and its decoded body.
+#[derive(Default)]
+struct Pre {
+    /// The digest of the line's own `prev` and prefix (events in the
+    /// canonical layout only).
+    digest: Option<[u8; DIGEST_LEN]>,
+    /// The event body, checked.
+    event: Option<Result<EventFacts, String>>,
+}
+
+/// Lines checked per batch once the header is known.
+const BATCH: usize = 8192;
+/// Most threads used to precompute a batch.
+const MAX_THREADS: usize = 4;
 
 /// Verifies the trace at `path`. With `key`, a keyed (`hmac-sha256`) trace
 /// is authenticated; an unkeyed trace is then reported as broken (kind
@@ -262,17 +90,44 @@ pub fn verify(path: &Path, key: Option<&[u8]>) -> Result<VerifyReport, TraceErro
     if key.is_some_and(|k| k.is_empty()) {
         return Err(TraceError::EmptyKey);
     }
-    let file = crate::core::open_regular(path).map_err(|e| TraceError::io(path, "open", e))?;
-    let reader = std::io::BufReader::with_capacity(256 * 1024, file);
-    verify_reader(reader, path, key)
+    verify_source(TraceReader::open(path)?, key, None)
 }
 
-/// [`verify`] on any byte stream; `path` names it in errors.
-pub(crate) fn verify_reader(
-    mut reader: impl std::io::BufRead,
+/// [`verify`], then the trace compared with the last head of an anchor
+/// (`abm run --anchor-fd`): the result is in [`VerifyReport::anchor`], and a
+/// rejection makes the exit code [`EXIT_BROKEN`](super::cmd::EXIT_BROKEN).
+pub fn verify_anchored(
     path: &Path,
     key: Option<&[u8]>,
+    anchor: &AnchorPoint,
 ) -> Result<VerifyReport, TraceError> {
+    if key.is_some_and(|k| k.is_empty()) {
+        return Err(TraceError::EmptyKey);
+    }
+    verify_source(TraceReader::open(path)?, key, Some(anchor))
+}
+
+/// [`verify`] on an open trace of either form.
+pub(crate) fn verify_source(
+    reader: TraceReader,
+    key: Option<&[u8]>,
+    anchor: Option<&AnchorPoint>,
+) -> Result<VerifyReport, TraceError> {
+    let (mut report, found) = walk(reader, key, anchor.map(|a| a.seq))?;
+    if let Some(a) = anchor {
+        let sealed_seq = report.is_intact().then(|| report.records.saturating_sub(1));
+        report.anchor = Some(anchor::check(a, found, report.records, sealed_seq));
+    }
+    Ok(report)
+}
+
+/// Checks every record; returns the report and, with `anchor_seq`, the
+/// digest of the intact record at that seq.
+fn walk(
+    mut reader: TraceReader,
+    key: Option<&[u8]>,
+    anchor_seq: Option<u64>,
+) -> Result<(VerifyReport, Option<[u8; DIGEST_LEN]>), TraceError> {
     if key.is_some_and(|k| k.is_empty()) {
         return Err(TraceError::EmptyKey);
     }
@@ -283,76 +138,203 @@ pub(crate) fn verify_reader(
         prev: ZERO_DIGEST,
         sealed_at: None,
         last_ktime: None,
+        ops: BTreeMap::new(),
+        anchor_seq,
+        anchor_found: None,
         report: VerifyReport::new(),
     };
-    let mut line = Vec::new();
-    let mut line_no = 0u64;
+    v.report.format = Some(reader.form());
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, MAX_THREADS);
+    // Lines of the current batch: (line number, bytes); buffers are reused.
+    let mut batch: Vec<(u64, Vec<u8>)> = Vec::new();
+    let mut pre: Vec<Pre> = Vec::new();
     let mut tail: Option<TruncatedTail> = None;
     loop {
-        line.clear();
-        let n = reader
-            .read_until(b'\n', &mut line)
-            .map_err(|e| TraceError::io(path, "read", e))?;
-        if n == 0 {
-            break;
+        // Read a batch (one line until the header is known: it decides how
+        // digests are computed).
+        let want = if matches!(v.mode, Mode::Start) {
+            1
+        } else {
+            BATCH
+        };
+        let mut filled = 0;
+        let mut stop: Option<Next> = None;
+        while filled < want {
+            if batch.len() == filled {
+                batch.push((0, Vec::new()));
+            }
+            let slot = &mut batch[filled];
+            match reader.next(&mut slot.1)? {
+                None => break,
+                Some(Next::Line) => {
+                    slot.0 = reader.lines_read();
+                    filled += 1;
+                }
+                Some(other) => {
+                    stop = Some(other);
+                    break;
+                }
+            }
         }
-        line_no += 1;
-        if line.last() != Some(&b'\n') {
-            tail = Some(TruncatedTail {
-                line: line_no,
-                bytes: line.len() as u64,
-            });
-            break;
+        let lines = &batch[..filled];
+        v.precompute(lines, threads, &mut pre);
+        for (i, (line_no, line)) in lines.iter().enumerate() {
+            match v.check_line(*line_no, line, pre.get_mut(i)) {
+                Ok(()) => {}
+                Err(Fail::Problem(p)) => return Ok(v.end_broken(p)),
+                Err(Fail::SeqAhead {
+                    line,
+                    found,
+                    expected,
+                }) => {
+                    let later = match lines[i + 1..]
+                        .iter()
+                        .find(|(_, l)| lenient_seq(l) == Some(expected))
+                    {
+                        Some((n, _)) => Some(*n),
+                        None if stop.is_none() => find_seq(&mut reader, expected)?,
+                        None => None,
+                    };
+                    return Ok(v.end_broken(seq_ahead(line, found, expected, later)));
+                }
+            }
         }
-        line.pop();
-        match v.check_line(line_no, &line) {
-            Ok(()) => {}
-            Err(Fail::Problem(p)) => return Ok(v.broken(p)),
-            Err(Fail::SeqAhead {
-                line,
-                found,
-                expected,
-            }) => {
-                let later = find_seq(&mut reader, line + 1, expected)
-                    .map_err(|e| TraceError::io(path, "read", e))?;
-                let p = match later {
-                    Some(at) => Problem {
-                        line,
-                        seq: Some(found),
-                        kind: ProblemKind::Reordered,
-                        detail: format!(
-                            "expected seq {expected} here but found seq {found}; seq {expected} \
-                             is at line {at}: records were moved"
-                        ),
-                    },
-                    None => {
-                        let gap = found - expected;
-                        let which = if gap == 1 {
-                            format!("seq {expected}")
-                        } else {
-                            format!("seq {expected} to {}", found - 1)
-                        };
-                        let header = if expected == 0 { " (the header)" } else { "" };
-                        Problem {
-                            line,
-                            seq: Some(found),
-                            kind: ProblemKind::Missing,
-                            detail: format!(
-                                "expected seq {expected} but found seq {found}: {gap} record(s) \
-                                 ({which}{header}) are missing; records were deleted"
-                            ),
-                        }
-                    }
+        match stop {
+            None if filled < want => break,
+            None => {}
+            Some(Next::Line) => unreachable!("lines are batched"),
+            Some(Next::Truncated(t)) => {
+                tail = Some(t);
+                break;
+            }
+            Some(Next::Damaged(d)) if v.sealed_at.is_some() => {
+                let p = Problem {
+                    line: d.line,
+                    seq: None,
+                    kind: ProblemKind::AfterSeal,
+                    detail: format!(
+                        "bytes after the seal (from byte {}) that are not a valid block: a \
+                         sealed trace ends with its seal",
+                        d.offset
+                    ),
                 };
-                return Ok(v.broken(p));
+                return Ok(v.end_broken(p));
+            }
+            Some(Next::Damaged(d)) => {
+                let p = Problem {
+                    line: d.line,
+                    seq: d.first_seq,
+                    kind: ProblemKind::DamagedFrame,
+                    detail: format!(
+                        "the compressed block at byte {} {}: {}",
+                        d.offset,
+                        d.reason,
+                        d.lost_records()
+                    ),
+                };
+                return Ok(v.end_broken(p));
             }
         }
     }
-    Ok(v.finish(tail))
+    Ok(v.end(tail))
+}
+
+/// The problem for a record whose seq is ahead of the expected one:
+/// reordered when the expected seq is found later (at line `later`),
+/// missing otherwise.
+fn seq_ahead(line: u64, found: u64, expected: u64, later: Option<u64>) -> Problem {
+    match later {
+        Some(at) => Problem {
+            line,
+            seq: Some(found),
+            kind: ProblemKind::Reordered,
+            detail: format!(
+                "expected seq {expected} here but found seq {found}; seq {expected} \
+                 is at line {at}: records were moved"
+            ),
+        },
+        None => {
+            let gap = found - expected;
+            let which = if gap == 1 {
+                format!("seq {expected}")
+            } else {
+                format!("seq {expected} to {}", found - 1)
+            };
+            let header = if expected == 0 { " (the header)" } else { "" };
+            Problem {
+                line,
+                seq: Some(found),
+                kind: ProblemKind::Missing,
+                detail: format!(
+                    "expected seq {expected} but found seq {found}: {gap} record(s) \
+                     ({which}{header}) are missing; records were deleted"
+                ),
+            }
+        }
+    }
+}
+
+/// Precomputes the digest and body of each event line of `lines`.
+fn precompute_lines(lines: &[(u64, Vec<u8>)], hasher: Option<&Hasher>, out: &mut [Pre]) {
+    let mut bodies = BodyChecker::default();
+    for ((_, line), pre) in lines.iter().zip(out) {
+        *pre = Pre::default();
+        let Some(p) = compact::split_canonical(line).filter(|p| p.kind == b"event") else {
+            continue;
+        };
+        let prefix = &line[..line.len() - format::SUFFIX_LEN];
+        pre.digest = hasher.map(|h| h.digest(&p.prev, prefix));
+        pre.event = Some(bodies.check(p.body));
+    }
 }
 
 impl Verifier<'_> {
+    /// Fills `pre` for `lines` (on up to `threads` threads), once the
+    /// header has decided how digests are computed; empty before.
+    fn precompute(&self, lines: &[(u64, Vec<u8>)], threads: usize, pre: &mut Vec<Pre>) {
+        pre.clear();
+        let hasher = match &self.mode {
+            Mode::Start => return,
+            Mode::Full(h) => Some(h),
+            Mode::LinkageOnly => None,
+        };
+        pre.resize_with(lines.len(), Pre::default);
+        let per = lines.len().div_ceil(threads).max(1024);
+        if lines.len() <= per {
+            precompute_lines(lines, hasher, pre);
+            return;
+        }
+        std::thread::scope(|s| {
+            for (l, p) in lines.chunks(per).zip(pre.chunks_mut(per)) {
+                s.spawn(move || precompute_lines(l, hasher, p));
+            }
+        });
+    }
+
+    fn end_broken(self, p: Problem) -> (VerifyReport, Option<[u8; DIGEST_LEN]>) {
+        let found = self.anchor_found;
+        (self.broken(p), found)
+    }
+
+    fn end(self, tail: Option<TruncatedTail>) -> (VerifyReport, Option<[u8; DIGEST_LEN]>) {
+        let found = self.anchor_found;
+        (self.finish(tail), found)
+    }
+
+    /// Moves the counts kept during the walk into the report.
+    fn fold(&mut self) {
+        for (op, n) in std::mem::take(&mut self.ops) {
+            *self.report.events_by_op.entry(op.to_owned()).or_insert(0) += n;
+        }
+        if self.report.records > 0 {
+            self.report.final_digest = Some(hex::encode(self.prev));
+        }
+    }
+
     fn broken(mut self, p: Problem) -> VerifyReport {
+        self.fold();
         self.report.status = VerifyStatus::Broken {
             intact_records: self.report.records,
         };
@@ -361,6 +343,7 @@ impl Verifier<'_> {
     }
 
     fn finish(mut self, tail: Option<TruncatedTail>) -> VerifyReport {
+        self.fold();
         if let (Some(t), Some(seal_line)) = (&tail, self.sealed_at) {
             return self.broken(Problem {
                 line: t.line,
@@ -426,7 +409,7 @@ impl Verifier<'_> {
         problem(line, seq, ProblemKind::Malformed, why)
     }
 
-    fn check_line(&mut self, line_no: u64, line: &[u8]) -> Result<(), Fail> {
+    fn check_line(&mut self, line_no: u64, line: &[u8], pre: Option<&mut Pre>) -> Result<(), Fail> {
         if let Some(seal_line) = self.sealed_at {
             return Err(problem(
                 line_no,
@@ -438,8 +421,8 @@ impl Verifier<'_> {
                 ),
             ));
         }
-        let (prefix, hash_hex) = match format::split_line(line) {
-            Split::Ok { prefix, hash_hex } => (prefix, hash_hex),
+        let (prefix, hash) = match format::split_line(line) {
+            Split::Ok { prefix, hash } => (prefix, hash),
             Split::BadDigest { prefix } => {
                 return Err(problem(
                     line_no,
@@ -465,7 +448,11 @@ impl Verifier<'_> {
                 ));
             }
         };
-        let hash = format::parse_digest(hash_hex).expect("split_line checked the digest");
+        if !matches!(self.mode, Mode::Start) {
+            if let Some(p) = compact::split_canonical(line).filter(|p| p.kind == b"event") {
+                return self.check_event(line_no, prefix, hash, &p, pre);
+            }
+        }
         let mut obj = match format::parse_prefix(prefix) {
             Ok(o) => o,
             Err(why) => return Err(self.unparsable(line_no, prefix, &hash, why)),
@@ -481,90 +468,13 @@ impl Verifier<'_> {
             return self.check_header(line_no, prefix, &hash, env.kind, env.seq, &own_prev, obj);
         }
 
-        // 1. Content: the line's bytes against its digest.
-        if let Mode::Full(h) = &self.mode {
-            if h.digest(&own_prev, prefix) != hash {
-                let why = if matches!(
-                    self.report.authentication,
-                    Authentication::Authenticated { .. }
-                ) {
-                    "the record does not match its HMAC: it was modified, or written without the key"
-                } else {
-                    "the record does not match its hash: it was modified"
-                };
-                return Err(problem(line_no, seq, ProblemKind::Modified, why));
-            }
-        }
-        // 2. Position: the sequence number.
-        if env.seq > self.expected_seq {
-            return Err(Fail::SeqAhead {
-                line: line_no,
-                found: env.seq,
-                expected: self.expected_seq,
-            });
-        }
-        if env.seq < self.expected_seq {
-            return Err(problem(
-                line_no,
-                seq,
-                ProblemKind::Duplicated,
-                format!(
-                    "seq {} already appeared at line {}: a record was inserted or duplicated",
-                    env.seq,
-                    env.seq + 1
-                ),
-            ));
-        }
-        if env.kind == "header" {
-            return Err(problem(
-                line_no,
-                seq,
-                ProblemKind::Malformed,
-                "a second header record; a trace has one header, on its first line",
-            ));
-        }
-        // 3. Link: prev is the previous record's digest.
-        if own_prev != self.prev {
-            return Err(problem(
-                line_no,
-                seq,
-                ProblemKind::ChainBroken,
-                format!(
-                    "\"prev\" is {} but the previous record's hash is {}: a record was replaced",
-                    env.prev,
-                    hex::encode(self.prev)
-                ),
-            ));
-        }
+        self.check_position(line_no, prefix, &hash, &env.kind, env.seq, &own_prev)?;
         // 4. Body.
         let record = decode_body(&env.kind, env.seq, obj)
             .map_err(|why| problem(line_no, seq, ProblemKind::Malformed, why))?;
         match record {
             TraceRecord::Header(_) => unreachable!("handled above"),
-            TraceRecord::Event { seq, action } => {
-                let r = &mut self.report;
-                r.events += 1;
-                let op = action.op.map_or("unknown", |o| o.name());
-                *r.events_by_op.entry(op.to_string()).or_insert(0) += 1;
-                let k = action.ktime_ns;
-                if self.last_ktime.is_some_and(|last| k < last) {
-                    r.ktime_regressions += 1;
-                }
-                self.last_ktime = Some(k);
-                r.ktime_span_ns = Some(match r.ktime_span_ns {
-                    None => (k, k),
-                    Some((lo, hi)) => (lo.min(k), hi.max(k)),
-                });
-                let t = EventTime {
-                    seq,
-                    time: action.time,
-                    ktime_ns: k,
-                };
-                if r.first_event.is_none() {
-                    r.first_event = Some(t.clone());
-                }
-                r.last_event = Some(t);
-            }
+            TraceRecord::Event { seq, action } => self.count_event(seq, action.into()),
             TraceRecord::Loss { loss, .. } => {
                 let r = &mut self.report;
                 r.loss_records += 1;
@@ -582,6 +492,143 @@ impl Verifier<'_> {
         }
         self.accept(hash);
         Ok(())
+    }
+
+    /// An event record in the writer's layout, checked without building a
+    /// generic JSON object (most records are events: this is what makes
+    /// verification fast). The checks and their order are the same as in
+    /// [`check_line`](Self::check_line).
+    fn check_event(
+        &mut self,
+        line_no: u64,
+        prefix: &[u8],
+        hash: [u8; DIGEST_LEN],
+        p: &LineParts<'_>,
+        pre: Option<&mut Pre>,
+    ) -> Result<(), Fail> {
+        let (digest, event) = match pre {
+            Some(pre) => (pre.digest.take(), pre.event.take()),
+            None => (None, None),
+        };
+        self.check_position_with(line_no, prefix, &hash, "event", p.seq, &p.prev, digest)?;
+        let facts = event
+            .unwrap_or_else(|| decode_full(p.body, &mut Vec::new()))
+            .map_err(|why| problem(line_no, Some(p.seq), ProblemKind::Malformed, why))?;
+        self.count_event(p.seq, facts);
+        self.accept(hash);
+        Ok(())
+    }
+
+    /// Content (the digest), position (the seq) and link (`prev`) of a
+    /// record after the header.
+    fn check_position(
+        &self,
+        line_no: u64,
+        prefix: &[u8],
+        hash: &[u8; DIGEST_LEN],
+        kind: &str,
+        found: u64,
+        own_prev: &[u8; DIGEST_LEN],
+    ) -> Result<(), Fail> {
+        self.check_position_with(line_no, prefix, hash, kind, found, own_prev, None)
+    }
+
+    /// [`check_position`](Self::check_position) with the line's digest
+    /// when it was already computed.
+    #[expect(clippy::too_many_arguments, reason = "the parts of one line")]
+    fn check_position_with(
+        &self,
+        line_no: u64,
+        prefix: &[u8],
+        hash: &[u8; DIGEST_LEN],
+        kind: &str,
+        found: u64,
+        own_prev: &[u8; DIGEST_LEN],
+        digest: Option<[u8; DIGEST_LEN]>,
+    ) -> Result<(), Fail> {
+        let seq = Some(found);
+        // 1. Content: the line's bytes against its digest.
+        if let Mode::Full(h) = &self.mode {
+            if digest.unwrap_or_else(|| h.digest(own_prev, prefix)) != *hash {
+                let why = if matches!(
+                    self.report.authentication,
+                    Authentication::Authenticated { .. }
+                ) {
+                    "the record does not match its HMAC: it was modified, or written without the key"
+                } else {
+                    "the record does not match its hash: it was modified"
+                };
+                return Err(problem(line_no, seq, ProblemKind::Modified, why));
+            }
+        }
+        // 2. Position: the sequence number.
+        if found > self.expected_seq {
+            return Err(Fail::SeqAhead {
+                line: line_no,
+                found,
+                expected: self.expected_seq,
+            });
+        }
+        if found < self.expected_seq {
+            return Err(problem(
+                line_no,
+                seq,
+                ProblemKind::Duplicated,
+                format!(
+                    "seq {found} already appeared at line {}: a record was inserted or duplicated",
+                    found + 1
+                ),
+            ));
+        }
+        if kind == "header" {
+            return Err(problem(
+                line_no,
+                seq,
+                ProblemKind::Malformed,
+                "a second header record; a trace has one header, on its first line",
+            ));
+        }
+        // 3. Link: prev is the previous record's digest.
+        if *own_prev != self.prev {
+            return Err(problem(
+                line_no,
+                seq,
+                ProblemKind::ChainBroken,
+                format!(
+                    "\"prev\" is {} but the previous record's hash is {}: a record was replaced",
+                    hex::encode(own_prev),
+                    hex::encode(self.prev)
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn count_event(&mut self, seq: u64, action: EventFacts) {
+        {
+            let r = &mut self.report;
+            r.events += 1;
+            let op = action.op.map_or("unknown", |o| o.name());
+            *self.ops.entry(op).or_insert(0) += 1;
+            let k = action.ktime_ns;
+            if self.last_ktime.is_some_and(|last| k < last) {
+                r.ktime_regressions += 1;
+            }
+            self.last_ktime = Some(k);
+            r.ktime_span_ns = Some(match r.ktime_span_ns {
+                None => (k, k),
+                Some((lo, hi)) => (lo.min(k), hi.max(k)),
+            });
+            let t = EventTime {
+                seq,
+                time: action.time,
+                ktime_ns: k,
+            };
+            if r.first_event.is_none() {
+                r.first_event = Some(t.clone());
+            }
+            r.last_event = Some(t);
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -826,10 +873,12 @@ impl Verifier<'_> {
     }
 
     fn accept(&mut self, hash: [u8; DIGEST_LEN]) {
+        if self.anchor_seq == Some(self.expected_seq) {
+            self.anchor_found = Some(hash);
+        }
         self.prev = hash;
         self.expected_seq += 1;
         self.report.records += 1;
-        self.report.final_digest = Some(hex::encode(hash));
     }
 }
 
@@ -847,20 +896,12 @@ fn lenient_seq(line: &[u8]) -> Option<u64> {
 
 /// Scans the remaining complete lines for one with `seq`; returns its line
 /// number.
-fn find_seq(
-    reader: &mut impl std::io::BufRead,
-    mut line_no: u64,
-    seq: u64,
-) -> std::io::Result<Option<u64>> {
+fn find_seq(reader: &mut TraceReader, seq: u64) -> Result<Option<u64>, TraceError> {
     let mut line = Vec::new();
-    loop {
-        line.clear();
-        if reader.read_until(b'\n', &mut line)? == 0 || line.last() != Some(&b'\n') {
-            return Ok(None);
-        }
+    while let Some(Next::Line) = reader.next(&mut line)? {
         if lenient_seq(&line) == Some(seq) {
-            return Ok(Some(line_no));
+            return Ok(Some(reader.lines_read()));
         }
-        line_no += 1;
     }
+    Ok(None)
 }

@@ -8,8 +8,12 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use super::anchor::AnchorWriter;
 use super::format::{Encoder, Hasher, SCHEMA};
-use super::{key_id, ChainAlg, Header, Loss, SealInfo, SealRecord, SealSummary, TraceError};
+use super::packer::Packer;
+use super::{
+    key_id, ChainAlg, Header, Loss, SealInfo, SealRecord, SealSummary, TraceError, TraceFormat,
+};
 use crate::record::Action;
 
 /// Buffered bytes above which an append writes the buffer out by itself.
@@ -33,14 +37,22 @@ struct NoteBody<'a> {
 /// Writes a trace: the header on creation, then events, loss records and
 /// notes, then the seal.
 ///
-/// Records are encoded into a memory buffer; [`flush`](Self::flush) writes
-/// the buffer to the file (the run loop calls it at least every second and
-/// on exit), and an append writes the buffer by itself once it exceeds 1 MiB.
+/// Records are encoded (and chained) into a memory buffer of canonical
+/// lines; [`flush`](Self::flush) writes the buffer out (the run loop calls
+/// it at least every second and on exit), and an append flushes by itself
+/// once the buffer exceeds 1 MiB. In the JSON-lines form a flush is a
+/// write(2) of the lines. In the compact form a flush hands the lines to a
+/// thread of their own, which packs them into one zstd frame and appends it,
+/// so compression never runs on the caller's thread.
+///
 /// Dropping an unsealed writer writes what is buffered (best effort): the
 /// file then verifies as unsealed.
 pub struct TraceWriter {
     path: PathBuf,
+    form: TraceFormat,
+    /// JSON lines: the file. Compact form: `None`, the packer owns it.
     file: Option<File>,
+    packer: Option<Packer>,
     buf: Vec<u8>,
     enc: Encoder,
     events: u64,
@@ -49,6 +61,8 @@ pub struct TraceWriter {
     last_ktime: Option<u64>,
     min_ktime: Option<u64>,
     max_ktime: Option<u64>,
+    /// Where the chain head goes after each flush and at the seal.
+    anchor: Option<AnchorWriter>,
 }
 
 impl TraceWriter {
@@ -59,11 +73,22 @@ impl TraceWriter {
     /// is never overwritten. Symbolic links are not followed.
     ///
     /// With a key, records are chained with HMAC-SHA256 under it; without,
-    /// with plain SHA-256.
+    /// with plain SHA-256. The file is in the default form (compact); see
+    /// [`create_as`](Self::create_as).
     pub fn create(
         path: &Path,
         key: Option<Vec<u8>>,
+        header: Header,
+    ) -> Result<TraceWriter, TraceError> {
+        Self::create_as(path, key, header, TraceFormat::default())
+    }
+
+    /// [`create`](Self::create) in the given form.
+    pub fn create_as(
+        path: &Path,
+        key: Option<Vec<u8>>,
         mut header: Header,
+        form: TraceFormat,
     ) -> Result<TraceWriter, TraceError> {
         if key.as_ref().is_some_and(|k| k.is_empty()) {
             return Err(TraceError::EmptyKey);
@@ -77,9 +102,15 @@ impl TraceWriter {
         let file = open_new(path)?;
         let hasher = Hasher::new(key.as_deref());
         let kid = key.as_deref().map(key_id);
+        let (file, packer) = match form {
+            TraceFormat::Jsonl => (Some(file), None),
+            TraceFormat::Compact => (None, Some(Packer::start(path, file)?)),
+        };
         let mut w = TraceWriter {
             path: path.to_owned(),
-            file: Some(file),
+            form,
+            file,
+            packer,
             buf: Vec::with_capacity(64 * 1024),
             enc: Encoder::new(hasher),
             events: 0,
@@ -88,6 +119,7 @@ impl TraceWriter {
             last_ktime: None,
             min_ktime: None,
             max_ktime: None,
+            anchor: None,
         };
         let body = HeaderBody {
             chain: w.enc.alg(),
@@ -95,13 +127,9 @@ impl TraceWriter {
             header: &header,
         };
         w.encode("header", &body)?;
-        w.flush()?;
         // The header is the only record worth a synchronous disk write at
         // start: with it on disk, a crash leaves a verifiable (unsealed) file.
-        if let Some(f) = &w.file {
-            f.sync_all()
-                .map_err(|e| TraceError::io(&w.path, "sync", e))?;
-        }
+        w.sync()?;
         sync_parent_dir(path);
         Ok(w)
     }
@@ -139,11 +167,39 @@ impl TraceWriter {
         Ok(seq)
     }
 
+    /// Sends the chain head to `anchor` after every flush from now on (the
+    /// header's at once), and the seal's when sealing.
+    pub fn set_anchor(&mut self, anchor: AnchorWriter) {
+        self.anchor = Some(anchor);
+        self.send_head();
+    }
+
+    /// The last record handed to the file, to the anchor.
+    fn send_head(&mut self) {
+        if !self.buf.is_empty() {
+            return;
+        }
+        if let (Some(a), Some(seq)) = (&mut self.anchor, self.enc.next_seq().checked_sub(1)) {
+            a.head(seq, &self.enc.last_digest());
+        }
+    }
+
     /// Writes the buffered records to the file with write(2). This makes them
     /// survive a crash of the monitor, not of the machine; see
     /// [`sync`](Self::sync). On error the unwritten bytes stay buffered and
     /// the next call retries them.
     pub fn flush(&mut self) -> Result<(), TraceError> {
+        let r = self.write_out();
+        self.send_head();
+        r
+    }
+
+    fn write_out(&mut self) -> Result<(), TraceError> {
+        if let Some(p) = &mut self.packer {
+            return p
+                .submit(std::mem::take(&mut self.buf))
+                .map_err(|e| TraceError::io(&self.path, "write", e));
+        }
         let Some(file) = self.file.as_mut() else {
             return Ok(());
         };
@@ -174,6 +230,11 @@ impl TraceWriter {
     /// loss too.
     pub fn sync(&mut self) -> Result<(), TraceError> {
         self.flush()?;
+        if let Some(p) = &mut self.packer {
+            return p
+                .sync()
+                .map_err(|e| TraceError::io(&self.path, "write or sync", e));
+        }
         if let Some(f) = &self.file {
             f.sync_data()
                 .map_err(|e| TraceError::io(&self.path, "sync", e))?;
@@ -210,10 +271,20 @@ impl TraceWriter {
             final_digest: hex::encode(self.enc.last_digest()),
         };
         self.encode("seal", &record)?;
+        // The seal goes to the anchor as a seal line once it is on disk.
+        let anchor = self.anchor.take();
         self.flush()?;
-        let file = self.file.take().expect("an unsealed writer has a file");
-        file.sync_all()
-            .map_err(|e| TraceError::io(&self.path, "sync", e))?;
+        if let Some(p) = self.packer.take() {
+            p.finish()
+                .map_err(|e| TraceError::io(&self.path, "write or sync", e))?;
+        } else {
+            let file = self.file.take().expect("an unsealed writer has a file");
+            file.sync_all()
+                .map_err(|e| TraceError::io(&self.path, "sync", e))?;
+        }
+        if let Some(mut a) = anchor {
+            a.seal(self.enc.next_seq() - 1, &self.enc.last_digest());
+        }
         Ok(SealSummary {
             path: self.path.clone(),
             chain: self.enc.alg(),
@@ -231,6 +302,11 @@ impl TraceWriter {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The form the file is written in.
+    pub fn format(&self) -> TraceFormat {
+        self.form
     }
 
     /// The chain algorithm in use.
@@ -264,8 +340,11 @@ impl TraceWriter {
 
 impl Drop for TraceWriter {
     fn drop(&mut self) {
-        if self.file.is_some() && !self.buf.is_empty() {
+        if (self.file.is_some() || self.packer.is_some()) && !self.buf.is_empty() {
             let _ = self.flush();
+        }
+        if let Some(p) = self.packer.take() {
+            let _ = p.finish();
         }
     }
 }
@@ -274,6 +353,7 @@ impl std::fmt::Debug for TraceWriter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TraceWriter")
             .field("path", &self.path)
+            .field("format", &self.form)
             .field("chain", &self.enc.alg())
             .field("records", &self.enc.next_seq())
             .field("buffered_bytes", &self.buf.len())

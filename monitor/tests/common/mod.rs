@@ -176,10 +176,22 @@ pub fn abm_run(dir: &TempDir, workspace: &Path, extra: &[&str], cmd: &[&str]) ->
     }
 }
 
+/// The records of a trace in either form (a compact trace is read through
+/// `abm trace cat`, which prints the records before any damaged or
+/// incomplete end).
 pub fn read_records(trace: &Path) -> Vec<Value> {
-    std::fs::read_to_string(trace)
-        .unwrap_or_default()
-        .lines()
+    let bytes = std::fs::read(trace).unwrap_or_default();
+    let text = if bytes.get(8..12) == Some(b"ABMT".as_slice()) {
+        let out = Command::new(ABM)
+            .args(["trace", "cat"])
+            .arg(trace)
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    } else {
+        String::from_utf8_lossy(&bytes).into_owned()
+    };
+    text.lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad trace line {l}: {e}")))
         .collect()
