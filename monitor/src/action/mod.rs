@@ -341,7 +341,10 @@ impl Judge {
 
     /// Remember files this run creates and builds write.
     fn note_effects(&mut self, a: &Action, builder: bool) {
-        let creates = a.op == Some(Op::Write) && a.flag_names.iter().any(|f| f == "O_CREAT");
+        // A write open with O_CREAT (an O_TRUNC one is recorded as
+        // `truncate`) of a path that did not exist before the run.
+        let creates = matches!(a.op, Some(Op::Write | Op::Truncate))
+            && a.flag_names.iter().any(|f| f == "O_CREAT");
         if let (true, Some(p)) = (creates, &a.path) {
             let new = match std::fs::metadata(p).and_then(|m| m.created()) {
                 Ok(born) => born >= self.run_start,

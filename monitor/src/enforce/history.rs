@@ -236,7 +236,9 @@ mod tests {
             std::process::id(),
             lines.len()
         ));
-        std::fs::write(&dir, lines.join("\n")).unwrap();
+        // Every line ends with a newline, as abm writes them (an
+        // unterminated last line is a record cut short by a crash).
+        std::fs::write(&dir, lines.join("\n") + "\n").unwrap();
         let h = History::load(&dir).unwrap();
         let _ = std::fs::remove_file(&dir);
         h

@@ -420,6 +420,8 @@ miss repo.update-ref-delete | exec git update-ref refs/heads/new HEAD
 hit  repo.git-state-delete | unlink $WS/.git/objects/ab/cdef0123 | comm=rm
 hit  repo.git-state-delete | rmdir $WS/.git | comm=rm
 hit  repo.git-state-delete | unlink /tmp/clone/.git/objects/ab/cdef | comm=rm
+miss repo.git-state-delete | unlink /tmp/clone/.git/objects/ab/cdef | comm=rm measured=recoverable,git_internal,shared
+hit  repo.git-state-delete | unlink /tmp/clone/.git/objects/ab/cdef | comm=rm measured=irreversible,git_internal,shared
 hit  repo.git-state-delete | rename $WS/.git/refs/heads/main $WS/.git/refs/heads/main.bak | comm=mv
 hit  repo.git-state-delete | unlink ~/other/.git/packed-refs | comm=python3
 hit  repo.git-state-delete | rename $WS/.git/refs/heads/main /tmp/main.lock | comm=mv

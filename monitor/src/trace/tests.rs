@@ -917,50 +917,6 @@ fn throughput_helper_reports_positive_rates() {
     assert!(sha > 0.0 && hmac > 0.0);
 }
 
-/// Run with `cargo test --release -p monitor --lib trace::tests::measure -- --ignored --nocapture`.
-#[test]
-#[ignore]
-fn measure_hashing_and_sync_cost() {
-    let (sha, hmac) = hashing_throughput(1_000_000);
-    println!("serialize+chain: sha256 {sha:.0} events/s, hmac-sha256 {hmac:.0} events/s");
-    let line_len = {
-        let mut enc = format::Encoder::new(format::Hasher::new(None));
-        let mut buf = Vec::new();
-        enc.encode(&mut buf, "event", &sample_action(1)).unwrap();
-        buf.len()
-    };
-    println!("typical event line: {line_len} bytes");
-
-    let dir =
-        tempfile::tempdir_in(std::env::var_os("TRACE_BENCH_DIR").unwrap_or(".".into())).unwrap();
-    let path = dir.path().join("t.jsonl");
-    let mut w = create(&path, None);
-    let rounds = 200;
-    let (mut flush_t, mut sync_t) = (0.0, 0.0);
-    for r in 0..rounds {
-        for i in 0..1000 {
-            w.append_event(&sample_action(r * 1000 + i)).unwrap();
-        }
-        let t = std::time::Instant::now();
-        w.flush().unwrap();
-        flush_t += t.elapsed().as_secs_f64();
-        let t = std::time::Instant::now();
-        w.sync().unwrap();
-        sync_t += t.elapsed().as_secs_f64();
-    }
-    println!(
-        "per 1000-event batch: write(2) {:.3} ms, fdatasync {:.3} ms",
-        flush_t * 1e3 / rounds as f64,
-        sync_t * 1e3 / rounds as f64
-    );
-    let t = std::time::Instant::now();
-    let r = verify(&path, None).unwrap();
-    println!(
-        "verify: {:.0} records/s",
-        r.records as f64 / t.elapsed().as_secs_f64()
-    );
-}
-
 #[test]
 fn every_single_byte_flip_is_detected_at_its_line() {
     for key in [None, Some(KEY)] {
