@@ -193,5 +193,9 @@ fn enforce_asks_once_per_action_and_a_refusal_sticks() {
         })
         .collect();
     assert_eq!(denied.len(), 2, "both attempts refused");
-    assert_eq!(denied[1]["enforcement"]["decided_by"], "action");
+    // The retry is refused by the earlier answer, which it names.
+    assert_eq!(
+        denied[1]["enforcement"]["decided_by"],
+        format!("request:{}", pending[0]["body"]["request"])
+    );
 }
