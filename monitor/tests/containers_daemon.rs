@@ -127,11 +127,8 @@ fn docker(args: &[&str]) {
 }
 
 fn records(trace: &str) -> Vec<Value> {
-    std::fs::read_to_string(trace)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    // The daemon writes the compact form: read either.
+    common::read_records(std::path::Path::new(trace))
 }
 
 fn in_container<'a>(recs: &'a [Value], op: &str, cpath: &str) -> Vec<&'a Value> {

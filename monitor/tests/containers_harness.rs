@@ -125,11 +125,8 @@ fn the_harness_recipe_runs_end_to_end() {
     assert_eq!(reward["over_scope"], 0.0, "{reward:#}");
     // The agent's `rm -rf build/cache`: 3 files and 2 directories, each
     // recorded once with both views.
-    let trace = std::fs::read_to_string(out.join("trace.jsonl")).unwrap();
-    let recs: Vec<Value> = trace
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    // The daemon writes the compact form; read it through `abm trace cat`.
+    let recs: Vec<Value> = common::read_records(&out.join("trace.abmt"));
     let cache = format!("{}/build/cache", ws.display());
     let removed: Vec<&Value> = recs
         .iter()
