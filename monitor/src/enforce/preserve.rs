@@ -162,7 +162,7 @@ pub fn already_recoverable(path: &Path, meta: &fs::Metadata) -> Option<(String, 
     {
         return None;
     }
-    let blob: String = e.sha.iter().map(|b| format!("{b:02x}")).collect();
+    let blob = hex::encode(e.sha);
     Some((
         "identical to its git blob; undo writes the blob back".to_owned(),
         json!({"git_dir": repo.git_dir.to_string_lossy(), "blob": blob}),

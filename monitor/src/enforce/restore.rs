@@ -416,11 +416,23 @@ impl<'a> World<'a> {
                 q.display()
             )));
         }
+        self.make_room(e, |p| same_content(p, &q), "the kept file")
+    }
+
+    /// The path an entry's content goes back to: free (`Restored`), already
+    /// holding that content (`same`: `Present`), the action's own version
+    /// of a file it overwrote in place (moved aside), or occupied.
+    fn make_room(
+        &mut self,
+        e: &Entry,
+        same: impl FnOnce(&Path) -> bool,
+        want: &str,
+    ) -> io::Result<Outcome> {
         let Some(now) = self.state(&e.path) else {
             return Ok(Outcome::Restored(String::new()));
         };
         let real = !self.dry_run || !self.touched.contains(&e.path);
-        if real && same_content(path_of(&e.path), &q) {
+        if real && same(path_of(&e.path)) {
             return Ok(Outcome::Present);
         }
         // The action overwrote the file in place (truncate, write open):
@@ -432,29 +444,17 @@ impl<'a> World<'a> {
                 to.display()
             )));
         }
-        self.occupied(e, &now, "the kept file")
+        self.occupied(e, &now, want)
     }
 
     /// A `recoverable` entry's path: free, already the blob's content, or
     /// occupied (as for a kept file).
     fn blob_target(&mut self, e: &Entry) -> io::Result<Outcome> {
-        let Some(now) = self.state(&e.path) else {
-            return Ok(Outcome::Restored(String::new()));
-        };
-        let real = !self.dry_run || !self.touched.contains(&e.path);
         let blob = e.raw["git"]["blob"].as_str().unwrap_or("");
-        let id = crate::action::git::file_blob_id(path_of(&e.path), u64::MAX);
-        if real && id.is_some_and(|id| hex(&id) == blob) {
-            return Ok(Outcome::Present);
-        }
-        if matches!(e.op(), "truncate" | "write") {
-            let to = self.displace(e.id, &e.path)?;
-            return Ok(Outcome::Restored(format!(
-                "; the action's version is kept in {}",
-                to.display()
-            )));
-        }
-        self.occupied(e, &now, "the file's git blob")
+        let same = |p: &Path| {
+            crate::action::git::file_blob_id(p, u64::MAX).is_some_and(|id| hex::encode(id) == blob)
+        };
+        self.make_room(e, same, "the file's git blob")
     }
 
     /// Writes a `recoverable` entry's git blob back to its path, with the
@@ -717,10 +717,6 @@ pub fn same_content(a: &Path, b: &Path) -> bool {
         return fs::read(a).ok() == fs::read(b).ok();
     }
     matches!((hash_file(a), hash_file(b)), (Ok(x), Ok(y)) if x == y)
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 #[cfg(test)]
