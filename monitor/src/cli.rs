@@ -1,7 +1,7 @@
 //! The `abm` command line.
 use clap::{Parser, Subcommand};
 
-use crate::{kernel::probes, oracle, policy, run, trace};
+use crate::{kernel::probes, oracle, policy_cmd, run, trace};
 
 /// Action boundary monitor: records, judges and (optionally) blocks what AI
 /// coding agents do to a system, from the kernel.
@@ -28,9 +28,9 @@ pub enum Command {
     /// Report which kernel backends this machine supports, and why.
     Doctor(DoctorArgs),
     /// Validate and explain policy files.
-    Policy(policy::cmd::PolicyArgs),
+    Policy(policy_cmd::PolicyArgs),
     /// Re-judge a recorded trace with a (new) policy.
-    Replay(policy::cmd::ReplayArgs),
+    Replay(policy_cmd::ReplayArgs),
     /// Check a trace's hash chain and seal.
     Verify(trace::cmd::VerifyArgs),
     /// Print a trace as canonical JSON lines, or convert it between forms.
@@ -152,8 +152,8 @@ pub fn main() -> i32 {
             .map_err(anyhow::Error::from)
             .and_then(|rt| rt.block_on(run::run(a))),
         Command::Doctor(a) => doctor(a),
-        Command::Policy(a) => policy::cmd::policy(a),
-        Command::Replay(a) => policy::replay::replay(a),
+        Command::Policy(a) => policy_cmd::policy(a),
+        Command::Replay(a) => policy_cmd::replay::replay(a),
         Command::Verify(a) => trace::cmd::verify(a),
         Command::Trace(a) => trace::cat::trace(a),
         Command::Oracle(a) => oracle::cmd::oracle(a),

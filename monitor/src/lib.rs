@@ -5,7 +5,8 @@
 //! - commands: [`cli`]; [`run`] (`abm run`) and [`daemon`] (`abm daemon`),
 //!   leaves that use nothing of each other; [`oracle`] (`abm oracle`,
 //!   `abm score`); [`hook`] (`abm hook`, agent harnesses); [`report`]
-//!   (`abm report`, an HTML page of runs).
+//!   (`abm report`, an HTML page of runs); [`policy_cmd`] (`abm policy`,
+//!   `abm replay`).
 //! - [`enforce`]: the guardrail of `abm run --enforce`: the seccomp and
 //!   BPF LSM backends, confirmation, preservation, undo.
 //! - [`pipeline`]: from kernel record to judged action record: path
@@ -15,7 +16,7 @@
 //!   ring buffer, decoding, loss accounting, cgroups.
 //! - [`action`]: logical actions, measured recoverability, one decision
 //!   per action (used by the pipeline and the enforcement backends).
-//! - [`policy`]: policy files, verdicts, `abm policy` and `abm replay`;
+//! - [`policy`]: policy files and verdicts;
 //!   [`trace`]: the tamper-evident trace writer and `abm verify`;
 //!   [`summary`]: the end-of-run summary; [`protect`]: keeping the trace
 //!   out of the watched tree's reach; [`lifeline`]: the watched tree dies
@@ -34,6 +35,7 @@ pub mod lifeline;
 pub mod oracle;
 pub mod pipeline;
 pub mod policy;
+pub mod policy_cmd;
 pub mod protect;
 pub mod record;
 pub mod report;

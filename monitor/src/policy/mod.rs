@@ -1,4 +1,5 @@
-//! Policy engine: policy files, verdicts, `abm policy` and `abm replay`.
+//! Policy engine: policy files and verdicts (the commands `abm policy`
+//! and `abm replay` are in [`crate::policy_cmd`]).
 //!
 //! A policy is an ordered list of rules loaded from one or more TOML files
 //! (format: docs/policy.md). [`Policy::evaluate`] gives each traced
@@ -19,17 +20,15 @@ use sha2::{Digest as _, Sha256};
 use crate::record::{Action, Irreversibility, Op, Scope, Treatment, Verdict};
 
 mod build;
-pub mod cmd;
 mod compile;
 mod error;
 mod format;
 mod matcher;
 mod paths;
-pub mod replay;
 mod view;
 
 #[cfg(test)]
-mod pack_tests;
+pub(crate) mod pack_tests;
 #[cfg(test)]
 mod tests;
 

@@ -17,7 +17,7 @@ pub(super) const WS: &str = "/home/dev/proj";
 pub(super) const HOME: &str = "/home/dev";
 pub(super) const TRACE: &str = "/var/log/abm/trace.jsonl";
 
-pub(super) fn ctx() -> Context {
+pub(crate) fn ctx() -> Context {
     Context {
         workspace: WS.into(),
         home: HOME.into(),
@@ -64,7 +64,7 @@ fn words(s: &str) -> Vec<String> {
 }
 
 /// Build an action from the case syntax above.
-pub(super) fn act(spec: &str, attrs: &str) -> Action {
+pub(crate) fn act(spec: &str, attrs: &str) -> Action {
     let w = words(spec);
     let (verb, rest) = w.split_first().expect("empty action");
     let mut a = Action {

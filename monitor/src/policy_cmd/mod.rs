@@ -1,4 +1,8 @@
-//! `abm policy check|explain|show` and `abm replay`.
+//! The policy commands: `abm policy check|explain|show` and `abm replay`.
+//!
+//! They sit above [`crate::policy`] and [`crate::action`]: the policy
+//! engine judges one action, these commands read arguments and traces,
+//! build the action's facts and print what the engine decided.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -6,8 +10,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context as _};
 use serde_json::{json, Value};
 
-use super::{absolute, home_dir, Context, Explanation, Policy, Rule};
+use crate::policy::{absolute, home_dir, Context, Explanation, Policy, Rule, RuleCheck};
 use crate::record::{Action, Irreversibility, Op, Scope, Treatment};
+
+pub mod replay;
 
 /// Validate, explain and list policies.
 #[derive(Debug, clap::Args)]
@@ -495,7 +501,7 @@ fn rule_json(r: &Rule) -> Value {
 
 fn explain_json(p: &Policy, a: &Action, e: &Explanation) -> Value {
     let rules = p.rules();
-    let check = |m: &super::RuleCheck| {
+    let check = |m: &RuleCheck| {
         let r = &rules[m.rule];
         json!({
             "rule": r.id,
@@ -560,8 +566,8 @@ fn show(a: ShowArgs) -> anyhow::Result<i32> {
 
 #[cfg(test)]
 mod tests {
+    use super::replay::{replay, replay_json, replay_report, replay_text, ENVELOPE};
     use super::*;
-    use crate::policy::replay::{replay, replay_json, replay_report, replay_text, ENVELOPE};
     use clap::Parser;
     use std::collections::BTreeMap;
 

@@ -8,8 +8,8 @@ use serde_json::{json, Value};
 
 use std::path::PathBuf;
 
-use super::cmd::{irreversibility_name, scope_name, shell_words, treatment_name, ReplayArgs};
-use super::{absolute, home_dir, Context, Policy};
+use super::{irreversibility_name, scope_name, shell_words, treatment_name, ReplayArgs};
+use crate::policy::{absolute, home_dir, Context, Policy};
 use crate::record::{Action, Op, Verdict};
 
 // ---------------------------------------------------------------------------

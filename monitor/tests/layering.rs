@@ -1,0 +1,475 @@
+//! The layering of `monitor/src`: dependencies between top-level modules
+//! point one way (docs/architecture.md). This reads the sources, drops
+//! comments, string and character literals and `#[cfg(test)]` items, builds
+//! the graph of `crate::X` references between top-level modules and fails
+//! naming every cycle, with the files that make each edge.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Module -> (used module -> files that use it).
+type Graph = BTreeMap<String, BTreeMap<String, BTreeSet<String>>>;
+
+/// Source text without comments, without the contents of string and
+/// character literals (a literal becomes `""`), so that neither can make
+/// an edge.
+fn strip_comments_and_literals(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    while i < b.len() {
+        let rest = &s[i..];
+        if rest.starts_with("//") {
+            i += rest.find('\n').unwrap_or(rest.len());
+        } else if rest.starts_with("/*") {
+            let mut depth = 0usize;
+            while i < b.len() {
+                if s[i..].starts_with("/*") {
+                    depth += 1;
+                    i += 2;
+                } else if s[i..].starts_with("*/") {
+                    depth -= 1;
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    i += 1;
+                }
+            }
+            out.push(' ');
+        } else if let Some(len) = raw_string_len(rest) {
+            out.push_str("\"\"");
+            i += len;
+        } else if b[i] == b'"' || rest.starts_with("b\"") {
+            i += if b[i] == b'"' { 1 } else { 2 };
+            while i < b.len() && b[i] != b'"' {
+                i += if b[i] == b'\\' { 2 } else { 1 };
+            }
+            i += 1;
+            out.push_str("\"\"");
+        } else if b[i] == b'\'' {
+            // A character literal ('x', '\n', '\u{..}', '"') or a lifetime.
+            if let Some(len) = char_literal_len(rest) {
+                out.push_str("' '");
+                i += len;
+            } else {
+                out.push('\'');
+                i += 1;
+            }
+        } else {
+            let c = rest.chars().next().unwrap();
+            out.push(c);
+            i += c.len_utf8();
+        }
+    }
+    out
+}
+
+/// Length of a raw string literal (`r"…"`, `r#"…"#`, `br"…"`) at the start
+/// of `s`, if there is one there.
+fn raw_string_len(s: &str) -> Option<usize> {
+    let body = s.strip_prefix("br").or_else(|| s.strip_prefix('r'))?;
+    let hashes = body.len() - body.trim_start_matches('#').len();
+    if !body[hashes..].starts_with('"') {
+        return None;
+    }
+    let close = format!("\"{}", "#".repeat(hashes));
+    let start = s.len() - body.len() + hashes + 1;
+    let end = s[start..].find(&close)?;
+    Some(start + end + close.len())
+}
+
+fn char_literal_len(s: &str) -> Option<usize> {
+    let mut chars = s.char_indices().skip(1);
+    let (_, c) = chars.next()?;
+    if c == '\\' {
+        let close = s[2..].find('\'')?;
+        return Some(2 + close + 1);
+    }
+    let (j, next) = chars.next()?;
+    (next == '\'').then_some(j + 1)
+}
+
+/// The text with every item under `#[cfg(test)]` removed (up to its `;`
+/// or its balanced `{…}` block).
+fn strip_cfg_test(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(at) = rest.find("#[cfg(test)]") {
+        out.push_str(&rest[..at]);
+        let item = &rest[at + "#[cfg(test)]".len()..];
+        let mut depth = 0usize;
+        let mut end = item.len();
+        for (j, c) in item.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth = depth.saturating_sub(1);
+                    if depth == 0 {
+                        end = j + 1;
+                        break;
+                    }
+                }
+                ';' if depth == 0 => {
+                    end = j + 1;
+                    break;
+                }
+                _ => {}
+            }
+        }
+        rest = &item[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+fn is_ident(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_'
+}
+
+fn ident_at(s: &str) -> &str {
+    let s = s.trim_start();
+    &s[..s.find(|c: char| !is_ident(c)).unwrap_or(s.len())]
+}
+
+/// The top-level modules a (stripped) source text names through `crate::`,
+/// including the first segment of each branch of `crate::{a::…, b, …}`.
+fn crate_references(s: &str) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    let mut from = 0;
+    while let Some(at) = s[from..].find("crate::") {
+        let at = from + at;
+        from = at + "crate::".len();
+        let before = s[..at].chars().next_back();
+        if before.is_some_and(|c| is_ident(c) || c == '$') {
+            continue; // `$crate::` in macros, `my_crate::`
+        }
+        let after = s[from..].trim_start();
+        if let Some(group) = after.strip_prefix('{') {
+            // The first identifier of each comma-separated branch at depth 1.
+            let mut depth = 1usize;
+            let mut branch_start = true;
+            for (j, c) in group.char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                    ',' if depth == 1 => branch_start = true,
+                    c if branch_start && is_ident(c) && depth == 1 => {
+                        names.insert(ident_at(&group[j..]).to_string());
+                        branch_start = false;
+                    }
+                    _ => {}
+                }
+            }
+        } else {
+            let name = ident_at(after);
+            if !name.is_empty() {
+                names.insert(name.to_string());
+            }
+        }
+    }
+    names
+}
+
+/// `mod name;` declarations under `#[cfg(test)]` in a source text.
+fn test_only_modules(s: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut rest = s;
+    while let Some(at) = rest.find("#[cfg(test)]") {
+        rest = &rest[at + "#[cfg(test)]".len()..];
+        let mut item = rest.trim_start();
+        while item.starts_with("#[") {
+            item = item[item.find(']').map_or(item.len(), |e| e + 1)..].trim_start();
+        }
+        let item = item
+            .strip_prefix("pub(crate) ")
+            .or_else(|| item.strip_prefix("pub(super) "))
+            .or_else(|| item.strip_prefix("pub "))
+            .unwrap_or(item);
+        if let Some(decl) = item.strip_prefix("mod ") {
+            let name = ident_at(decl);
+            if decl.trim_start()[name.len()..]
+                .trim_start()
+                .starts_with(';')
+            {
+                names.push(name.to_string());
+            }
+        }
+    }
+    names
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// The graph of one source tree given as (path relative to `src`, text).
+fn graph(files: &[(String, String)]) -> Graph {
+    let stripped: Vec<(String, String)> = files
+        .iter()
+        .map(|(p, t)| (p.clone(), strip_comments_and_literals(t)))
+        .collect();
+    // Files that are only compiled for tests: `#[cfg(test)] mod x;` in the
+    // file that owns the directory x.rs or x/mod.rs lives in.
+    let mut test_only = BTreeSet::new();
+    for (p, t) in &stripped {
+        let dir = match p.rsplit_once('/') {
+            Some((d, f)) if f == "mod.rs" => d.to_string(),
+            Some((d, f)) => format!("{d}/{}", f.trim_end_matches(".rs")),
+            None if p == "lib.rs" || p == "main.rs" => String::new(),
+            None => p.trim_end_matches(".rs").to_string(),
+        };
+        for m in test_only_modules(t) {
+            let base = if dir.is_empty() {
+                m
+            } else {
+                format!("{dir}/{m}")
+            };
+            test_only.insert(format!("{base}.rs"));
+            test_only.insert(format!("{base}/"));
+        }
+    }
+    let tops: BTreeSet<String> = files
+        .iter()
+        .map(|(p, _)| top_module(p))
+        .filter(|m| m != "lib" && m != "main")
+        .collect();
+    let mut g = Graph::new();
+    for (p, t) in &stripped {
+        let top = top_module(p);
+        if top == "lib" || top == "main" {
+            continue;
+        }
+        if test_only
+            .iter()
+            .any(|x| p == x || (x.ends_with('/') && p.starts_with(x.as_str())))
+        {
+            continue;
+        }
+        let code = strip_cfg_test(t);
+        for used in crate_references(&code) {
+            if used != top && tops.contains(&used) {
+                g.entry(top.clone())
+                    .or_default()
+                    .entry(used)
+                    .or_default()
+                    .insert(p.clone());
+            }
+        }
+    }
+    g
+}
+
+fn top_module(rel: &str) -> String {
+    rel.split('/')
+        .next()
+        .unwrap()
+        .trim_end_matches(".rs")
+        .to_string()
+}
+
+/// Strongly connected components with more than one module (Tarjan).
+fn cycles(g: &Graph) -> Vec<Vec<String>> {
+    struct T<'a> {
+        g: &'a Graph,
+        index: BTreeMap<&'a str, usize>,
+        low: BTreeMap<&'a str, usize>,
+        stack: Vec<&'a str>,
+        on: BTreeSet<&'a str>,
+        out: Vec<Vec<String>>,
+    }
+    fn visit<'a>(t: &mut T<'a>, v: &'a str) {
+        let n = t.index.len();
+        t.index.insert(v, n);
+        t.low.insert(v, n);
+        t.stack.push(v);
+        t.on.insert(v);
+        for w in t.g.get(v).into_iter().flat_map(|m| m.keys()) {
+            let w = w.as_str();
+            if !t.index.contains_key(w) {
+                visit(t, w);
+                let lw = t.low[w];
+                let lv = t.low.get_mut(v).unwrap();
+                *lv = (*lv).min(lw);
+            } else if t.on.contains(w) {
+                let iw = t.index[w];
+                let lv = t.low.get_mut(v).unwrap();
+                *lv = (*lv).min(iw);
+            }
+        }
+        if t.low[v] == t.index[v] {
+            let mut comp = Vec::new();
+            loop {
+                let w = t.stack.pop().unwrap();
+                t.on.remove(w);
+                comp.push(w.to_string());
+                if w == v {
+                    break;
+                }
+            }
+            if comp.len() > 1 {
+                comp.sort();
+                t.out.push(comp);
+            }
+        }
+    }
+    let mut t = T {
+        g,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        on: BTreeSet::new(),
+        out: Vec::new(),
+    };
+    let nodes: BTreeSet<&str> = g
+        .iter()
+        .flat_map(|(a, m)| std::iter::once(a.as_str()).chain(m.keys().map(|b| b.as_str())))
+        .collect();
+    for v in nodes {
+        if !t.index.contains_key(v) {
+            visit(&mut t, v);
+        }
+    }
+    t.out
+}
+
+/// Every cycle, each edge inside it with the files that make it.
+fn describe(g: &Graph, cycles: &[Vec<String>]) -> String {
+    let mut s = String::new();
+    for comp in cycles {
+        s.push_str(&format!("cycle between {}:\n", comp.join(", ")));
+        for a in comp {
+            for b in comp {
+                if let Some(files) = g.get(a).and_then(|m| m.get(b)) {
+                    let files: Vec<&str> = files.iter().map(|f| f.as_str()).collect();
+                    s.push_str(&format!("  {a} -> {b}  ({})\n", files.join(", ")));
+                }
+            }
+        }
+    }
+    s
+}
+
+fn monitor_src() -> Vec<(String, String)> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut paths = Vec::new();
+    rust_files(&src, &mut paths);
+    paths.sort();
+    paths
+        .iter()
+        .map(|p| {
+            let rel = p.strip_prefix(&src).unwrap().to_string_lossy().into_owned();
+            (rel, std::fs::read_to_string(p).unwrap())
+        })
+        .collect()
+}
+
+fn uses(g: &Graph, a: &str, b: &str) -> bool {
+    g.get(a).is_some_and(|m| m.contains_key(b))
+}
+
+#[test]
+fn top_level_modules_of_monitor_have_no_dependency_cycle() {
+    let g = graph(&monitor_src());
+    // The reading sees the edges the layers are made of; a graph read wrong
+    // (say, empty) would pass the cycle check for nothing.
+    for (a, b) in [
+        ("run", "trace"),
+        ("run", "kernel"),
+        ("daemon", "pipeline"),
+        ("pipeline", "kernel"),
+        ("pipeline", "action"),
+        ("action", "policy"),
+        ("policy", "record"),
+        ("trace", "record"),
+        ("policy_cmd", "action"),
+        ("policy_cmd", "policy"),
+    ] {
+        assert!(uses(&g, a, b), "expected {a} -> {b} in the graph: {g:#?}");
+    }
+    let found = cycles(&g);
+    assert!(found.is_empty(), "{}", describe(&g, &found));
+}
+
+#[test]
+fn ground_layers_use_nothing_above_and_commands_not_each_other() {
+    let g = graph(&monitor_src());
+    for bottom in ["core", "record"] {
+        assert!(
+            g.get(bottom).is_none_or(|m| m.is_empty()),
+            "{bottom} must use no other module of monitor/src: {:#?}",
+            g.get(bottom)
+        );
+    }
+    for (a, b) in [("run", "daemon"), ("daemon", "run")] {
+        assert!(
+            !uses(&g, a, b),
+            "{a} uses {b}: {:?}",
+            g.get(a).and_then(|m| m.get(b))
+        );
+    }
+}
+
+/// The reading itself, on a small made-up tree: a cycle is found and
+/// named; comments, strings and test-only code make no edge.
+#[test]
+fn the_reading_finds_a_cycle_and_ignores_comments_strings_and_tests() {
+    let files = |a_mod: &str| {
+        vec![
+            (
+                "lib.rs".to_string(),
+                "pub mod a; pub mod b; pub mod c;".to_string(),
+            ),
+            ("a/mod.rs".to_string(), a_mod.to_string()),
+            (
+                "a/tests.rs".to_string(),
+                "use crate::c::Z; // test-only file".to_string(),
+            ),
+            (
+                "b.rs".to_string(),
+                "use crate::{c::{X, Y}, a as _};\nfn f() -> char { '\"' }".to_string(),
+            ),
+            (
+                "c.rs".to_string(),
+                concat!(
+                    "// use crate::a;\n/* crate::b /* nested */ crate::a */\n",
+                    "const S: &str = \"crate::a\"; const R: &str = r#\"crate::b\"#;\n",
+                    "fn g<'a>(x: &'a str) -> &'a str { x }\n",
+                    "#[cfg(test)]\nmod tests { use crate::a::T; fn t() { crate::b::f(); } }\n",
+                )
+                .to_string(),
+            ),
+        ]
+    };
+    let g = graph(&files(
+        "pub mod x; #[cfg(test)]\nmod tests;\nuse crate::b::Y;",
+    ));
+    assert!(uses(&g, "a", "b"), "{g:#?}");
+    assert!(uses(&g, "b", "c") && uses(&g, "b", "a"), "{g:#?}");
+    assert!(!uses(&g, "a", "c"), "a/tests.rs is test-only: {g:#?}");
+    assert!(
+        g.get("c").is_none(),
+        "c's references are comments, strings, tests: {g:#?}"
+    );
+    let found = cycles(&g);
+    assert_eq!(found, vec![vec!["a".to_string(), "b".to_string()]]);
+    let text = describe(&g, &found);
+    assert!(text.contains("a -> b  (a/mod.rs)"), "{text}");
+    assert!(text.contains("b -> a  (b.rs)"), "{text}");
+    // Without the back edge there is no cycle.
+    let g = graph(&files("pub mod x; #[cfg(test)]\nmod tests;"));
+    assert!(cycles(&g).is_empty(), "{g:#?}");
+}
