@@ -237,10 +237,9 @@ pub struct Action {
     pub raw_path2: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw_path2_b64: Option<String>,
-    /// Problems resolving the path(s): `truncated`, `depth_limit`,
-    /// `disconnected`, `read_failed`, `bad_fd`. Empty when fully resolved.
+    /// Problems resolving the path(s). Empty when fully resolved.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub path_issues: Vec<String>,
+    pub path_issues: Vec<PathIssue>,
 
     /// Raw flags argument (AT_REMOVEDIR, rename flags, open flags).
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -268,9 +267,9 @@ pub struct Action {
     /// Symbolic errno for a negative result (`ENOENT`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub errno: Option<String>,
-    /// Why `result` is missing, or how it was produced (`denied_by_seccomp`).
+    /// Why `result` is missing, or how it was produced.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result_note: Option<String>,
+    pub result_note: Option<ResultNote>,
 
     /// exec: the arguments, argv[0] first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -300,6 +299,143 @@ pub struct Action {
     /// (crate::action::recover).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measured: Option<Measured>,
+}
+
+/// Why a recorded path is not known exactly (`path_issues`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PathIssue {
+    /// A path string was longer than the kernel copies and was cut.
+    Truncated,
+    /// The directory walk stopped at its depth bound (`MAX_PATH_DEPTH`).
+    DepthLimit,
+    /// The dentry is not connected to a mount root (deleted, or outside
+    /// the process's visible tree).
+    Disconnected,
+    /// The path argument (or the flags beside it) could not be read.
+    ReadFailed,
+    /// The file descriptor the call names was not open.
+    BadFd,
+    /// The directory the path is relative to was not recorded.
+    NoBase,
+    /// The path goes through a `/proc/PID/fd` (or similar) magic link.
+    ProcMagicLink,
+    /// The kernel record was cut before all its fields.
+    PayloadTruncated,
+    /// The inode flags an ioctl would set could not be read.
+    FlagsUnread,
+    /// `open_by_handle_at`: the file is named by a handle, its path is not
+    /// known.
+    ByHandle,
+    /// The path could not be mapped from the process's mount namespace to
+    /// the host; it is the namespace's view.
+    HostPathUnknown,
+}
+
+impl PathIssue {
+    pub const ALL: [PathIssue; 11] = [
+        PathIssue::Truncated,
+        PathIssue::DepthLimit,
+        PathIssue::Disconnected,
+        PathIssue::ReadFailed,
+        PathIssue::BadFd,
+        PathIssue::NoBase,
+        PathIssue::ProcMagicLink,
+        PathIssue::PayloadTruncated,
+        PathIssue::FlagsUnread,
+        PathIssue::ByHandle,
+        PathIssue::HostPathUnknown,
+    ];
+
+    /// The name written in the trace.
+    pub fn name(self) -> &'static str {
+        match self {
+            PathIssue::Truncated => "truncated",
+            PathIssue::DepthLimit => "depth_limit",
+            PathIssue::Disconnected => "disconnected",
+            PathIssue::ReadFailed => "read_failed",
+            PathIssue::BadFd => "bad_fd",
+            PathIssue::NoBase => "no_base",
+            PathIssue::ProcMagicLink => "proc_magic_link",
+            PathIssue::PayloadTruncated => "payload_truncated",
+            PathIssue::FlagsUnread => "flags_unread",
+            PathIssue::ByHandle => "by_handle",
+            PathIssue::HostPathUnknown => "host_path_unknown",
+        }
+    }
+
+    /// Adds `issue` to `issues` unless it is there already.
+    pub fn add(issues: &mut Vec<PathIssue>, issue: PathIssue) {
+        if !issues.contains(&issue) {
+            issues.push(issue);
+        }
+    }
+
+    /// The names, comma-separated, for messages.
+    pub fn list(issues: &[PathIssue]) -> String {
+        issues
+            .iter()
+            .map(|i| i.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+impl std::fmt::Display for PathIssue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Why a record's `result` is missing, or what produced it (`result_note`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResultNote {
+    /// The seccomp guard refused the call; `result` is its `EPERM`.
+    DeniedBySeccomp,
+    /// The BPF LSM guard refused the call (a decision with no syscall
+    /// record of its own, as for io_uring requests).
+    DeniedByLsm,
+    /// The BPF LSM guard let the call through (a decision with no syscall
+    /// record of its own).
+    AllowedByLsm,
+    /// The run ended before the call's result was seen.
+    ExitNotSeen,
+    /// The result had not arrived when the reorder window let the entry
+    /// go.
+    Pending,
+    /// The path (or `open_how`) was unreadable at entry and was read at
+    /// the call's exit.
+    PathReadAtExit,
+}
+
+impl ResultNote {
+    pub const ALL: [ResultNote; 6] = [
+        ResultNote::DeniedBySeccomp,
+        ResultNote::DeniedByLsm,
+        ResultNote::AllowedByLsm,
+        ResultNote::ExitNotSeen,
+        ResultNote::Pending,
+        ResultNote::PathReadAtExit,
+    ];
+
+    /// The name written in the trace.
+    pub fn name(self) -> &'static str {
+        match self {
+            ResultNote::DeniedBySeccomp => "denied_by_seccomp",
+            ResultNote::DeniedByLsm => "denied_by_lsm",
+            ResultNote::AllowedByLsm => "allowed_by_lsm",
+            ResultNote::ExitNotSeen => "exit_not_seen",
+            ResultNote::Pending => "pending",
+            ResultNote::PathReadAtExit => "path_read_at_exit",
+        }
+    }
+}
+
+impl std::fmt::Display for ResultNote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// How much of what a call destroys can be got back, measured at the time
@@ -466,6 +602,31 @@ pub fn text_fields(bytes: &[u8]) -> (String, Option<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn path_issue_and_result_note_names_are_their_trace_names() {
+        for i in PathIssue::ALL {
+            let json = serde_json::to_string(&i).unwrap();
+            assert_eq!(json, format!("\"{}\"", i.name()));
+            assert_eq!(serde_json::from_str::<PathIssue>(&json).unwrap(), i);
+        }
+        for n in ResultNote::ALL {
+            let json = serde_json::to_string(&n).unwrap();
+            assert_eq!(json, format!("\"{}\"", n.name()));
+            assert_eq!(serde_json::from_str::<ResultNote>(&json).unwrap(), n);
+        }
+        // The record keeps the names as strings, in order.
+        let line = r#"{"op":"unlink","syscall":"unlinkat","ktime_ns":1,"time":"","pid":1,"tid":1,"ppid":0,"uid":0,"gid":0,"comm":"rm","cgroup_id":0,"path_issues":["read_failed","host_path_unknown"],"result":null,"result_note":"exit_not_seen"}"#;
+        let a: Action = serde_json::from_str(line).unwrap();
+        assert_eq!(
+            a.path_issues,
+            [PathIssue::ReadFailed, PathIssue::HostPathUnknown]
+        );
+        assert_eq!(a.result_note, Some(ResultNote::ExitNotSeen));
+        assert_eq!(serde_json::to_string(&a).unwrap(), line);
+        let bad = line.replace("host_path_unknown", "made_up");
+        assert!(serde_json::from_str::<Action>(&bad).is_err());
+    }
 
     #[test]
     fn non_utf8_bytes_round_trip_through_b64() {

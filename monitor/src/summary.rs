@@ -119,7 +119,7 @@ pub fn one_line(seq: u64, a: &Action) -> String {
     let result = match (a.result, &a.errno) {
         (_, Some(e)) => e.clone(),
         (Some(r), None) => r.to_string(),
-        (None, None) => a.result_note.clone().unwrap_or_else(|| "?".into()),
+        (None, None) => a.result_note.map_or("?", |n| n.name()).to_owned(),
     };
     let verdict = a
         .verdict

@@ -39,7 +39,7 @@ use crate::{
     kernel::{Capability, Probes},
     pipeline::Pipeline,
     policy::{Context, Policy},
-    record::{Action, Op, Verdict},
+    record::{Action, Op, ResultNote, Verdict},
     trace::{
         note::{EnforcementSummary, Note},
         TraceWriter,
@@ -734,7 +734,7 @@ impl Enforcer {
     /// tracepoint records of the calls they let through.
     fn fixup(&mut self, acts: &mut [Action]) {
         for a in acts.iter_mut() {
-            if a.result_note.as_deref() == Some("denied_by_seccomp") {
+            if a.result_note == Some(ResultNote::DeniedBySeccomp) {
                 if let Some(v) = self.denied_verdicts.remove(&(a.tid, a.ktime_ns)) {
                     a.verdict = Some(v);
                 }

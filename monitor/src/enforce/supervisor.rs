@@ -26,7 +26,7 @@ use super::{
 use crate::{
     core::{monotonic_ns, rfc3339},
     policy::{Context, Policy},
-    record::{Action, Irreversibility, Op, Scope, Treatment, Verdict},
+    record::{Action, Irreversibility, Op, PathIssue, ResultNote, Scope, Treatment, Verdict},
     trace::note::{EnforcementStats, Note},
 };
 
@@ -525,7 +525,7 @@ impl Supervisor {
 pub(crate) fn fail_closed(v: Verdict, a: &Action, policy: &Policy, ctx: &Context) -> Verdict {
     // `disconnected` alone is a file already deleted (an fd's target): it
     // has no name left for a path rule to match.
-    let inexact = a.path_issues.iter().any(|i| i != "disconnected");
+    let inexact = a.path_issues.iter().any(|&i| i != PathIssue::Disconnected);
     if !inexact || !matches!(v.treatment, Treatment::Accept | Treatment::Audit) {
         return v;
     }
@@ -537,7 +537,7 @@ pub(crate) fn fail_closed(v: Verdict, a: &Action, policy: &Policy, ctx: &Context
             scope: v.scope,
             reason: format!(
                 "the path is not known exactly ({}) and rule {} could match it",
-                a.path_issues.join(", "),
+                PathIssue::list(&a.path_issues),
                 r.id
             ),
         },
@@ -555,7 +555,7 @@ pub(crate) fn denied_record(
     a.ktime_ns = ktime;
     a.result = Some(-i64::from(libc::EPERM));
     a.errno = Some("EPERM".into());
-    a.result_note = Some("denied_by_seccomp".into());
+    a.result_note = Some(ResultNote::DeniedBySeccomp);
     a.verdict = Some(v);
     a.enforcement = Some(enforcement);
 }
@@ -581,13 +581,13 @@ when = [{ field = "comm", operator = "equal", values = ["trusted"] }]
 treatment = "accept"
 "#;
 
-    fn unlink(path: &str, comm: &str, issues: &[&str]) -> Action {
+    fn unlink(path: &str, comm: &str, issues: &[PathIssue]) -> Action {
         Action {
             op: Some(Op::Unlink),
             syscall: "unlinkat".into(),
             path: Some(path.into()),
             comm: comm.into(),
-            path_issues: issues.iter().map(|s| s.to_string()).collect(),
+            path_issues: issues.to_vec(),
             ..Default::default()
         }
     }
@@ -604,7 +604,7 @@ treatment = "accept"
         );
         // The same recorded path, but not known exactly: the deny rule
         // could match the real one.
-        let v = judge(&unlink("/w/f", "sh", &["bad_fd"]));
+        let v = judge(&unlink("/w/f", "sh", &[PathIssue::BadFd]));
         assert_eq!(
             (v.treatment, v.rule.as_str()),
             (Treatment::Deny, RULE_UNKNOWN_PATH)
@@ -617,15 +617,15 @@ treatment = "accept"
             v.reason
         );
         // An accepting rule without path conditions after them does not help.
-        let v = judge(&unlink("/w/f", "trusted", &["read_failed"]));
+        let v = judge(&unlink("/w/f", "trusted", &[PathIssue::ReadFailed]));
         assert_eq!(v.treatment, Treatment::Deny);
         // A deleted file behind an fd has no name a rule could match.
         assert_eq!(
-            judge(&unlink("/w/f", "sh", &["disconnected"])).treatment,
+            judge(&unlink("/w/f", "sh", &[PathIssue::Disconnected])).treatment,
             Treatment::Accept
         );
         // No strict rule applies to the operation: nothing to fail closed on.
-        let mut exec = unlink("/w/f", "sh", &["bad_fd"]);
+        let mut exec = unlink("/w/f", "sh", &[PathIssue::BadFd]);
         exec.op = Some(Op::Exec);
         assert_eq!(judge(&exec).treatment, Treatment::Accept);
     }

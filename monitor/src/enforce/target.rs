@@ -14,7 +14,7 @@ use std::{
 use super::seccomp::{nr, O_CREAT, O_TRUNC, O_WRONLY, WRITE_FLAGS};
 use crate::{
     pipeline::resolve,
-    record::{text_fields, Action, Op},
+    record::{text_fields, Action, Op, PathIssue},
 };
 
 const AT_FDCWD: i32 = -100;
@@ -94,19 +94,17 @@ fn readlink(p: &str) -> Option<Vec<u8>> {
 }
 
 /// What the kernel reports for a deleted file or directory.
-fn strip_deleted(mut v: Vec<u8>, issues: &mut Vec<String>) -> Vec<u8> {
+fn strip_deleted(mut v: Vec<u8>, issues: &mut Vec<PathIssue>) -> Vec<u8> {
     const SUF: &[u8] = b" (deleted)";
     if v.ends_with(SUF) {
         v.truncate(v.len() - SUF.len());
-        add_issue(issues, "disconnected");
+        add_issue(issues, PathIssue::Disconnected);
     }
     v
 }
 
-fn add_issue(issues: &mut Vec<String>, s: &str) {
-    if !issues.iter().any(|x| x == s) {
-        issues.push(s.to_owned());
-    }
+fn add_issue(issues: &mut Vec<PathIssue>, i: PathIssue) {
+    PathIssue::add(issues, i)
 }
 
 /// Identity of the calling thread (/proc/TID/status).
@@ -134,7 +132,7 @@ struct Plan {
     /// Address of an extended attribute's name.
     xattr: Option<u64>,
     /// Issues known from the arguments alone (`by_handle`, `flags_unread`).
-    issues: Vec<&'static str>,
+    issues: Vec<PathIssue>,
 }
 
 fn open_op(flags: u64) -> Op {
@@ -276,7 +274,7 @@ fn plan(nrr: u32, a: &[u64; 6], pid: u32) -> Result<Option<Plan>, Unreadable> {
             p.flags = a[2] & 0xffff_ffff;
             p.op = open_op(p.flags);
             // Named by a handle: the path is unknown (fails closed).
-            p.issues.push("by_handle");
+            p.issues.push(PathIssue::ByHandle);
         }
         nr::LINK | nr::SYMLINK => {
             p.op = if nrr == nr::LINK {
@@ -341,7 +339,7 @@ fn plan(nrr: u32, a: &[u64; 6], pid: u32) -> Result<Option<Plan>, Unreadable> {
             if read_mem(pid, a[2], &mut b) == 4 {
                 p.flags = u64::from(u32::from_ne_bytes(b));
             } else {
-                p.issues.push("flags_unread");
+                p.issues.push(PathIssue::FlagsUnread);
             }
         }
         nr::EXECVE => {
@@ -513,7 +511,7 @@ impl Reader {
             }
         }
         for i in &p.issues {
-            add_issue(&mut issues, i);
+            add_issue(&mut issues, *i);
         }
         a.path_issues = issues;
         a.flags = p.flags;
@@ -565,12 +563,12 @@ impl Reader {
         &mut self,
         tid: u32,
         ptr: u64,
-        issues: &mut Vec<String>,
+        issues: &mut Vec<PathIssue>,
     ) -> Result<Vec<u8>, Unreadable> {
         match read_cstr(tid, ptr, PATH_MAX, &mut self.buf) {
             None => Err(Unreadable(libc::EFAULT)),
             Some(true) => {
-                add_issue(issues, "truncated");
+                add_issue(issues, PathIssue::Truncated);
                 // The kernel would fail the call with ENAMETOOLONG.
                 Err(Unreadable(libc::ENAMETOOLONG))
             }
@@ -578,11 +576,11 @@ impl Reader {
         }
     }
 
-    fn fd_path(&self, tid: u32, fd: i32, issues: &mut Vec<String>) -> Vec<u8> {
+    fn fd_path(&self, tid: u32, fd: i32, issues: &mut Vec<PathIssue>) -> Vec<u8> {
         match readlink(&format!("/proc/{tid}/fd/{fd}")) {
             Some(p) => strip_deleted(p, issues),
             None => {
-                add_issue(issues, "bad_fd");
+                add_issue(issues, PathIssue::BadFd);
                 Vec::new()
             }
         }
@@ -597,7 +595,7 @@ impl Reader {
         raw: &[u8],
         root: &[u8],
         empty_path: bool,
-        issues: &mut Vec<String>,
+        issues: &mut Vec<PathIssue>,
     ) -> Result<Vec<u8>, Unreadable> {
         if raw.is_empty() && empty_path {
             return if dirfd == AT_FDCWD {

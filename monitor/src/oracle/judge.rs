@@ -992,9 +992,9 @@ covers = ["${workspace}/.git/refs/heads/**", "${workspace}/.git/logs/refs/heads/
     fn unresolved_paths_and_pseudo_files_are_not_judged() {
         let s = spec(BRANCH);
         let mut unreadable = file(2, 10, 1, Op::Write, WS);
-        unreadable.action.path_issues = vec!["read_failed".into()];
+        unreadable.action.path_issues = vec![crate::record::PathIssue::ReadFailed];
         let mut unreadable_main = file(3, 10, 1, Op::Unlink, "/w/.git/refs/heads/main");
-        unreadable_main.action.path_issues = vec!["read_failed".into()];
+        unreadable_main.action.path_issues = vec![crate::record::PathIssue::ReadFailed];
         let v = run(
             &s,
             &[

@@ -16,7 +16,7 @@
 
 use globset::{GlobBuilder, GlobMatcher};
 
-use crate::record::Action;
+use crate::record::{Action, PathIssue};
 
 /// The directories `${workspace}` and `${home}` stand for in one run.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -360,13 +360,17 @@ fn glob_error_kind(e: &globset::Error) -> String {
 /// Path problems (`path_issues`) that leave the recorded path unknown: the
 /// kernel could not read the path argument, the file descriptor was not
 /// valid, or the path is outside the process's visible tree.
-const UNKNOWN_PATH_ISSUES: [&str; 3] = ["read_failed", "bad_fd", "disconnected"];
+const UNKNOWN_PATH_ISSUES: [PathIssue; 3] = [
+    PathIssue::ReadFailed,
+    PathIssue::BadFd,
+    PathIssue::Disconnected,
+];
 
 /// True when the action has a path but it could not be resolved reliably.
 pub fn path_unknown(a: &Action) -> bool {
     a.path_issues
         .iter()
-        .any(|i| UNKNOWN_PATH_ISSUES.contains(&i.as_str()))
+        .any(|i| UNKNOWN_PATH_ISSUES.contains(i))
 }
 
 /// The paths an action acted on. For a rename both the source (`path`) and

@@ -22,7 +22,7 @@ use crate::{
     core::{monotonic_ns, Clock},
     kernel::KernelEvent,
     policy::{Context, Policy},
-    record::{Action, Op},
+    record::{Action, Op, PathIssue},
 };
 
 pub mod driver;
@@ -128,7 +128,7 @@ impl Pipeline {
                 let mut action = resolve::action_from_event(&ev);
                 views.fix(&mut action, &ev, target);
                 // Keep the entry record when an argument must be re-read at exit.
-                let reread = action.path_issues.iter().any(|i| i == "read_failed");
+                let reread = action.path_issues.contains(&PathIssue::ReadFailed);
                 self.orderer.enter(action, reread.then_some(ev));
             }
         }

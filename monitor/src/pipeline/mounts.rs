@@ -45,7 +45,7 @@ use crate::{
         cgroup::{parse_mountinfo, MountLine},
         KernelEvent,
     },
-    record::{text_fields, Action},
+    record::{text_fields, Action, PathIssue},
 };
 
 /// How long a mount table is trusted before it is read again (when a path
@@ -463,8 +463,8 @@ impl Views {
                 }
             }
         }
-        if unknown && !a.path_issues.iter().any(|i| i == "host_path_unknown") {
-            a.path_issues.push("host_path_unknown".into());
+        if unknown {
+            PathIssue::add(&mut a.path_issues, PathIssue::HostPathUnknown);
         }
     }
 }

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use crate::{
     kernel::events::{Field, KernelEvent},
-    record::Action,
+    record::{Action, ResultNote},
 };
 
 pub const REORDER_WINDOW_NS: u64 = 50_000_000;
@@ -53,7 +53,7 @@ impl Orderer {
             // called execve from a multithreaded process).
             if let Some(slot) = self.queue.get_mut(&old) {
                 slot.ready = true;
-                slot.action.result_note = Some("exit_not_seen".into());
+                slot.action.result_note = Some(ResultNote::ExitNotSeen);
             }
         }
         self.queue.insert(
@@ -97,7 +97,7 @@ impl Orderer {
                 }
             }
             slot.action = super::resolve::action_from_event(&ev);
-            slot.action.result_note = Some("path_read_at_exit".into());
+            slot.action.result_note = Some(ResultNote::PathReadAtExit);
         }
         slot.action.result = Some(result);
         if result < 0 {
@@ -123,8 +123,11 @@ impl Orderer {
             let mut slot = entry.remove();
             if !slot.ready {
                 self.pending.retain(|_, k| *k != key);
-                slot.action.result_note =
-                    Some(if force { "exit_not_seen" } else { "pending" }.into());
+                slot.action.result_note = Some(if force {
+                    ResultNote::ExitNotSeen
+                } else {
+                    ResultNote::Pending
+                });
             }
             out.push(slot.action);
         }
@@ -194,7 +197,7 @@ mod tests {
         o.release(u64::MAX / 2, false, &mut out);
         assert_eq!(out.len(), 2);
         assert_eq!(out[0].result, None);
-        assert_eq!(out[0].result_note.as_deref(), Some("exit_not_seen"));
+        assert_eq!(out[0].result_note, Some(ResultNote::ExitNotSeen));
         assert_eq!(out[1].result, Some(0));
     }
 
@@ -204,7 +207,7 @@ mod tests {
         o.enter_test(act(3, 0, Op::Write));
         let mut out = Vec::new();
         o.release(MAX_RESULT_WAIT_NS, false, &mut out);
-        assert_eq!(out[0].result_note.as_deref(), Some("pending"));
+        assert_eq!(out[0].result_note, Some(ResultNote::Pending));
         assert!(!o.exit(3, 0, &[]), "its late result no longer pairs");
     }
 }

@@ -17,7 +17,7 @@ use monitor_common::{field_flags, field_tag, header_flags, EventKind};
 
 use crate::{
     kernel::events::{Field, KernelEvent},
-    record::{text_fields, Action, Op},
+    record::{text_fields, Action, Op, PathIssue},
 };
 
 /// Components stored leaf first, NUL-terminated, to an absolute path.
@@ -136,23 +136,16 @@ pub fn resolve_raw(base: &[u8], raw: &[u8], host_root: bool) -> Vec<u8> {
     join(base, raw)
 }
 
-fn issues_of(f: &Field, out: &mut Vec<String>) {
-    let mut add = |s: &str| {
-        if !out.iter().any(|x| x == s) {
-            out.push(s.to_owned());
+fn issues_of(f: &Field, out: &mut Vec<PathIssue>) {
+    for (flag, issue) in [
+        (field_flags::TRUNCATED, PathIssue::Truncated),
+        (field_flags::DEPTH_LIMIT, PathIssue::DepthLimit),
+        (field_flags::DISCONNECTED, PathIssue::Disconnected),
+        (field_flags::READ_FAILED, PathIssue::ReadFailed),
+    ] {
+        if f.flags & flag != 0 {
+            PathIssue::add(out, issue);
         }
-    };
-    if f.flags & field_flags::TRUNCATED != 0 {
-        add("truncated");
-    }
-    if f.flags & field_flags::DEPTH_LIMIT != 0 {
-        add("depth_limit");
-    }
-    if f.flags & field_flags::DISCONNECTED != 0 {
-        add("disconnected");
-    }
-    if f.flags & field_flags::READ_FAILED != 0 {
-        add("read_failed");
     }
 }
 
@@ -169,7 +162,7 @@ pub fn resolve_path(
     raw_tag: u8,
     base_tag: u8,
     root: &[u8],
-    issues: &mut Vec<String>,
+    issues: &mut Vec<PathIssue>,
 ) -> Option<Resolved> {
     if let Some(fd) = ev
         .field(field_tag::FD_PATH)
@@ -202,7 +195,7 @@ pub fn resolve_path(
             components_to_path(&b.data)
         }
         None => {
-            issues.push("no_base".into());
+            issues.push(PathIssue::NoBase);
             b"/".to_vec()
         }
     };
@@ -222,8 +215,8 @@ pub fn resolve_path(
     let host = match &magic {
         Some(p) => {
             let h = resolve_raw(b"/", p, true);
-            if h.starts_with(b"/proc/") && !issues.iter().any(|i| i == "proc_magic_link") {
-                issues.push("proc_magic_link".into());
+            if h.starts_with(b"/proc/") {
+                PathIssue::add(issues, PathIssue::ProcMagicLink);
             }
             h
         }
@@ -420,7 +413,7 @@ pub fn action_from_event(ev: &KernelEvent) -> Action {
         }
     }
     if h.hflags & header_flags::PAYLOAD_TRUNCATED != 0 {
-        issues.push("payload_truncated".into());
+        issues.push(PathIssue::PayloadTruncated);
     }
     // A symlink's target is a string relative to the new link's directory,
     // not to the caller's working directory.
@@ -447,11 +440,11 @@ pub fn action_from_event(ev: &KernelEvent) -> Action {
             a.op = op;
         }
     } else if h.hflags & header_flags::FLAGS_UNREAD != 0 {
-        issues.push("flags_unread".into());
+        issues.push(PathIssue::FlagsUnread);
     }
     if h.syscall == monitor_common::syscall_nr::OPEN_BY_HANDLE_AT && !compat {
         // The file is named by a handle: its path is not known.
-        issues.push("by_handle".into());
+        issues.push(PathIssue::ByHandle);
     }
     if let Some(x) = ev.field(field_tag::XATTR_NAME) {
         issues_of(x, &mut issues);
@@ -704,7 +697,10 @@ mod tests {
             ],
         ))
         .unwrap();
-        assert_eq!(action_from_event(&ev).path_issues, vec!["depth_limit"]);
+        assert_eq!(
+            action_from_event(&ev).path_issues,
+            vec![PathIssue::DepthLimit]
+        );
     }
 
     #[test]
@@ -729,7 +725,7 @@ mod tests {
         .unwrap();
         let a = action_from_event(&ev);
         assert_eq!(a.path, None);
-        assert_eq!(a.path_issues, vec!["read_failed"]);
+        assert_eq!(a.path_issues, vec![PathIssue::ReadFailed]);
     }
 
     #[test]

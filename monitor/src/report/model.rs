@@ -317,7 +317,7 @@ fn enforcement_decision(a: &Action) -> Option<String> {
 
 fn blocked(a: &Action, decision: Option<&str>) -> bool {
     matches!(decision, Some("denied" | "deny" | "timeout"))
-        || a.result_note.as_deref() == Some("denied_by_seccomp")
+        || a.result_note == Some(crate::record::ResultNote::DeniedBySeccomp)
 }
 
 fn op_name(a: &Action) -> &'static str {
@@ -669,7 +669,10 @@ pub fn build(
                 result: match (a.result, &a.errno) {
                     (_, Some(e)) => e.clone(),
                     (Some(r), None) => r.to_string(),
-                    (None, None) => a.result_note.clone().unwrap_or_default(),
+                    (None, None) => a
+                        .result_note
+                        .map(|n| n.name().to_owned())
+                        .unwrap_or_default(),
                 },
             });
         }
@@ -910,7 +913,7 @@ mod tests {
         if let TraceRecord::Event { action, .. } = &mut r {
             action.result = Some(-1);
             action.errno = Some("EPERM".into());
-            action.result_note = Some("denied_by_seccomp".into());
+            action.result_note = Some(crate::record::ResultNote::DeniedBySeccomp);
             action.verdict = Some(Verdict {
                 rule: "no-delete".into(),
                 treatment: Treatment::Deny,

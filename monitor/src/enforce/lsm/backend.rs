@@ -427,9 +427,9 @@ impl LsmBackend {
         for mut a in alone {
             a.time = self.clock.wall(a.ktime_ns);
             if a.result.is_some_and(|r| r < 0) {
-                a.result_note = Some("denied_by_lsm".into());
+                a.result_note = Some(ResultNote::DeniedByLsm);
             } else {
-                a.result_note = Some("allowed_by_lsm".into());
+                a.result_note = Some(ResultNote::AllowedByLsm);
             }
             a.verdict = Some(self.policy.evaluate(&a, &self.ctx));
             let at = acts.partition_point(|x| x.ktime_ns <= a.ktime_ns);

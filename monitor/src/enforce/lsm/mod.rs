@@ -39,7 +39,7 @@ use crate::{
     kernel::{Capability, KernelEvent, Probes},
     pipeline::resolve,
     policy::{Condition, Context, Field, Operator, Policy, Rule},
-    record::{text_fields, Action, Op, Treatment},
+    record::{text_fields, Action, Op, ResultNote, Treatment},
     trace::note::Note,
 };
 
