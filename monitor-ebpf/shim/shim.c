@@ -81,7 +81,7 @@ void *shim_mnt_mountpoint(struct vfsmount *m)
 	return m ? BPF_CORE_READ(real_mount(m), mnt_mountpoint) : 0;
 }
 
-/* ---- BPF LSM backend (monitor-ebpf/src/probes/lsm.rs) ---- */
+/* ---- BPF LSM backend (monitor-ebpf/src/probes/lsm/) ---- */
 
 /* The inode of a dentry; NULL for a negative dentry (a rename target that
  * does not exist yet). */

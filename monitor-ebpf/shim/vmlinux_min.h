@@ -84,7 +84,7 @@ struct task_struct {
 
 #pragma clang attribute pop
 
-/* ---- BPF LSM backend (monitor-ebpf/src/probes/lsm.rs) ----
+/* ---- BPF LSM backend (monitor-ebpf/src/probes/lsm/) ----
  * Extra fields are declared on `___lsm` flavours of the structs above: CO-RE
  * ignores the `___suffix` when matching kernel types, so these relocate
  * against the real `struct dentry`, `struct file`, ... */

@@ -2,7 +2,7 @@
 //! LSM programs loaded and attached, and their decisions turned into trace
 //! records.
 //!
-//! The kernel decides alone and synchronously (monitor-ebpf/src/probes/lsm.rs):
+//! The kernel decides alone and synchronously (monitor-ebpf/src/probes/lsm/):
 //! this module only fills the maps before the command starts, reads the
 //! decision records afterwards, grants one-shot allowances (an approval of a
 //! `confirm`, a finished copy for `preserve`) and writes the outcomes into
