@@ -47,7 +47,10 @@ pub fn fill_header<const DETAILS: bool>(hdr: &mut EventHeader, kind: u32, syscal
         // SAFETY: BPF helpers without memory arguments; the task pointer is
         // only passed to CO-RE reads (bpf_probe_read_kernel underneath).
         let task = unsafe { bpf_get_current_task() } as *const c_void;
+        // SAFETY: a BPF helper without arguments.
         hdr.ktime_ns = unsafe { bpf_ktime_get_ns() };
+        // SAFETY: a CO-RE accessor of the C shim: it reads through
+        // bpf_probe_read_kernel, a bad task pointer yields 0.
         hdr.ppid = unsafe { shim_task_ppid(task) };
         hdr.uid = uid_gid as u32;
         hdr.gid = (uid_gid >> 32) as u32;
@@ -184,6 +187,8 @@ impl Record {
     pub fn walk_base(&mut self, tag: u8, first_byte: u8, dirfd: i32) {
         // SAFETY: a BPF helper without memory arguments.
         let task = unsafe { bpf_get_current_task() } as *const c_void;
+        // SAFETY: CO-RE accessors of the C shim: they read through
+        // bpf_probe_read_kernel, a bad pointer yields 0, never a fault.
         let (d, m) = unsafe {
             if first_byte == b'/' {
                 (shim_task_root_dentry(task), shim_task_root_mnt(task))

@@ -85,6 +85,7 @@ impl Daemon {
 
 impl Drop for Daemon {
     fn drop(&mut self) {
+        // SAFETY: kill(2) takes no pointers; the pid is a process this test started.
         unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
         let end = Instant::now() + Duration::from_secs(15);
         while Instant::now() < end {

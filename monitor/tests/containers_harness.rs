@@ -29,6 +29,7 @@ fn recipe() -> String {
 struct DaemonGuard(Child);
 impl Drop for DaemonGuard {
     fn drop(&mut self) {
+        // SAFETY: kill(2) takes no pointers; the pid is a process this test started.
         unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
         let end = Instant::now() + Duration::from_secs(15);
         while Instant::now() < end && self.0.try_wait().ok().flatten().is_none() {

@@ -954,6 +954,7 @@ fn abm_run(cx: &Ctx, trace: &Path, args: &[&str], action: &OsStr) -> (Option<i32
         }
         if start.elapsed() > RUN_TIMEOUT && !interrupted {
             // abm stops the watched tree and seals the trace on SIGINT.
+            // SAFETY: kill(2) takes no pointers; the pid is a process this test started.
             unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
             interrupted = true;
         }

@@ -125,6 +125,7 @@ impl Container {
         }
         std::fs::write(root.join("data/agent.sh"), AGENT).unwrap();
         let fifo = std::ffi::CString::new(root.join("data/ctl").to_str().unwrap()).unwrap();
+        // SAFETY: `fifo` is a NUL-terminated string that outlives the call.
         assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
         let r = root.display();
         let mut script = format!("set -e\nR={r}\nmount --bind $R $R\n");
@@ -329,6 +330,7 @@ impl Daemon {
     }
 
     fn signal(&self, sig: i32) {
+        // SAFETY: kill(2) takes no pointers; the pid is a process this test started.
         unsafe { libc::kill(self.pid(), sig) };
     }
 
@@ -906,6 +908,7 @@ fn restarting_the_daemon_leaves_existing_traces_intact() {
                 .any(|r| r["path"].as_str().is_some_and(|p| p.ends_with("/data/two")))
         },
     );
+    // SAFETY: kill(2) takes no pointers; the pid is a process this test started.
     unsafe { libc::kill(d.pid(), libc::SIGKILL) };
     drop(d);
     let mut d = Daemon::start(&dir, &cfg);

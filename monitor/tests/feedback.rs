@@ -312,6 +312,7 @@ fn claude_code_post_tool_use_returns_the_verdicts_of_the_call() {
         // The state file is consumed: later polls use the window.
         std::thread::sleep(Duration::from_millis(200));
     };
+    // SAFETY: kill(2) takes no pointers; the pid is a process this test started.
     unsafe { libc::kill(run.id() as i32, libc::SIGTERM) };
     let _ = run.wait();
     assert_eq!(post["decision"], "block", "{post}");
@@ -533,6 +534,7 @@ fn wait_dead(pids: &[i32], within: Duration) {
     while pids.iter().any(|p| alive(*p)) {
         if start.elapsed() > within {
             for p in pids {
+                // SAFETY: kill(2) takes no pointers; the pid is a process this test started.
                 unsafe { libc::kill(*p, libc::SIGKILL) };
             }
             panic!("processes still running: {pids:?}");
@@ -556,6 +558,7 @@ fn sighup_seals_the_trace_and_stops_the_tree() {
     let ws = TempDir::new("fb-hup-ws");
     let trace = t.join("hup.jsonl");
     let (mut child, pids) = spawn_tree(&t, ws.path(), &trace);
+    // SAFETY: kill(2) takes no pointers; the pid is a process this test started.
     unsafe { libc::kill(child.id() as i32, libc::SIGHUP) };
     let st = child.wait().unwrap();
     wait_dead(&pids, Duration::from_secs(10));
@@ -588,6 +591,7 @@ fn kill_9_of_abm_stops_the_tree_and_leaves_a_verifiable_trace() {
     let trace = t.join("kill.jsonl");
     let (mut child, pids) = spawn_tree(&t, ws.path(), &trace);
     std::thread::sleep(Duration::from_millis(600));
+    // SAFETY: kill(2) takes no pointers; the pid is a process this test started.
     unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
     child.wait().unwrap();
     wait_dead(&pids, Duration::from_secs(10));

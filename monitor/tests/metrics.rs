@@ -204,6 +204,7 @@ fn prometheus_scrapes_the_unlink_count_of_a_watched_rm() {
 
     // Stop: SIGTERM seals the trace.
     std::fs::write(ws.join("STOP"), "").unwrap();
+    // SAFETY: kill(2) takes no pointers; the pid is a process this test started.
     unsafe { libc::kill(daemon.0.id() as i32, libc::SIGTERM) };
     let st = daemon.0.wait().unwrap();
     assert_eq!(st.code(), Some(0), "{}", log());

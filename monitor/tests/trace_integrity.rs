@@ -224,6 +224,7 @@ fn killed_monitor_leaves_a_verifiable_prefix(name: &str) {
         }
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
+    // SAFETY: kill(2) takes no pointers; the pid is a process this test started.
     unsafe { libc::kill(abm.id() as i32, libc::SIGKILL) };
     abm.wait().unwrap();
     let (code, text, json) = verify(&trace, None);
@@ -250,6 +251,7 @@ fn killed_monitor_leaves_a_verifiable_prefix(name: &str) {
         .ok()
         .and_then(|s| s.trim().parse::<i32>().ok())
     {
+        // SAFETY: kill(2) takes no pointers; the pid is a process this test started.
         unsafe { libc::kill(pid, libc::SIGKILL) };
     }
 }

@@ -81,6 +81,7 @@ pub fn bind(path: &Path) -> anyhow::Result<UnixListener> {
     // SAFETY: umask(2) cannot fail.
     let old = unsafe { libc::umask(0o177) };
     let l = UnixListener::bind(path);
+    // SAFETY: umask(2) cannot fail; this puts back the mask read above.
     unsafe { libc::umask(old) };
     let l = l.with_context(|| format!("cannot bind control socket {}", path.display()))?;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;

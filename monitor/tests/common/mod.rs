@@ -13,6 +13,7 @@ pub const ABM: &str = env!("CARGO_BIN_EXE_abm");
 
 /// Why kernel tests cannot run here, if they cannot.
 pub fn kernel_unavailable() -> Option<String> {
+    // SAFETY: geteuid(2) takes no arguments and cannot fail.
     if unsafe { libc::geteuid() } != 0 {
         return Some("not root: loading BPF programs needs root".into());
     }

@@ -242,14 +242,17 @@ pub fn corpus(opts: Opts) -> Result<()> {
         for w in &workers {
             let (queue, results) = (&queue, &results);
             scope.spawn(move || loop {
-                let Some((i, s)) = queue.lock().expect("queue").next() else {
+                let Some((i, s)) = queue.lock().unwrap_or_else(|e| e.into_inner()).next() else {
                     break;
                 };
                 let r = measure(w, s);
                 if let Err(e) = &r {
                     eprintln!("corpus: {}: {e:#}", s.name);
                 }
-                results.lock().expect("results").push((i, r));
+                results
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push((i, r));
             });
         }
     });
