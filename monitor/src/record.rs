@@ -318,7 +318,8 @@ pub enum PathIssue {
     BadFd,
     /// The directory the path is relative to was not recorded.
     NoBase,
-    /// The path goes through a `/proc/PID/fd` (or similar) magic link.
+    /// A `/proc/self/...` path that could not be followed through the
+    /// caller's `/proc` entry (the thread is gone): it stays under `/proc`.
     ProcMagicLink,
     /// The kernel record was cut before all its fields.
     PayloadTruncated,
@@ -626,6 +627,33 @@ mod tests {
         assert_eq!(serde_json::to_string(&a).unwrap(), line);
         let bad = line.replace("host_path_unknown", "made_up");
         assert!(serde_json::from_str::<Action>(&bad).is_err());
+    }
+
+    /// docs/trace.md lists every value of the two closed sets, and no other.
+    #[test]
+    fn trace_docs_list_every_path_issue_and_result_note() {
+        let doc = include_str!("../../docs/trace.md");
+        let rows = |after: &str| -> Vec<String> {
+            let at = doc
+                .find(after)
+                .unwrap_or_else(|| panic!("docs/trace.md: no {after}"));
+            doc[at..]
+                .lines()
+                .skip_while(|l| !l.starts_with("| value"))
+                .skip(2)
+                .take_while(|l| l.starts_with("| `"))
+                .map(|l| l[3..].split('`').next().unwrap().to_owned())
+                .collect()
+        };
+        let names = |v: Vec<&str>| v.into_iter().map(str::to_owned).collect::<Vec<_>>();
+        assert_eq!(
+            rows("`path_issues` (why a path"),
+            names(PathIssue::ALL.iter().map(|i| i.name()).collect())
+        );
+        assert_eq!(
+            rows("`result_note` (why `result`"),
+            names(ResultNote::ALL.iter().map(|n| n.name()).collect())
+        );
     }
 
     #[test]

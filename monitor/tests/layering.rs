@@ -473,3 +473,70 @@ fn the_reading_finds_a_cycle_and_ignores_comments_strings_and_tests() {
     let g = graph(&files("pub mod x; #[cfg(test)]\nmod tests;"));
     assert!(cycles(&g).is_empty(), "{g:#?}");
 }
+
+/// docs/architecture.md's table of edges (`| `module` | `a`, `b` |`, or
+/// `nothing`) is the graph read from the sources, module for module.
+#[test]
+fn architecture_doc_lists_the_edges_of_the_sources() {
+    let g = graph(&monitor_src());
+    let doc_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/architecture.md");
+    let doc = std::fs::read_to_string(&doc_path).unwrap();
+    let at = doc
+        .find("The edges as they are today")
+        .expect("docs/architecture.md: the table of edges is missing");
+    let names = |cell: &str| -> BTreeSet<String> {
+        cell.split('`')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_owned)
+            .collect()
+    };
+    let mut documented: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for line in doc[at..]
+        .lines()
+        .skip_while(|l| !l.starts_with("| module"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+    {
+        let cells: Vec<&str> = line.split('|').collect();
+        assert!(cells.len() >= 3, "bad table row: {line}");
+        documented.insert(
+            names(cells[1]).into_iter().next().unwrap_or_default(),
+            names(cells[2]),
+        );
+    }
+    let mut tops: BTreeSet<String> = monitor_src()
+        .iter()
+        .map(|(p, _)| top_module(p))
+        .filter(|m| m != "lib" && m != "main")
+        .collect();
+    tops.extend(g.keys().cloned());
+    let actual: BTreeMap<String, BTreeSet<String>> = tops
+        .iter()
+        .map(|m| {
+            let uses = g
+                .get(m)
+                .map(|u| u.keys().cloned().collect())
+                .unwrap_or_default();
+            (m.clone(), uses)
+        })
+        .collect();
+    if documented != actual {
+        let mut table = String::new();
+        for (m, uses) in &actual {
+            let cell = if uses.is_empty() {
+                "nothing".to_owned()
+            } else {
+                uses.iter()
+                    .map(|u| format!("`{u}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            table.push_str(&format!("| `{m}` | {cell} |\n"));
+        }
+        panic!(
+            "{}: the table of edges differs from the sources; it should read:\n{table}",
+            doc_path.display()
+        );
+    }
+}
