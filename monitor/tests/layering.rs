@@ -222,26 +222,7 @@ fn graph(files: &[(String, String)]) -> Graph {
         .iter()
         .map(|(p, t)| (p.clone(), strip_comments_and_literals(t)))
         .collect();
-    // Files that are only compiled for tests: `#[cfg(test)] mod x;` in the
-    // file that owns the directory x.rs or x/mod.rs lives in.
-    let mut test_only = BTreeSet::new();
-    for (p, t) in &stripped {
-        let dir = match p.rsplit_once('/') {
-            Some((d, f)) if f == "mod.rs" => d.to_string(),
-            Some((d, f)) => format!("{d}/{}", f.trim_end_matches(".rs")),
-            None if p == "lib.rs" || p == "main.rs" => String::new(),
-            None => p.trim_end_matches(".rs").to_string(),
-        };
-        for m in test_only_modules(t) {
-            let base = if dir.is_empty() {
-                m
-            } else {
-                format!("{dir}/{m}")
-            };
-            test_only.insert(format!("{base}.rs"));
-            test_only.insert(format!("{base}/"));
-        }
-    }
+    let test_only = test_only_files(files);
     let tops: BTreeSet<String> = files
         .iter()
         .map(|(p, _)| top_module(p))
@@ -253,10 +234,7 @@ fn graph(files: &[(String, String)]) -> Graph {
         if top == "lib" || top == "main" {
             continue;
         }
-        if test_only
-            .iter()
-            .any(|x| p == x || (x.ends_with('/') && p.starts_with(x.as_str())))
-        {
+        if test_only.contains(p) {
             continue;
         }
         let code = strip_cfg_test(t);
@@ -461,7 +439,7 @@ fn the_reading_finds_a_cycle_and_ignores_comments_strings_and_tests() {
     assert!(uses(&g, "b", "c") && uses(&g, "b", "a"), "{g:#?}");
     assert!(!uses(&g, "a", "c"), "a/tests.rs is test-only: {g:#?}");
     assert!(
-        g.get("c").is_none(),
+        !g.contains_key("c"),
         "c's references are comments, strings, tests: {g:#?}"
     );
     let found = cycles(&g);
@@ -539,4 +517,34 @@ fn architecture_doc_lists_the_edges_of_the_sources() {
             doc_path.display()
         );
     }
+}
+
+/// Files compiled only for tests: `#[cfg(test)] mod x;` makes x.rs (or
+/// x/mod.rs and everything under x/) test-only.
+fn test_only_files(files: &[(String, String)]) -> BTreeSet<String> {
+    let mut prefixes = BTreeSet::new();
+    for (p, t) in files {
+        let dir = match p.rsplit_once('/') {
+            Some((d, "mod.rs")) => d.to_string(),
+            Some((d, f)) => format!("{d}/{}", f.trim_end_matches(".rs")),
+            None if p == "lib.rs" || p == "main.rs" || p == "mod.rs" => String::new(),
+            None => p.trim_end_matches(".rs").to_string(),
+        };
+        for m in test_only_modules(&strip_comments_and_literals(t)) {
+            prefixes.insert(if dir.is_empty() {
+                m
+            } else {
+                format!("{dir}/{m}")
+            });
+        }
+    }
+    files
+        .iter()
+        .map(|(p, _)| p.clone())
+        .filter(|p| {
+            prefixes
+                .iter()
+                .any(|x| *p == format!("{x}.rs") || p.starts_with(&format!("{x}/")))
+        })
+        .collect()
 }
