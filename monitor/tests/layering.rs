@@ -84,8 +84,9 @@ fn char_literal_len(s: &str) -> Option<usize> {
     let mut chars = s.char_indices().skip(1);
     let (_, c) = chars.next()?;
     if c == '\\' {
-        let close = s[2..].find('\'')?;
-        return Some(2 + close + 1);
+        // The escaped character itself may be a quote: `'\''`.
+        let close = s.get(3..)?.find('\'')?;
+        return Some(3 + close + 1);
     }
     let (j, next) = chars.next()?;
     (next == '\'').then_some(j + 1)
@@ -432,9 +433,12 @@ fn the_reading_finds_a_cycle_and_ignores_comments_strings_and_tests() {
             ),
         ]
     };
-    let g = graph(&files(
-        "pub mod x; #[cfg(test)]\nmod tests;\nuse crate::b::Y;",
-    ));
+    // Character literals that hold quotes do not hide the `use` after them.
+    let g = graph(&files(concat!(
+        "pub mod x; #[cfg(test)]\nmod tests;\n",
+        "const Q: [char; 3] = ['\\'', '\"', '\\u{22}'];\n",
+        "use crate::b::Y;",
+    )));
     assert!(uses(&g, "a", "b"), "{g:#?}");
     assert!(uses(&g, "b", "c") && uses(&g, "b", "a"), "{g:#?}");
     assert!(!uses(&g, "a", "c"), "a/tests.rs is test-only: {g:#?}");
