@@ -318,8 +318,9 @@ pub enum PathIssue {
     BadFd,
     /// The directory the path is relative to was not recorded.
     NoBase,
-    /// A `/proc/self/...` path that could not be followed through the
-    /// caller's `/proc` entry (the thread is gone): it stays under `/proc`.
+    /// A path by which the caller names its own `/proc` entry
+    /// (`/proc/self/...`, `/dev/fd/N`, `/dev/stdin`, ...) that could not be
+    /// followed through it (the thread is gone): it stays under `/proc`.
     ProcMagicLink,
     /// The kernel record was cut before all its fields.
     PayloadTruncated,
