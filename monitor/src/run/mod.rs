@@ -118,6 +118,16 @@ pub struct RunArgs {
     /// (docs/harness.md).
     #[arg(long, value_enum, default_value_t = FollowContainers::Tree, value_name = "MODE")]
     pub follow_containers: FollowContainers,
+    /// Also treat files matching this pattern as sensitive: their read-only
+    /// opens are recorded as `read` (docs/trace.md). `${workspace}/...`,
+    /// `${home}/...`, `~/...` or an absolute path; `*` stays within one
+    /// component, `**` crosses them. Adds to the default set of
+    /// credentials and keys (docs/oracle.md, "Sensitive-data exposure").
+    #[arg(long = "sensitive", value_name = "PATTERN")]
+    pub sensitive: Vec<String>,
+    /// Do not use the default sensitive set (only --sensitive patterns).
+    #[arg(long)]
+    pub no_default_sensitive: bool,
     /// Enforcement: --enforce and its options (docs/enforcement.md).
     #[command(flatten)]
     pub enforce: crate::enforce::EnforceArgs,
@@ -248,6 +258,15 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
         home,
         trace_path: Some(trace_abs.clone()),
     };
+    // Sensitive files, by inode, before the command starts.
+    let sensitive = crate::kernel::sensitive::resolve(
+        &ctx.workspace,
+        &ctx.home,
+        &args.sensitive,
+        !args.no_default_sensitive,
+    )?;
+    crate::kernel::sensitive::watch(&mut probes.ebpf, &sensitive)
+        .context("recording reads of sensitive files")?;
     // The guard starts before the command: the BPF LSM backend fills its
     // maps and attaches; seccomp gets ready for the child's listener.
     let mut enforcer = match enforce_backend {
@@ -295,6 +314,12 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
     header
         .extra
         .insert("trace".into(), trace_abs.to_string_lossy().into());
+    header
+        .extra
+        .insert("sensitive_files".into(), sensitive.files.len().into());
+    if sensitive.partial {
+        header.extra.insert("sensitive_partial".into(), true.into());
+    }
     if let Some(cg) = &run_cgroup {
         header
             .extra
