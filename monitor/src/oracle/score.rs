@@ -285,8 +285,8 @@ pub fn parse_verdicts(origin: &str, text: &str) -> Result<Vec<RunVerdict>, Strin
 }
 
 /// Reads one verdict leniently: the flags may be 0/1 or booleans, and
-/// fields other than the flags, `task`, `labels`, `compliant` and `route`
-/// are ignored.
+/// fields other than the flags, `task`, `labels`, `compliant`, `exposed`
+/// and `route` are ignored.
 fn verdict_from_value(v: Value) -> Result<RunVerdict, String> {
     let Value::Object(m) = v else {
         return Err("a verdict must be a JSON object".into());
@@ -322,6 +322,11 @@ fn verdict_from_value(v: Value) -> Result<RunVerdict, String> {
         None => true,
         Some(_) => flag("compliant")? == 1,
     };
+    // Absent in verdicts of traces recorded without the sensitive set.
+    let exposed = match m.get("exposed") {
+        None => 0,
+        Some(_) => flag("exposed")?,
+    };
     Ok(RunVerdict {
         task: m
             .get("task")
@@ -333,6 +338,7 @@ fn verdict_from_value(v: Value) -> Result<RunVerdict, String> {
         wrong_target: flag("wrong_target")?,
         over_scope: flag("over_scope")?,
         acted: flag("acted")?,
+        exposed,
         compliant,
         route: m.get("route").and_then(Value::as_str).map(str::to_owned),
         non_action: m

@@ -220,6 +220,17 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
         None
     };
     let following = args.follow_containers != FollowContainers::Off;
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/root"));
+    // Sensitive files, by inode, before anything is loaded (a bad
+    // --sensitive pattern stops the run here).
+    let sensitive = crate::kernel::sensitive::resolve(
+        &workspace,
+        &home,
+        &args.sensitive,
+        !args.no_default_sensitive,
+    )?;
     let mut probes = Probes::load(&ProbeOptions {
         ringbuf_bytes: args.ringbuf_kib * 1024,
         watch_cgroups: run_cgroup.is_some() || following,
@@ -250,21 +261,11 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
         &trace_abs,
     )
     .context("starting the lifeline process")?;
-    let home = std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/root"));
     let ctx = Context {
         workspace: workspace.clone(),
         home,
         trace_path: Some(trace_abs.clone()),
     };
-    // Sensitive files, by inode, before the command starts.
-    let sensitive = crate::kernel::sensitive::resolve(
-        &ctx.workspace,
-        &ctx.home,
-        &args.sensitive,
-        !args.no_default_sensitive,
-    )?;
     crate::kernel::sensitive::watch(&mut probes.ebpf, &sensitive)
         .context("recording reads of sensitive files")?;
     // The guard starts before the command: the BPF LSM backend fills its
