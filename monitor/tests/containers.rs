@@ -178,19 +178,45 @@ fn containers_of_other_clients_are_followed_only_with_all() {
         let marker = format!("/other-{mode}-{}", std::process::id());
         let script = format!("touch {marker} && rm {marker}");
         let img = IMAGE.to_owned();
-        // The other client starts once the run is under way.
+        // Other tests start containers at the same time: this one is
+        // told apart by its id.
+        let cidfile = dir.join("cid");
+        let cid_arg = cidfile.to_string_lossy().into_owned();
+        // The other client starts once the run is under way (its command
+        // has begun), and the run lasts until the other client is done,
+        // however slowly docker starts the container on a loaded machine.
+        let started = ws.join("started");
+        let done = ws.join("done");
         let other = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(1500));
-            Command::new("docker")
-                .args(["run", "--rm", &img, "sh", "-c", &script])
+            let t0 = std::time::Instant::now();
+            while !started.exists() && t0.elapsed() < Duration::from_secs(60) {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let out = Command::new("docker")
+                .args([
+                    "run",
+                    "--rm",
+                    "--cidfile",
+                    &cid_arg,
+                    &img,
+                    "sh",
+                    "-c",
+                    &script,
+                ])
                 .output()
-                .unwrap()
+                .unwrap();
+            std::fs::write(done, "").unwrap();
+            out
         });
         let run = abm_run(
             &dir,
             &ws,
             &["--follow-containers", mode],
-            &["sh", "-c", "sleep 6; rm -f gone"],
+            &[
+                "sh",
+                "-c",
+                "touch started; i=0; while [ ! -e done ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done; rm -f gone",
+            ],
         );
         let out = other.join().unwrap();
         assert!(
@@ -199,8 +225,15 @@ fn containers_of_other_clients_are_followed_only_with_all() {
             String::from_utf8_lossy(&out.stderr)
         );
         assert!(run.output.status.success(), "{}", run.stderr());
+        let cid = std::fs::read_to_string(&cidfile).unwrap();
+        let cid = cid.trim();
+        assert_eq!(cid.len(), 64, "docker wrote no container id: {cid:?}");
         let seen = in_container(&run, "unlink", &marker).len();
-        let notes = followed(&run).len();
+        let ours: Vec<&Value> = followed(&run)
+            .into_iter()
+            .filter(|n| n["body"]["container"] == cid)
+            .collect();
+        let notes = ours.len();
         if mode == "tree" {
             assert_eq!(
                 (seen, notes),
@@ -213,7 +246,7 @@ fn containers_of_other_clients_are_followed_only_with_all() {
                 (1, 1),
                 "--follow-containers=all missed a container"
             );
-            assert_eq!(followed(&run)[0]["body"]["reason"], "all");
+            assert_eq!(ours[0]["body"]["reason"], "all");
         }
         eprintln!("other client's container, {mode}: {seen} of 1 unlink recorded");
     }
