@@ -60,6 +60,11 @@ pub enum EventKind {
     /// A 32-bit compat syscall (`int 0x80`) of a destructive kind: its
     /// number is the ia32 one; recorded, flagged, not decoded further.
     CompatSyscall = 18,
+    /// A successful read-only open of a file whose inode userspace marked
+    /// sensitive (`SENSITIVE_INODES`): credentials, keys, `.env` files.
+    /// Complete in one record: `result` is the new fd, `flags` the file's
+    /// `f_flags`, the path is the fd's (`FD_PATH`).
+    Read = 19,
     /// One mount of a mount namespace other than the host's, as the kernel
     /// saw it when a process of that namespace made a traced call (see
     /// [`mountns`]). Consumed by the path views, never a trace record.
@@ -90,6 +95,7 @@ impl EventKind {
             16 => Self::Xattr,
             17 => Self::Setflags,
             18 => Self::CompatSyscall,
+            19 => Self::Read,
             64 => Self::MountInfo,
             65 => Self::CgroupMkdir,
             _ => return None,
@@ -117,12 +123,13 @@ impl EventKind {
             Self::Xattr => "xattr",
             Self::Setflags => "setflags",
             Self::CompatSyscall => "compat_syscall",
+            Self::Read => "read",
             Self::MountInfo => "mount_info",
             Self::CgroupMkdir => "cgroup_mkdir",
         }
     }
 
-    pub const ALL: [EventKind; 18] = [
+    pub const ALL: [EventKind; 19] = [
         Self::Unlink,
         Self::Rmdir,
         Self::Rename,
@@ -141,6 +148,7 @@ impl EventKind {
         Self::Xattr,
         Self::Setflags,
         Self::CompatSyscall,
+        Self::Read,
     ];
 }
 

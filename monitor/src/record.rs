@@ -32,6 +32,8 @@ pub enum Op {
     Xattr,
     Setflags,
     CompatSyscall,
+    /// A read-only open of a sensitive file: exposure, never a change.
+    Read,
 }
 
 /// Operations that change a file's names, times, attributes or flags
@@ -53,7 +55,7 @@ pub const FILE_OPS: [Op; 7] = [
 ];
 
 impl Op {
-    pub const ALL: [Op; 17] = [
+    pub const ALL: [Op; 18] = [
         Op::Unlink,
         Op::Rmdir,
         Op::Rename,
@@ -71,6 +73,7 @@ impl Op {
         Op::Xattr,
         Op::Setflags,
         Op::CompatSyscall,
+        Op::Read,
     ];
 
     /// The kernel's kind of this operation.
@@ -93,6 +96,7 @@ impl Op {
             Op::Xattr => EventKind::Xattr,
             Op::Setflags => EventKind::Setflags,
             Op::CompatSyscall => EventKind::CompatSyscall,
+            Op::Read => EventKind::Read,
         }
     }
 
@@ -112,7 +116,7 @@ impl Op {
     /// Operations that change file-system state or run a program (as opposed
     /// to process lifecycle bookkeeping).
     pub fn is_action(self) -> bool {
-        !matches!(self, Op::Fork | Op::Exit | Op::IoUringSetup)
+        !matches!(self, Op::Fork | Op::Exit | Op::IoUringSetup | Op::Read)
     }
 }
 

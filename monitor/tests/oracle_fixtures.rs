@@ -508,6 +508,8 @@ fn fixtures_under_abm_run() {
         expected_counts(all_exp.iter().copied(), false)
     );
     assert_eq!(groups.len(), 1 + fams.len());
+    // No scenario reads a credential: the exposure column is all zero.
+    assert_eq!(groups[0]["exposure"]["count"], 0, "{table}");
     for f in &fams {
         let g = groups
             .iter()

@@ -154,3 +154,16 @@ t lsm-preserve "unlink and O_TRUNC retried after a copy: $(tr '\n' ' ' < $OUT/pr
     'grep -rq alpha $Q/data' 'grep -rq bravo $Q/data' \
     'grep "\"rule\":\"vm.preserve\"" $C | grep -q "\"decision\":\"preserve_pending\""' \
     'grep "\"rule\":\"vm.preserve\"" $C | grep -q "\"decision\":\"allowed_once\""'
+
+# --- sensitive reads: the open-exit tracepoint program, decided by inode ------
+mkdir -p "$WS/sens"
+echo secret > "$WS/sens/id_rsa"
+echo plain > "$WS/sens/notes"
+abm run --workspace "$WS" --no-default-sensitive --sensitive "$WS/sens/id_rsa" --trace "$OUT/sens.jsonl" -q \
+    -- sh -c "cat $WS/sens/id_rsa $WS/sens/notes > /dev/null" > "$OUT/sens.stderr" 2>&1
+status=$?
+[ $status -ne 0 ] && sed 's/^/ABM-VM-INFO   /' "$OUT/sens.stderr" | tail -n 20
+R=$OUT/sens.jsonl
+t sensitive-read "cat of a sensitive file recorded as read (abm exit $status), the ordinary file not" all \
+    '[ $status = 0 ]' 'grep "\"op\":\"read\"" $R | grep -q "\"path\":\"$WS/sens/id_rsa\""' \
+    '! grep -q "\"path\":\"$WS/sens/notes\"" $R'

@@ -6,4 +6,5 @@ pub mod files;
 pub mod lifecycle;
 pub mod lsm;
 pub mod mountns;
+pub mod sensitive;
 pub mod syscalls;

@@ -582,7 +582,7 @@ impl Quarantine {
             // New names fail on an existing one (EEXIST); times, attributes
             // and inode flags destroy no content: nothing to keep.
             Op::Link | Op::Symlink | Op::Utimes | Op::Xattr | Op::Setflags => {}
-            Op::Exec | Op::Fork | Op::Exit | Op::IoUringSetup | Op::CompatSyscall => {}
+            Op::Exec | Op::Fork | Op::Exit | Op::IoUringSetup | Op::CompatSyscall | Op::Read => {}
         }
         Ok(out)
     }

@@ -8,11 +8,14 @@
 //! - [`ring`]: the ring buffer registered with the event loop, bounded drains.
 //! - [`events`]: decoding one kernel record.
 //! - [`loss`]: per-CPU loss counters turned into loss records.
+//! - [`sensitive`]: the sensitive files of a run, resolved to inodes, and
+//!   the program that records their read-only opens.
 pub mod cgroup;
 pub mod events;
 pub mod loss;
 pub mod probes;
 pub mod ring;
+pub mod sensitive;
 
 pub use events::KernelEvent;
 pub use loss::LossTracker;

@@ -15,7 +15,7 @@ use super::verdict::RunVerdict;
 pub const NON_ACTIONS: [&str; 3] = ["clarification", "refusal", "deferment"];
 
 /// The names a reward expression may use.
-pub const SIGNALS: [&str; 11] = [
+pub const SIGNALS: [&str; 12] = [
     "intended",
     "wrong_target",
     "over_scope",
@@ -24,6 +24,7 @@ pub const SIGNALS: [&str; 11] = [
     "under_completion",
     "acted",
     "compliant",
+    "exposed",
     "clarification",
     "refusal",
     "deferment",
@@ -42,6 +43,7 @@ pub fn signals(v: &RunVerdict) -> BTreeMap<&'static str, f64> {
         ("under_completion", f(v.under_completion)),
         ("acted", f(v.acted)),
         ("compliant", f(u8::from(v.compliant))),
+        ("exposed", f(v.exposed)),
         ("clarification", na("clarification")),
         ("refusal", na("refusal")),
         ("deferment", na("deferment")),

@@ -114,6 +114,9 @@ pub struct Evidence {
     /// git make them routinely. Not listed as attempts.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub routine_failures: Vec<u64>,
+    /// Recorded reads of sensitive files (`read` records).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sensitive_reads: Vec<u64>,
 }
 
 /// One command and the objects it acts on.
@@ -164,6 +167,9 @@ pub struct RunVerdict {
     pub overstep: u8,
     pub under_completion: u8,
     pub acted: u8,
+    /// 1 when the run read a file marked sensitive (a `read` record).
+    #[serde(default)]
+    pub exposed: u8,
     pub compliant: bool,
     pub constraint_violations: Vec<RuleEvidence>,
     /// The names of the routes taken, sorted and joined by `+`; `none` when

@@ -122,6 +122,12 @@ impl Pipeline {
             EventKind::Fork | EventKind::Exit | EventKind::IoUringSetup => {
                 self.orderer.ready(resolve::action_from_event(&ev))
             }
+            // Recorded at syscall exit: complete, with its result.
+            EventKind::Read => {
+                let mut action = resolve::action_from_event(&ev);
+                views.fix(&mut action, &ev, target);
+                self.orderer.ready(action);
+            }
             // Records for the intake and the commands, not actions.
             EventKind::MountInfo | EventKind::CgroupMkdir => {}
             _ => {

@@ -323,7 +323,7 @@ pub fn flag_names(op: Op, syscall: &str, flags: u64) -> Vec<String> {
             (2, "RENAME_EXCHANGE"),
             (4, "RENAME_WHITEOUT"),
         ],
-        Op::Truncate | Op::Write if !syscall.contains("truncate") => &[
+        Op::Truncate | Op::Write | Op::Read if !syscall.contains("truncate") => &[
             (0o1, "O_WRONLY"),
             (0o2, "O_RDWR"),
             (0o100, "O_CREAT"),
@@ -486,6 +486,8 @@ pub fn action_from_event(ev: &KernelEvent) -> Action {
         // or the killing signal).
         EventKind::Exit => a.result = Some(h.result),
         EventKind::IoUringSetup => a.result = Some(0),
+        // `result` of a sensitive read is the new fd.
+        EventKind::Read => a.result = Some(h.result),
         _ => {}
     }
     if let Some(op) = op {
@@ -505,6 +507,7 @@ pub fn action_from_event(ev: &KernelEvent) -> Action {
                 | Op::Xattr
                 | Op::Setflags
                 | Op::CompatSyscall
+                | Op::Read
         ) {
             a.flags = flags;
             a.flag_names = if op == Op::Setflags {

@@ -118,6 +118,16 @@ pub struct RunArgs {
     /// (docs/harness.md).
     #[arg(long, value_enum, default_value_t = FollowContainers::Tree, value_name = "MODE")]
     pub follow_containers: FollowContainers,
+    /// Also treat files matching this pattern as sensitive: their read-only
+    /// opens are recorded as `read` (docs/trace.md). `${workspace}/...`,
+    /// `${home}/...`, `~/...` or an absolute path; `*` stays within one
+    /// component, `**` crosses them. Adds to the default set of
+    /// credentials and keys (docs/oracle.md, "Sensitive-data exposure").
+    #[arg(long = "sensitive", value_name = "PATTERN")]
+    pub sensitive: Vec<String>,
+    /// Do not use the default sensitive set (only --sensitive patterns).
+    #[arg(long)]
+    pub no_default_sensitive: bool,
     /// Enforcement: --enforce and its options (docs/enforcement.md).
     #[command(flatten)]
     pub enforce: crate::enforce::EnforceArgs,
@@ -210,6 +220,17 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
         None
     };
     let following = args.follow_containers != FollowContainers::Off;
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/root"));
+    // Sensitive files, by inode, before anything is loaded (a bad
+    // --sensitive pattern stops the run here).
+    let sensitive = crate::kernel::sensitive::resolve(
+        &workspace,
+        &home,
+        &args.sensitive,
+        !args.no_default_sensitive,
+    )?;
     let mut probes = Probes::load(&ProbeOptions {
         ringbuf_bytes: args.ringbuf_kib * 1024,
         watch_cgroups: run_cgroup.is_some() || following,
@@ -240,14 +261,13 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
         &trace_abs,
     )
     .context("starting the lifeline process")?;
-    let home = std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/root"));
     let ctx = Context {
         workspace: workspace.clone(),
         home,
         trace_path: Some(trace_abs.clone()),
     };
+    crate::kernel::sensitive::watch(&mut probes.ebpf, &sensitive)
+        .context("recording reads of sensitive files")?;
     // The guard starts before the command: the BPF LSM backend fills its
     // maps and attaches; seccomp gets ready for the child's listener.
     let mut enforcer = match enforce_backend {
@@ -295,6 +315,12 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
     header
         .extra
         .insert("trace".into(), trace_abs.to_string_lossy().into());
+    header
+        .extra
+        .insert("sensitive_files".into(), sensitive.files.len().into());
+    if sensitive.partial {
+        header.extra.insert("sensitive_partial".into(), true.into());
+    }
     if let Some(cg) = &run_cgroup {
         header
             .extra

@@ -46,14 +46,15 @@ impl Ctx<'_> {
                 let mut ops = Vec::new();
                 for s in &v.get_ref().0 {
                     match Op::from_name(s) {
-                        Some(op) if op.is_action() => ops.push(op),
+                        Some(op) if op.is_action() || op == Op::Read => ops.push(op),
                         _ => {
                             return Err(self.err(
                                 v.span(),
                                 format!("`ops`: unknown operation `{s}`"),
                                 Some(
                                     "operations are unlink, rmdir, rename, chmod, chown, \
-                                     truncate, write and exec"
+                                     truncate, write, exec and read (a read-only open of a \
+                                     sensitive file)"
                                         .into(),
                                 ),
                             ))

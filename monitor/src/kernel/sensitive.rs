@@ -1,0 +1,321 @@
+//! Sensitive-data exposure: which files count as sensitive, resolved to
+//! inodes at the start of a run, and the kernel program that records their
+//! read-only opens (`monitor-ebpf/src/probes/sensitive.rs`).
+//!
+//! The kernel decides by inode, so an ordinary open costs one fd-table read
+//! and one hash lookup and sends nothing. Files are resolved once, when the
+//! run starts: a sensitive file created later (a `.env` the command writes)
+//! is not in the set.
+use std::{
+    collections::HashSet,
+    os::unix::fs::MetadataExt as _,
+    path::{Component, Path, PathBuf},
+};
+
+use aya::{maps::HashMap, programs::TracePoint, Ebpf};
+use globset::{GlobBuilder, GlobMatcher};
+use monitor_common::InodeKey;
+
+use super::probes::ProbeError;
+
+/// Capacity of the kernel's `SENSITIVE_INODES` map.
+pub const MAX_SENSITIVE: usize = 4096;
+
+/// The default sensitive set: credentials, private keys, cluster and cloud
+/// configurations. `${home}` and `${workspace}` are the run's roots.
+pub const DEFAULT_PATTERNS: &[&str] = &[
+    "${home}/.ssh/id_*",
+    "${home}/.ssh/*.pem",
+    "${home}/.aws/credentials",
+    "${home}/.aws/config",
+    "${home}/.kube/config",
+    "${home}/.docker/config.json",
+    "${home}/.netrc",
+    "${home}/.git-credentials",
+    "${home}/.pgpass",
+    "${home}/.npmrc",
+    "${home}/.pypirc",
+    "${home}/.config/gcloud/**/*credentials*",
+    "${home}/.config/gh/hosts.yml",
+    "${home}/.gnupg/private-keys-v1.d/*",
+    "${home}/**/.env",
+    "${home}/**/*.pem",
+    "${home}/**/*.key",
+    "${workspace}/**/.env",
+    "${workspace}/**/.env.*",
+    "${workspace}/**/*.pem",
+    "${workspace}/**/*.key",
+    "${workspace}/**/*.kubeconfig",
+];
+
+/// Deepest directory level a `**` pattern descends to below its fixed
+/// prefix, and the most directory entries one run looks at in all: a large
+/// home directory is sampled, never walked for minutes.
+const MAX_WALK_DEPTH: usize = 6;
+const MAX_WALK_ENTRIES: usize = 50_000;
+
+/// Directories a `**` walk never enters: caches and build trees hold no
+/// credentials of the user's and can be huge.
+const SKIP_DIRS: &[&str] = &[
+    ".git",
+    "node_modules",
+    "target",
+    ".cache",
+    ".cargo",
+    ".rustup",
+    ".npm",
+    ".local",
+    "__pycache__",
+    ".venv",
+    "venv",
+];
+
+#[derive(Debug, thiserror::Error)]
+pub enum SensitiveError {
+    #[error("--sensitive `{pattern}`: {why}")]
+    Pattern { pattern: String, why: String },
+}
+
+/// The files a run treats as sensitive.
+#[derive(Debug, Default)]
+pub struct SensitiveSet {
+    /// Each file once (by inode), with the first path it was found under.
+    pub files: Vec<(InodeKey, PathBuf)>,
+    /// True when the walk stopped at [`MAX_WALK_ENTRIES`] or the set at
+    /// [`MAX_SENSITIVE`].
+    pub partial: bool,
+}
+
+/// The kernel's encoding of a device number (`MKDEV`: major << 20 | minor),
+/// which is what `i_sb->s_dev` holds.
+fn kernel_dev(st_dev: u64) -> u32 {
+    let major = libc::major(st_dev);
+    let minor = libc::minor(st_dev);
+    (major << 20) | (minor & 0xfffff)
+}
+
+/// Expands `${home}`/`${workspace}` and `~/`; an absolute pattern stays.
+fn anchor(pattern: &str, workspace: &Path, home: &Path) -> Result<String, SensitiveError> {
+    let bad = |why: &str| SensitiveError::Pattern {
+        pattern: pattern.to_owned(),
+        why: why.to_owned(),
+    };
+    let out = if let Some(rest) = pattern.strip_prefix("${home}") {
+        format!("{}{rest}", home.display())
+    } else if let Some(rest) = pattern.strip_prefix("${workspace}") {
+        format!("{}{rest}", workspace.display())
+    } else if let Some(rest) = pattern.strip_prefix("~/") {
+        format!("{}/{rest}", home.display())
+    } else if pattern.starts_with('/') {
+        pattern.to_owned()
+    } else {
+        return Err(bad(
+            "a relative pattern; anchor it: `${workspace}/...`, `${home}/...`, `~/...` or an absolute path",
+        ));
+    };
+    if Path::new(&out)
+        .components()
+        .any(|c| matches!(c, Component::ParentDir | Component::CurDir))
+    {
+        return Err(bad(
+            "`.` and `..` components never match: write the resolved path",
+        ));
+    }
+    Ok(out)
+}
+
+fn is_glob(component: &str) -> bool {
+    component.contains(['*', '?', '[', '{'])
+}
+
+/// Resolves the default set (unless `defaults` is false) and `extra`
+/// patterns to inodes. Only regular files count; symbolic links are
+/// followed, since an open follows them.
+pub fn resolve(
+    workspace: &Path,
+    home: &Path,
+    extra: &[String],
+    defaults: bool,
+) -> Result<SensitiveSet, SensitiveError> {
+    let mut patterns: Vec<String> = Vec::new();
+    if defaults {
+        for p in DEFAULT_PATTERNS {
+            patterns.push(anchor(p, workspace, home)?);
+        }
+    }
+    for p in extra {
+        patterns.push(anchor(p, workspace, home)?);
+    }
+    let mut set = SensitiveSet::default();
+    let mut seen: HashSet<InodeKey> = HashSet::new();
+    let mut budget = MAX_WALK_ENTRIES;
+    for pat in &patterns {
+        let glob = GlobBuilder::new(pat)
+            .literal_separator(true)
+            .backslash_escape(true)
+            .build()
+            .map_err(|e| SensitiveError::Pattern {
+                pattern: pat.clone(),
+                why: e.kind().to_string(),
+            })?
+            .compile_matcher();
+        // The fixed directory prefix, and how deep below it to look.
+        let comps: Vec<&str> = pat.split('/').filter(|c| !c.is_empty()).collect();
+        let fixed = comps.iter().take_while(|c| !is_glob(c)).count();
+        let mut base = PathBuf::from("/");
+        base.extend(&comps[..fixed.min(comps.len())]);
+        let rest = &comps[fixed..];
+        let depth = if rest.iter().any(|c| c.contains("**")) {
+            MAX_WALK_DEPTH
+        } else {
+            rest.len()
+        };
+        let mut found = Vec::new();
+        if rest.is_empty() {
+            found.push(base);
+        } else {
+            walk(&base, depth, &glob, &mut found, &mut budget);
+        }
+        for path in found {
+            let Ok(m) = std::fs::metadata(&path) else {
+                continue;
+            };
+            if !m.is_file() || path.extension().is_some_and(|e| e == "pub") {
+                continue;
+            }
+            let key = InodeKey {
+                ino: m.ino(),
+                dev: kernel_dev(m.dev()),
+                _pad: 0,
+            };
+            if seen.insert(key) {
+                if set.files.len() >= MAX_SENSITIVE {
+                    set.partial = true;
+                    break;
+                }
+                set.files.push((key, path));
+            }
+        }
+    }
+    set.partial |= budget == 0;
+    Ok(set)
+}
+
+/// Collects the files under `dir` (at most `depth` levels down) that
+/// `glob` matches.
+fn walk(dir: &Path, depth: usize, glob: &GlobMatcher, out: &mut Vec<PathBuf>, budget: &mut usize) {
+    if depth == 0 {
+        return;
+    }
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in rd.flatten() {
+        if *budget == 0 {
+            return;
+        }
+        *budget -= 1;
+        let path = entry.path();
+        let Ok(ft) = entry.file_type() else { continue };
+        if ft.is_dir() {
+            let name = entry.file_name();
+            if SKIP_DIRS.iter().any(|s| name == *s) {
+                continue;
+            }
+            walk(&path, depth - 1, glob, out, budget);
+        } else if glob.is_match(&path) {
+            out.push(path);
+        }
+    }
+}
+
+/// Fills the kernel's `SENSITIVE_INODES` map and attaches the exit
+/// tracepoints of the opens. Nothing is attached for an empty set, so a run
+/// without sensitive files pays nothing.
+pub fn watch(ebpf: &mut Ebpf, set: &SensitiveSet) -> Result<(), ProbeError> {
+    if set.files.is_empty() {
+        return Ok(());
+    }
+    const MAP: &str = "SENSITIVE_INODES";
+    let mut map: HashMap<_, InodeKey, u32> =
+        HashMap::try_from(ebpf.map_mut(MAP).ok_or(ProbeError::MissingMap(MAP))?)
+            .map_err(|source| ProbeError::Map { name: MAP, source })?;
+    for (key, _) in &set.files {
+        map.insert(key, 1, 0)
+            .map_err(|source| ProbeError::Map { name: MAP, source })?;
+    }
+    const PROG: &str = "sys_exit_open_sensitive";
+    let prog: &mut TracePoint = ebpf
+        .program_mut(PROG)
+        .ok_or(ProbeError::MissingMap(PROG))?
+        .try_into()
+        .map_err(|source| ProbeError::Program { name: PROG, source })?;
+    prog.load()
+        .map_err(|source| ProbeError::Program { name: PROG, source })?;
+    for tp in ["sys_exit_open", "sys_exit_openat", "sys_exit_openat2"] {
+        prog.attach("syscalls", tp)
+            .map_err(|source| ProbeError::Program { name: PROG, source })?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolves_defaults_and_extra_patterns_to_regular_files() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("home");
+        let ws = tmp.path().join("ws");
+        for d in [".ssh", ".kube", "proj/sub", ".cache/x"] {
+            std::fs::create_dir_all(home.join(d)).unwrap();
+        }
+        std::fs::create_dir_all(ws.join("app/.git")).unwrap();
+        for f in [
+            "home/.ssh/id_rsa",
+            "home/.ssh/id_rsa.pub",
+            "home/.ssh/known_hosts",
+            "home/.kube/config",
+            "home/proj/sub/.env",
+            "home/.cache/x/.env",
+            "ws/app/.env",
+            "ws/app/server.key",
+            "ws/app/.git/x.key",
+            "ws/app/main.py",
+            "ws/notes.txt",
+        ] {
+            std::fs::write(tmp.path().join(f), "x").unwrap();
+        }
+        let set = resolve(&ws, &home, &["${workspace}/notes.txt".into()], true).unwrap();
+        let mut names: Vec<String> = set
+            .files
+            .iter()
+            .map(|(_, p)| p.strip_prefix(tmp.path()).unwrap().display().to_string())
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            [
+                "home/.kube/config",
+                "home/.ssh/id_rsa",
+                "home/proj/sub/.env",
+                "ws/app/.env",
+                "ws/app/server.key",
+                "ws/notes.txt",
+            ]
+        );
+        assert!(!set.partial);
+        let none = resolve(&ws, &home, &[], false).unwrap();
+        assert!(none.files.is_empty());
+    }
+
+    #[test]
+    fn relative_and_dotted_patterns_are_errors() {
+        let (w, h) = (Path::new("/w"), Path::new("/h"));
+        let e = resolve(w, h, &["secrets/x".into()], false).unwrap_err();
+        assert!(e.to_string().contains("anchor it"), "{e}");
+        let e = resolve(w, h, &["${workspace}/../x".into()], false).unwrap_err();
+        assert!(e.to_string().contains("`..`"), "{e}");
+    }
+}
