@@ -1105,3 +1105,88 @@ fn deploy_files_are_valid() {
     }
     monitor::daemon::config::Config::load(&root.join("deploy/abm.toml")).unwrap();
 }
+
+/// A target's trace that reaches `rotate_bytes` is sealed and continued in
+/// a new file naming its seal; `abm verify` checks the files one by one and
+/// as a sequence, and a file left out breaks it.
+#[test]
+fn a_target_trace_rotates_into_a_verified_sequence() {
+    require_kernel!();
+    let dir = TempDir::new("daemon-rotate");
+    let ws = dir.join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let mut d = Daemon::start(&dir, &config(&dir, "rotate_bytes = 4096\n"));
+    let script = "while [ ! -e go ]; do sleep 0.05; done; \
+                  for r in 1 2 3; do for i in $(seq 200); do : > f$i; rm f$i; done; sleep 1.2; done";
+    let mut child = Command::new("sh")
+        .args(["-c", script])
+        .current_dir(&ws)
+        .spawn()
+        .unwrap();
+    let add = d.abm(&["watch", "add", "rot", "--pid", &child.id().to_string()]);
+    assert!(
+        add.status.success(),
+        "{}",
+        String::from_utf8_lossy(&add.stderr)
+    );
+    std::fs::write(ws.join("go"), "").unwrap();
+    assert!(child.wait().unwrap().success());
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(d.stop(), 0, "{}", d.log_text());
+
+    let part = |p: &Path| {
+        common::read_records(p)[0]["extra"]["continues"]["part"]
+            .as_u64()
+            .unwrap_or(0)
+    };
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir.join("traces"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("rot-"))
+        .collect();
+    files.sort_by_key(|p| part(p));
+    assert!(
+        files.len() >= 3,
+        "3 bursts of 400 calls in 4 KiB files: {files:?}"
+    );
+    let parts: Vec<u64> = files.iter().map(|p| part(p)).collect();
+    assert_eq!(parts, (0..files.len() as u64).collect::<Vec<_>>());
+    // Every call is in exactly one file.
+    let unlinks: usize = files
+        .iter()
+        .map(|f| {
+            records(&f.to_string_lossy())
+                .iter()
+                .filter(|r| {
+                    r["type"] == "event"
+                        && r["op"] == "unlink"
+                        && r["path"]
+                            .as_str()
+                            .is_some_and(|p| p.starts_with(&dir.s("ws/f")))
+                })
+                .count()
+        })
+        .sum();
+    assert_eq!(unlinks, 600, "unlinks over {} files", files.len());
+
+    let verify_all = |fs: &[PathBuf]| {
+        let o = Command::new(ABM).arg("verify").args(fs).output().unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+        )
+    };
+    let (code, out) = verify_all(&files);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("every link holds"), "{out}");
+    // A file left out of the middle breaks the sequence.
+    let mut gap = files.clone();
+    gap.remove(1);
+    let (code, out) = verify_all(&gap);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("a file is missing or out of order"), "{out}");
+    // One rotated file alone verifies, and says what it continues.
+    let (code, out) = verify_all(&files[1..2]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("part 1 of a rotated trace"), "{out}");
+}

@@ -57,6 +57,16 @@ pub struct Config {
     /// absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metrics: Option<String>,
+    /// Rotate a target's trace once it holds this many bytes on disk: the
+    /// file is sealed and a new one continues it, naming the file and its
+    /// seal, so that `abm verify FILE...` checks the sequence. Default
+    /// 268435456 (256 MiB); 0 turns rotation off.
+    #[serde(default = "default_rotate_bytes")]
+    pub rotate_bytes: u64,
+}
+
+fn default_rotate_bytes() -> u64 {
+    256 << 20
 }
 
 /// Which old traces are deleted (sealed or left by a crash; never the
@@ -201,6 +211,12 @@ impl Config {
             bail!(
                 "ringbuf_kib = {}: must be a power of two between 4 and 1048576",
                 self.ringbuf_kib
+            );
+        }
+        if self.rotate_bytes != 0 && self.rotate_bytes < 4096 {
+            bail!(
+                "rotate_bytes = {}: 0 (no rotation) or at least 4096",
+                self.rotate_bytes
             );
         }
         if self.poll_interval < Duration::from_millis(100) {

@@ -521,9 +521,18 @@ impl Daemon {
     }
 
     fn flush(&mut self) {
+        let limit = self.cfg.rotate_bytes;
         for t in self.targets.values_mut() {
             if let Err(e) = t.flush() {
                 tracing::error!("target {}: {e:#}", t.name());
+                continue;
+            }
+            match t.rotate_if_over(limit) {
+                Ok(Some(next)) => {
+                    tracing::info!("target {}: trace rotated into {}", t.name(), next.display())
+                }
+                Ok(None) => {}
+                Err(e) => tracing::error!("target {}: rotating the trace: {e:#}", t.name()),
             }
         }
     }

@@ -5,6 +5,7 @@ use std::{
     time::{Instant, SystemTime},
 };
 
+use anyhow::Context as _;
 use serde_json::{json, Value};
 
 use super::config::TargetSpec;
@@ -95,6 +96,13 @@ pub struct Target {
     pub started: Option<String>,
     pub ended: Option<String>,
     pub seal: Option<SealSummary>,
+    /// Where and how the current trace was opened, for the file that
+    /// continues it when it is rotated.
+    opened: Option<(PathBuf, Option<Vec<u8>>, Header)>,
+    /// The current file's number in its rotated sequence (0: the first).
+    part: u32,
+    /// Losses recorded in the current file (its seal counts these).
+    file_lost: BTreeMap<String, u64>,
 }
 
 impl Target {
@@ -118,6 +126,9 @@ impl Target {
             started: None,
             ended: None,
             seal: None,
+            opened: None,
+            part: 0,
+            file_lost: BTreeMap::new(),
         }
     }
 
@@ -134,8 +145,52 @@ impl Target {
         &mut self,
         dir: &Path,
         key: Option<Vec<u8>>,
+        header: Header,
+    ) -> anyhow::Result<()> {
+        self.part = 0;
+        self.open_file(dir, key, header)
+    }
+
+    /// Seals the trace when it has reached `limit` bytes on disk and
+    /// continues in a new file whose header names this one and its seal
+    /// (`extra.continues`). Returns the new file.
+    pub fn rotate_if_over(&mut self, limit: u64) -> anyhow::Result<Option<PathBuf>> {
+        let (Some(path), Some(_)) = (&self.trace, &self.writer) else {
+            return Ok(None);
+        };
+        if limit == 0 || std::fs::metadata(path).map(|m| m.len()).unwrap_or(0) < limit {
+            return Ok(None);
+        }
+        let Some((dir, key, mut header)) = self.opened.clone() else {
+            return Ok(None);
+        };
+        let prev = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let summary = self.seal_file()?;
+        self.part += 1;
+        header.extra.insert(
+            crate::trace::sequence::CONTINUES.into(),
+            crate::trace::sequence::Continues {
+                trace: prev,
+                seal: summary.final_digest,
+                part: self.part,
+            }
+            .to_value(),
+        );
+        self.open_file(&dir, key, header)?;
+        Ok(self.trace.clone())
+    }
+
+    fn open_file(
+        &mut self,
+        dir: &Path,
+        key: Option<Vec<u8>>,
         mut header: Header,
     ) -> anyhow::Result<()> {
+        self.opened = Some((dir.to_path_buf(), key.clone(), header.clone()));
+        self.file_lost.clear();
         let stamp = humantime::format_rfc3339_seconds(SystemTime::now())
             .to_string()
             .replace(':', "");
@@ -225,6 +280,7 @@ impl Target {
         if let Some(w) = self.writer.as_mut() {
             w.append_loss(loss)?;
             *self.lost.entry(loss.cause.clone()).or_default() += loss.count;
+            *self.file_lost.entry(loss.cause.clone()).or_default() += loss.count;
         }
         Ok(())
     }
@@ -246,28 +302,37 @@ impl Target {
     /// Seals the trace (after the caller released the pipeline) and moves
     /// to `state`.
     pub fn seal(&mut self, state: State) -> anyhow::Result<()> {
-        if let Some(mut w) = self.writer.take() {
+        if let Some(w) = self.writer.as_mut() {
             if self.pipeline.unpaired_exits > 0 {
                 // Results whose syscall entry record was lost (counted as a
                 // loss already), as `abm run` writes them.
                 crate::trace::note::Note::UnpairedResults {
                     count: self.pipeline.unpaired_exits,
                 }
-                .append_to(&mut w)?;
+                .append_to(w)?;
             }
-            let summary = w.seal(SealInfo {
-                end_time: rfc3339(SystemTime::now()),
-                lost_by_cause: self.lost.clone(),
-                exit_code: None,
-            })?;
-            if let Some(p) = &self.trace {
-                crate::protect::release_trace(p);
-            }
+        }
+        if self.writer.is_some() {
+            let summary = self.seal_file()?;
             self.seal = Some(summary);
         }
         self.ended = Some(rfc3339(SystemTime::now()));
         self.state = state;
         Ok(())
+    }
+
+    /// Seals the current file with the losses it records.
+    fn seal_file(&mut self) -> anyhow::Result<SealSummary> {
+        let w = self.writer.take().context("no trace is open")?;
+        let summary = w.seal(SealInfo {
+            end_time: rfc3339(SystemTime::now()),
+            lost_by_cause: std::mem::take(&mut self.file_lost),
+            exit_code: None,
+        })?;
+        if let Some(p) = &self.trace {
+            crate::protect::release_trace(p);
+        }
+        Ok(summary)
     }
 
     /// The target's line in `abm status`.

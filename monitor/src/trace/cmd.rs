@@ -30,9 +30,12 @@ pub const EXIT_ERROR: i32 = 4;
 #[derive(Debug, clap::Args)]
 pub struct VerifyArgs {
     /// Trace file to verify (compact or JSON lines, as written by `abm run
-    /// --trace`).
+    /// --trace`). Several files are checked one by one and then as a
+    /// sequence, in the order given: the files the daemon rotated a
+    /// target's trace into (`rotate_bytes`), each of which names the seal
+    /// of the one before it.
     #[arg(value_name = "TRACE", required_unless_present = "bench_hashing")]
-    pub trace: Option<PathBuf>,
+    pub traces: Vec<PathBuf>,
 
     /// Key file the trace was signed with (`--sign-key` when recording); every
     /// record is then authenticated with HMAC-SHA256.
@@ -53,7 +56,7 @@ pub struct VerifyArgs {
 
     /// Measure serialization and chaining throughput over N synthetic events
     /// and print it as JSON, instead of verifying a trace.
-    #[arg(long, value_name = "N", hide = true, conflicts_with_all = ["trace", "key", "anchor"])]
+    #[arg(long, value_name = "N", hide = true, conflicts_with_all = ["traces", "key", "anchor"])]
     pub bench_hashing: Option<usize>,
 }
 
@@ -71,9 +74,14 @@ pub fn verify(a: VerifyArgs) -> anyhow::Result<i32> {
         );
         return Ok(EXIT_INTACT);
     }
-    let Some(trace) = a.trace else {
+    if a.traces.is_empty() {
         anyhow::bail!("abm verify: give the trace file to verify");
-    };
+    }
+    if a.traces.len() > 1 && a.anchor.is_some() {
+        anyhow::bail!(
+            "abm verify: --anchor checks one trace; give only the file the anchor was written for"
+        );
+    }
     let key = match &a.key {
         None => None,
         Some(p) => match read_key(p) {
@@ -97,6 +105,10 @@ pub fn verify(a: VerifyArgs) -> anyhow::Result<i32> {
             }
         },
     };
+    if a.traces.len() > 1 {
+        return verify_sequence(&a.traces, key.as_deref(), a.json);
+    }
+    let trace = a.traces[0].clone();
     let verified = match &anchor {
         None => super::verify(&trace, key.as_deref()),
         Some(an) => super::verify_anchored(&trace, key.as_deref(), an),
@@ -117,8 +129,80 @@ pub fn verify(a: VerifyArgs) -> anyhow::Result<i32> {
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         print!("{}", render(&trace, &report));
+        if let Some(Ok(Some(c))) = report.header.as_ref().map(super::sequence::Continues::of) {
+            println!(
+                "sequence: part {} of a rotated trace, continuing {}; give every file, in order, \
+                 to check the links",
+                c.part, c.trace
+            );
+        }
     }
     Ok(report.exit_code())
+}
+
+/// `abm verify A B C`: each file, then the links between them.
+fn verify_sequence(traces: &[PathBuf], key: Option<&[u8]>, json: bool) -> anyhow::Result<i32> {
+    let mut reports = Vec::with_capacity(traces.len());
+    for t in traces {
+        match super::verify(t, key) {
+            Ok(r) => reports.push(r),
+            Err(e) => {
+                eprintln!("abm verify: {e}");
+                return Ok(EXIT_ERROR);
+            }
+        }
+    }
+    let files: Vec<(&Path, &VerifyReport)> = traces
+        .iter()
+        .map(PathBuf::as_path)
+        .zip(reports.iter())
+        .collect();
+    let links = super::sequence::check(&files);
+    let broken = links.iter().any(super::sequence::Link::is_broken);
+    let codes: Vec<i32> = reports.iter().map(VerifyReport::exit_code).collect();
+    // Any break decides; then the least assured file.
+    let code = if broken || codes.contains(&EXIT_BROKEN) {
+        EXIT_BROKEN
+    } else {
+        codes.iter().copied().max().unwrap_or(EXIT_INTACT)
+    };
+    if json {
+        let mut out = Vec::new();
+        for ((t, r), l) in files.iter().zip(&links) {
+            let mut v = serde_json::to_value(r)?;
+            if let Some(o) = v.as_object_mut() {
+                o.insert("trace".into(), t.display().to_string().into());
+                o.insert("exit_code".into(), r.exit_code().into());
+                o.insert("sequence".into(), serde_json::to_value(l)?);
+            }
+            out.push(v);
+        }
+        let v = serde_json::json!({
+            "traces": out,
+            "sequence_intact": !broken,
+            "exit_code": code,
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(code);
+    }
+    for ((t, r), l) in files.iter().zip(&links) {
+        print!("{}", render(t, r));
+        let line = match l {
+            super::sequence::Link::Start => "starts the sequence".to_owned(),
+            super::sequence::Link::StartsLater { continues } => {
+                format!("continues {continues} (not given: checked from here on)")
+            }
+            super::sequence::Link::Linked => "continues the file before it".to_owned(),
+            super::sequence::Link::Broken { detail } => format!("BROKEN: {detail}"),
+        };
+        println!("sequence: {line}\n");
+    }
+    println!(
+        "sequence of {} files: {}",
+        traces.len(),
+        if broken { "BROKEN" } else { "every link holds" }
+    );
+    Ok(code)
 }
 
 fn warn_if_exposed(p: &Path) {

@@ -33,6 +33,7 @@ pub mod note;
 mod packer;
 mod read;
 mod report;
+pub mod sequence;
 mod source;
 mod verify;
 mod writer;
