@@ -273,10 +273,13 @@ pub(crate) trait Requests: Send + Sync {
     fn pending_list(&self) -> Vec<Value>;
 }
 
-/// Locks a mutex. A thread that panicked while holding it left the data as
-/// it was between two complete updates (no update here spans a panic
-/// point), which stays usable: a poisoned lock is not a reason to stop
-/// enforcing.
+/// Locks a mutex, also after another holder panicked. The state behind
+/// these locks is tables of requests, answers and counts: a panic while
+/// holding one leaves at worst one entry half made (an id taken but not
+/// listed, a count not raised), never a table that cannot be read. The
+/// rest of the run keeps answering calls with it: refusing to go on would
+/// leave every waiting call of the watched tree stuck, and a poisoned lock
+/// is not a reason to stop enforcing.
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }

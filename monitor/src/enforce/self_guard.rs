@@ -340,6 +340,24 @@ mod tests {
     }
 
     #[test]
+    fn self_guard_with_the_most_threads_stays_within_jump_range() {
+        let tids: Vec<u32> = (1000..1040).collect();
+        let g = SelfGuard::new(1000, &tids, 900);
+        let x = AUDIT_ARCH_X86_64;
+        // The first MAX_IDS ids are named; later threads are not.
+        let last = 1000 + MAX_IDS as u64 - 1;
+        for nr in [62, 234, 310] {
+            assert_eq!(g.run(x, nr, [last, last, 9, 0, 0, 0]), ERRNO, "{nr}");
+            assert_eq!(
+                g.run(x, nr, [last + 1, last + 1, 9, 0, 0, 0]),
+                SECCOMP_RET_ALLOW
+            );
+        }
+        assert_eq!(g.run(AUDIT_ARCH_I386, 270, [last, last, 9, 0, 0, 0]), ERRNO);
+        assert_eq!(g.run(AUDIT_ARCH_I386, 37, [0, 9, 0, 0, 0, 0]), ERRNO);
+    }
+
+    #[test]
     fn trace_guard_decides_by_identity() {
         let dir = tempfile::tempdir().unwrap();
         let tdir = dir.path().join("traces");

@@ -73,9 +73,8 @@ impl Supervisor {
             }
         };
         drop(sock);
-        let _ = self.shared.listener.set(Listener::new(fd));
         let shared = self.shared.clone();
-        let listener = shared.listener.get().expect("just set");
+        let listener = shared.listener.get_or_init(|| Listener::new(fd));
         let mut last_sweep = Instant::now();
         loop {
             if self.shared.core.stop.load(Ordering::Relaxed) {
