@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 
 use super::{
     control, default_quarantine_root, default_socket_dir, lsm::LsmGuard, notify, preserve, run_id,
-    seccomp, Backend, EnforceArgs, Guard, Requests, RunInfo,
+    seccomp, Backend, EnforceArgs, Guard, Requests, RunInfo, Start,
 };
 use crate::{
     core::absolute,
@@ -137,21 +137,16 @@ impl Enforcer {
                 socket_path.display()
             );
         }
+        let start = Start {
+            args,
+            info: &info,
+            probes,
+            quarantine,
+            shared: &shared,
+        };
         let guard: Box<dyn Guard> = match backend {
-            Backend::Seccomp => Box::new(seccomp::SeccompGuard::start(
-                args,
-                shared.clone(),
-                &info,
-                quarantine,
-            )?),
-            Backend::Lsm => Box::new(LsmGuard::start(
-                probes,
-                info.policy,
-                info.ctx,
-                quarantine,
-                &shared,
-                info.quiet,
-            )?),
+            Backend::Seccomp => Box::new(seccomp::SeccompGuard::start(start)?),
+            Backend::Lsm => Box::new(LsmGuard::start(start)?),
         };
         Ok(Enforcer {
             guard,

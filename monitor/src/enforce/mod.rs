@@ -216,13 +216,30 @@ pub fn preflight(args: &EnforceArgs) -> anyhow::Result<Option<Backend>> {
     }
 }
 
+/// What a guard starts with.
+pub(crate) struct Start<'a> {
+    pub args: &'a EnforceArgs,
+    pub info: &'a RunInfo<'a>,
+    /// The loaded tracepoint object (the BPF LSM programs load into it).
+    pub probes: &'a mut crate::kernel::Probes,
+    pub quarantine: preserve::Quarantine,
+    /// Where the guard installs its [`Requests`] for the control socket.
+    pub shared: &'a std::sync::Arc<Shared>,
+}
+
 /// One enforcement backend of an enforcing `abm run`, driven by the
-/// [`Enforcer`] in the run loop's order: started before the command (by
-/// the backend's own `start`), [`Guard::child_setup`] between fork and
-/// exec, [`Guard::spawned`], then per batch [`Guard::absorb`] before the
+/// [`Enforcer`] in the run loop's order: [`Guard::start`] before the
+/// command, [`Guard::child_setup`] between fork and exec,
+/// [`Guard::spawned`], then per batch [`Guard::absorb`] before the
 /// pipeline releases records and [`Guard::annotate`] after, and at the end
 /// [`Guard::halt`], [`Guard::stop`].
-pub trait Guard: Send {
+pub(crate) trait Guard: Send {
+    /// Starts the backend: ready to decide before the command's first
+    /// call, answering `abm approve|deny|pending` through `shared`.
+    fn start(s: Start<'_>) -> anyhow::Result<Self>
+    where
+        Self: Sized;
+
     /// The backend, for the trace header and the summary.
     fn backend(&self) -> Backend;
 

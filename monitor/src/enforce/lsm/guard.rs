@@ -2,7 +2,7 @@
 //! nothing runs beside the session loop; the loop absorbs the decision
 //! records, and `abm approve|deny` answers through [`Approvals`].
 use crate::{
-    enforce::{preserve::Quarantine, Backend, Guard, Requests, Shared},
+    enforce::{Backend, Guard, Requests, Shared, Start},
     pipeline::Pipeline,
     trace::TraceWriter,
 };
@@ -37,19 +37,18 @@ impl Requests for LsmRequests {
     }
 }
 
-impl LsmGuard {
+impl Guard for LsmGuard {
     /// Compiles the policy into the maps of the loaded tracepoint object
-    /// (`probes`) and attaches the LSM programs; answers `abm
-    /// approve|deny|pending` through `core` from then on. Call before the
-    /// command is spawned.
-    pub(crate) fn start(
-        probes: &mut Probes,
-        policy: &Policy,
-        ctx: &Context,
-        quarantine: Quarantine,
-        core: &Arc<Shared>,
-        quiet: bool,
-    ) -> anyhow::Result<LsmGuard> {
+    /// and attaches the LSM programs.
+    fn start(s: Start<'_>) -> anyhow::Result<LsmGuard> {
+        let Start {
+            info,
+            probes,
+            quarantine,
+            shared: core,
+            ..
+        } = s;
+        let (policy, ctx, quiet) = (info.policy, info.ctx, info.quiet);
         let mut b = LsmBackend::start(probes, policy, ctx, quarantine, quiet)
             .map_err(|err| anyhow::anyhow!("--enforce (BPF LSM backend): {err}"))?;
         if !quiet {
@@ -74,9 +73,7 @@ impl LsmGuard {
             losses_ns: monotonic_ns(),
         })
     }
-}
 
-impl Guard for LsmGuard {
     fn backend(&self) -> Backend {
         Backend::Lsm
     }

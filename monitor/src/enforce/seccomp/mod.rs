@@ -26,10 +26,7 @@ use std::{
 use anyhow::Context as _;
 use serde_json::Value;
 
-use super::{
-    answers, default_socket_dir, preserve::Quarantine, self_guard::TraceGuard, Backend,
-    EnforceArgs, Guard, RunInfo, Shared,
-};
+use super::{answers, default_socket_dir, self_guard::TraceGuard, Backend, Guard, Start};
 use crate::{
     core::monotonic_ns,
     pipeline::Pipeline,
@@ -91,17 +88,17 @@ pub struct SeccompGuard {
     preserved_entries: u64,
 }
 
-impl SeccompGuard {
+impl Guard for SeccompGuard {
     /// Starts the supervisor (waiting for the listener fd the command's
-    /// child sends) and, on a terminal, the prompt; answers `abm
-    /// approve|deny|pending` through `core` from then on. Call before
-    /// spawning CMD.
-    pub(crate) fn start(
-        args: &EnforceArgs,
-        core: Arc<Shared>,
-        info: &RunInfo<'_>,
-        quarantine: Quarantine,
-    ) -> anyhow::Result<SeccompGuard> {
+    /// child sends) and, on a terminal, the prompt.
+    fn start(s: Start<'_>) -> anyhow::Result<SeccompGuard> {
+        let Start {
+            args,
+            info,
+            quarantine,
+            shared: core,
+            ..
+        } = s;
         let (tx, rx) = mpsc::channel();
         let interactive = !args.no_prompt && prompt::usable();
         let (prompt_tx, prompt_rx) = if interactive {
@@ -164,9 +161,7 @@ impl SeccompGuard {
             preserved_entries: 0,
         })
     }
-}
 
-impl Guard for SeccompGuard {
     fn backend(&self) -> Backend {
         Backend::Seccomp
     }
