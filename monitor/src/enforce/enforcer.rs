@@ -155,7 +155,9 @@ impl Enforcer {
             run_id,
             socket_path,
             quarantine_dir,
-            confirm_timeout_secs: args.confirm_timeout,
+            // As the supervisor keeps it (nanoseconds).
+            confirm_timeout_secs: std::time::Duration::from_secs_f64(args.confirm_timeout)
+                .as_secs_f64(),
         })
     }
 
