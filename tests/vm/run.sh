@@ -139,6 +139,17 @@ while [ -z "$id" ] && [ $i -lt 20 ]; do
     [ -z "$id" ] && sleep 0.5
     i=$((i + 1))
 done
+# While the command waits: the BPF LSM guard decides in the kernel, so abm
+# runs its control socket but no seccomp supervisor, and the command has
+# one seccomp filter, abm's self-protection, not the notification filter.
+threads= filters=
+for p in $(pidof abm); do threads="$threads $(cat /proc/$p/task/*/comm 2>/dev/null | tr '\n' ' ')"; done
+for c in $(grep -l workload-treatments /proc/[0-9]*/cmdline 2>/dev/null); do
+    d=${c%/cmdline}
+    [ "$(cat $d/comm 2>/dev/null)" = sh ] && filters="$filters $(awk '/^Seccomp_filters:/ { print $2 }' $d/status)"
+done
+t lsm-no-seccomp-supervisor "abm threads:$threads; seccomp filters of the command:$filters" all \
+    'echo "$threads" | grep -q abm-control' '! echo "$threads" | grep -q abm-seccomp' '[ "$(echo $filters)" = 1 ]'
 approve_out=$(abm approve "$id" 2>&1)
 touch "$OUT/approved"
 wait $abm_pid

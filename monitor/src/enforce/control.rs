@@ -179,12 +179,10 @@ fn handle(s: UnixStream, shared: &Shared) -> io::Result<()> {
         }
         Some(op @ ("approve" | "deny")) => match req["id"].as_u64() {
             None => json!({ "ok": false, "error": "missing request id" }),
-            Some(id) => {
-                match shared.decide(id, op == "approve", &format!("control:{uid}"), "denied") {
-                    Ok(()) => json!({ "ok": true, "run": shared.run_id, "id": id }),
-                    Err(e) => json!({ "ok": false, "error": e }),
-                }
-            }
+            Some(id) => match shared.decide(id, op == "approve", &format!("control:{uid}")) {
+                Ok(()) => json!({ "ok": true, "run": shared.run_id, "id": id }),
+                Err(e) => json!({ "ok": false, "error": e }),
+            },
         },
         _ => json!({ "ok": false, "error": "unknown op (pending, approve, deny, recent)" }),
     };

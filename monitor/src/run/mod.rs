@@ -358,7 +358,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
     // installs its filter and sends the listener fd to the supervisor).
     let child_setup = enforcer.as_ref().and_then(|e| e.child_setup());
     // In every mode the command may not signal, trace or read abm.
-    let self_guard = crate::enforce::guard::SelfGuard::for_self();
+    let self_guard = crate::enforce::self_guard::SelfGuard::for_self();
     // SAFETY: the closure only makes raw syscalls (async-signal-safe).
     unsafe {
         cmd.pre_exec(move || {
@@ -375,7 +375,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
         });
     }
     let spawned = cmd.spawn();
-    crate::enforce::after_spawn(&mut enforcer);
+    if let Some(e) = enforcer.as_mut() {
+        e.spawned();
+    }
     let child = match spawned {
         Ok(c) => c,
         Err(e) => {
@@ -649,12 +651,10 @@ impl Session<'_> {
 
     /// Released records (with the guard's records merged in) to the trace.
     fn release(&mut self, force: bool) -> anyhow::Result<()> {
-        let acts = crate::enforce::release(
-            &mut self.enforcer,
-            &mut self.pipeline,
-            &mut self.writer,
-            force,
-        )?;
+        let acts = match self.enforcer.as_mut() {
+            Some(e) => e.release(&mut self.pipeline, &mut self.writer, force)?,
+            None => self.pipeline.release(force),
+        };
         for mut a in acts {
             self.pipeline
                 .judge
@@ -699,7 +699,9 @@ impl Session<'_> {
         started: Instant,
         trace_abs: &Path,
     ) -> anyhow::Result<i32> {
-        crate::enforce::finish(&mut self.enforcer, &mut self.pipeline, &mut self.writer)?;
+        if let Some(e) = self.enforcer.as_mut() {
+            e.stop(&mut self.pipeline, &mut self.writer)?;
+        }
         // Final drain: everything the kernel produced before the tree ended.
         ring::drain_all(ring, |b| self.push(b));
         self.release(true)?;
@@ -763,7 +765,9 @@ impl Session<'_> {
             error: format!("{e:#}"),
         }
         .append_to(&mut self.writer);
-        let _ = crate::enforce::finish(&mut self.enforcer, &mut self.pipeline, &mut self.writer);
+        if let Some(enf) = self.enforcer.as_mut() {
+            let _ = enf.stop(&mut self.pipeline, &mut self.writer);
+        }
         let sealed = self.writer.seal(SealInfo {
             end_time: rfc3339(SystemTime::now()),
             lost_by_cause: self.losses.total.clone(),

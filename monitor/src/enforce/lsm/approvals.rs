@@ -52,8 +52,10 @@ impl ApprovalState {
 }
 
 impl Approvals {
+    /// The state, also after a panic of another holder (see
+    /// [`crate::enforce::lock`] for why that is sound).
     pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, ApprovalState> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        crate::enforce::lock(&self.inner)
     }
 
     /// Whether `id` is a request of this backend.

@@ -12,6 +12,7 @@
 //! - [`compile`]: the policy's rules as kernel tables, with a report of
 //!   what each rule became.
 //! - [`LsmBackend`] (`backend`): one enforcing `abm run`.
+//! - [`LsmGuard`] (`guard`): the backend behind [`crate::enforce::Guard`].
 //! - `approvals`: requests waiting for a human, one-shot allowances.
 use std::{
     collections::{BTreeMap, HashMap},
@@ -46,12 +47,14 @@ use crate::{
 mod approvals;
 mod backend;
 mod compile;
+mod guard;
 #[cfg(test)]
 mod tests;
 
 pub use approvals::*;
 pub use backend::*;
 pub use compile::*;
+pub use guard::LsmGuard;
 
 /// LSM programs: (program name, hook, required). `file_truncate` exists
 /// since Linux 6.2; before that `path_truncate` sees ftruncate and O_TRUNC.

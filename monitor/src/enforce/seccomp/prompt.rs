@@ -11,7 +11,8 @@ use std::{
     time::Duration,
 };
 
-use super::Shared;
+use super::State;
+use crate::enforce::describe;
 
 /// Whether a human is at this terminal: stdin and stderr are TTYs.
 pub fn usable() -> bool {
@@ -19,16 +20,18 @@ pub fn usable() -> bool {
     unsafe { libc::isatty(0) == 1 && libc::isatty(2) == 1 }
 }
 
-pub(crate) fn spawn(shared: Arc<Shared>, rx: mpsc::Receiver<u64>) -> JoinHandle<()> {
+pub(crate) fn spawn(
+    shared: Arc<State>,
+    rx: mpsc::Receiver<u64>,
+) -> std::io::Result<JoinHandle<()>> {
     std::thread::Builder::new()
         .name("abm-prompt".into())
         .spawn(move || run(shared, rx))
-        .expect("spawning the prompt thread")
 }
 
-fn run(shared: Arc<Shared>, rx: mpsc::Receiver<u64>) {
+fn run(shared: Arc<State>, rx: mpsc::Receiver<u64>) {
     loop {
-        if shared.stop.load(Ordering::Relaxed) {
+        if shared.core.stop.load(Ordering::Relaxed) {
             return;
         }
         let id = match rx.recv_timeout(Duration::from_millis(100)) {
@@ -40,13 +43,13 @@ fn run(shared: Arc<Shared>, rx: mpsc::Receiver<u64>) {
     }
 }
 
-fn ask(shared: &Shared, id: u64) {
+fn ask(shared: &State, id: u64) {
     let text = {
         let pending = shared.pending();
         let Some(p) = pending.get(&id) else { return };
         format!(
             "\nabm: confirm request #{id}: {}\nabm:   rule {}: {}\n{}abm: allow it? [y/N] (or `abm approve {id}` / `abm deny {id}`; denied in {:.0}s) ",
-            super::describe(&p.action),
+            describe(&p.action),
             p.verdict.rule,
             p.verdict.reason,
             p.would.as_ref().map(|w| format!("abm:   {w}\n")).unwrap_or_default(),
@@ -59,7 +62,7 @@ fn ask(shared: &Shared, id: u64) {
     let _ = tty.write_all(text.as_bytes());
     let mut line = Vec::new();
     loop {
-        if shared.stop.load(Ordering::Relaxed) {
+        if shared.core.stop.load(Ordering::Relaxed) {
             return;
         }
         if !shared.pending().contains_key(&id) {
@@ -90,7 +93,7 @@ fn ask(shared: &Shared, id: u64) {
     }
     let answer = String::from_utf8_lossy(&line).trim().to_ascii_lowercase();
     let approve = answer == "y" || answer == "yes";
-    let r = shared.decide(id, approve, "tty", "denied");
+    let r = shared.decide_as(id, approve, "tty", "denied");
     let msg = match r {
         Ok(()) => format!(
             "abm: request #{id} {}\n",

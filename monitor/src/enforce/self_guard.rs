@@ -22,19 +22,15 @@ use std::{
     path::{Path, PathBuf},
 };
 
+use super::seccomp::filter::{
+    self, off_arg_lo, ret_errno, Cmp, Program, To, AUDIT_ARCH_I386, AUDIT_ARCH_X86_64, OFF_ARCH,
+    OFF_NR, RET_ALLOW,
+};
 use crate::record::{Action, Irreversibility, Op, Scope, Treatment, Verdict};
 
 /// Rule id of the refusals of [`TraceGuard`].
 pub const RULE_TRACE_IDENTITY: &str = "builtin.trace-identity";
 
-const SECCOMP_RET_ALLOW: u32 = 0x7fff_0000;
-const SECCOMP_RET_ERRNO: u32 = 0x0005_0000;
-const SECCOMP_SET_MODE_FILTER: libc::c_long = 1;
-const AUDIT_ARCH_X86_64: u32 = 0xC000_003E;
-const AUDIT_ARCH_I386: u32 = 0x4000_0003;
-const BPF_LD_W_ABS: u16 = 0x20;
-const BPF_JMP_JEQ_K: u16 = 0x15;
-const BPF_RET_K: u16 = 0x06;
 /// Threads of abm named in the filter (a classic BPF jump is 8 bits).
 const MAX_IDS: usize = 24;
 
@@ -79,53 +75,6 @@ pub struct SelfGuard {
     filter: Vec<libc::sock_filter>,
 }
 
-fn ld(off: u32) -> libc::sock_filter {
-    libc::sock_filter {
-        code: BPF_LD_W_ABS,
-        jt: 0,
-        jf: 0,
-        k: off,
-    }
-}
-
-fn ret(k: u32) -> libc::sock_filter {
-    libc::sock_filter {
-        code: BPF_RET_K,
-        jt: 0,
-        jf: 0,
-        k,
-    }
-}
-
-fn jeq(k: u32, jt: u8, jf: u8) -> libc::sock_filter {
-    libc::sock_filter {
-        code: BPF_JMP_JEQ_K,
-        jt,
-        jf,
-        k,
-    }
-}
-
-const OFF_NR: u32 = 0;
-const OFF_ARCH: u32 = 4;
-const fn arg_lo(i: u32) -> u32 {
-    16 + 8 * i
-}
-
-/// Appends: if the low word of argument `arg` is one of `vals`, refuse;
-/// else allow. Emitted after a syscall-number match.
-fn refuse_if_arg(p: &mut Vec<libc::sock_filter>, arg: u32, vals: &[u32]) {
-    p.push(ld(arg_lo(arg)));
-    for (i, v) in vals.iter().enumerate() {
-        // On a match jump to the ERRNO return after the remaining tests
-        // and the ALLOW: (vals.len() - 1 - i) tests, then ALLOW.
-        let skip = (vals.len() - 1 - i + 1) as u8;
-        p.push(jeq(*v, skip, 0));
-    }
-    p.push(ret(SECCOMP_RET_ALLOW));
-    p.push(ret(SECCOMP_RET_ERRNO | libc::EPERM as u32));
-}
-
 impl SelfGuard {
     /// The filter for abm's pid `pid`, its threads `tids` and its process
     /// group `pgid`.
@@ -137,10 +86,11 @@ impl SelfGuard {
         // caller's own group (abm's: the command inherits it).
         let mut kill_vals = ids.clone();
         kill_vals.extend([pgid.wrapping_neg(), u32::MAX, 0]);
-        let mut p = Vec::new();
+        let refuse = ret_errno(libc::EPERM);
+        let mut p = Program::new();
         for abi in &ABIS {
-            // Per ABI block: arch check, then per-syscall tests; each
-            // syscall test jumps over the following ones to its own block.
+            // Per ABI: arch check, then per-syscall tests, each jumping to
+            // its own block after the fall-through ALLOW.
             let calls: [(u32, u32, &[u32]); 7] = [
                 (abi.kill, 0, &kill_vals),
                 (abi.tkill, 0, &[]),
@@ -150,39 +100,41 @@ impl SelfGuard {
                 (abi.vm_writev, 0, &ids),
                 (abi.pidfd_open, 0, &ids),
             ];
-            let block_len = |vals: &[u32]| -> usize {
+            let other_abi = p.label();
+            p.load(OFF_ARCH);
+            p.jump(Cmp::Eq, abi.arch, To::Next, other_abi);
+            p.load(OFF_NR);
+            let blocks: Vec<To> = calls
+                .iter()
+                .map(|(nr, _, _)| {
+                    let block = p.label();
+                    p.jump(Cmp::Eq, *nr, block, To::Next);
+                    block
+                })
+                .collect();
+            p.ret(RET_ALLOW);
+            for ((_, arg, vals), block) in calls.iter().zip(blocks) {
+                p.mark(block);
                 if vals.is_empty() {
-                    1
-                } else {
-                    vals.len() + 3
+                    p.ret(refuse);
+                    continue;
                 }
-            };
-            let body: usize = calls.iter().map(|(_, _, v)| block_len(v)).sum();
-            // Number tests (7) + ALLOW (1) + the blocks.
-            let abi_len = 1 + calls.len() + 1 + body;
-            p.push(ld(OFF_ARCH));
-            // Not this ABI: skip its whole block.
-            p.push(jeq(abi.arch, 0, abi_len as u8));
-            p.push(ld(OFF_NR));
-            let mut before = 0usize; // block lengths before this call's
-            for (i, (nr, _, vals)) in calls.iter().enumerate() {
-                // From the test after this one: the rest of the tests,
-                // the ALLOW, then the blocks before this call's.
-                let jt = (calls.len() - 1 - i) + 1 + before;
-                p.push(jeq(*nr, jt as u8, 0));
-                before += block_len(vals);
-            }
-            p.push(ret(SECCOMP_RET_ALLOW));
-            for (_, arg, vals) in &calls {
-                if vals.is_empty() {
-                    p.push(ret(SECCOMP_RET_ERRNO | libc::EPERM as u32));
-                } else {
-                    refuse_if_arg(&mut p, *arg, vals);
+                // The low word of the argument is one of `vals`: refuse.
+                let hit = p.label();
+                p.load(off_arg_lo(*arg));
+                for v in vals.iter() {
+                    p.jump(Cmp::Eq, *v, hit, To::Next);
                 }
+                p.ret(RET_ALLOW);
+                p.mark(hit);
+                p.ret(refuse);
             }
+            p.mark(other_abi);
         }
-        p.push(ret(SECCOMP_RET_ALLOW));
-        SelfGuard { filter: p }
+        p.ret(RET_ALLOW);
+        SelfGuard {
+            filter: p.assemble(),
+        }
     }
 
     /// For the current process: its pid, threads and process group.
@@ -205,48 +157,12 @@ impl SelfGuard {
     /// CAP_SYS_ADMIN; abm runs as root, so setuid programs in the tree
     /// keep working.
     pub fn install(&self) -> std::io::Result<()> {
-        let prog = libc::sock_fprog {
-            len: self.filter.len() as u16,
-            filter: self.filter.as_ptr() as *mut libc::sock_filter,
-        };
-        // SAFETY: seccomp(2) reads the program, which lives for the call.
-        let r = unsafe {
-            libc::syscall(
-                libc::SYS_seccomp,
-                SECCOMP_SET_MODE_FILTER,
-                0,
-                &prog as *const libc::sock_fprog,
-            )
-        };
-        if r != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(())
+        filter::install(&self.filter)
     }
 
     /// Evaluates the filter for one call (tests).
     pub fn run(&self, arch: u32, nr: u32, args: [u64; 6]) -> u32 {
-        let mut data = [0u8; 64];
-        data[0..4].copy_from_slice(&nr.to_ne_bytes());
-        data[4..8].copy_from_slice(&arch.to_ne_bytes());
-        for (i, a) in args.iter().enumerate() {
-            data[16 + 8 * i..24 + 8 * i].copy_from_slice(&a.to_ne_bytes());
-        }
-        let (mut acc, mut pc) = (0u32, 0usize);
-        loop {
-            let ins = &self.filter[pc];
-            pc += 1;
-            match ins.code {
-                BPF_LD_W_ABS => {
-                    let o = ins.k as usize;
-                    acc = u32::from_ne_bytes(data[o..o + 4].try_into().unwrap());
-                }
-                BPF_RET_K => return ins.k,
-                _ => {
-                    pc += usize::from(if acc == ins.k { ins.jt } else { ins.jf });
-                }
-            }
-        }
+        filter::run_filter(&self.filter, arch, nr, args)
     }
 }
 
@@ -381,7 +297,8 @@ impl TraceGuard {
 mod tests {
     use super::*;
 
-    const ERRNO: u32 = SECCOMP_RET_ERRNO | libc::EPERM as u32;
+    const ERRNO: u32 = ret_errno(libc::EPERM);
+    const SECCOMP_RET_ALLOW: u32 = RET_ALLOW;
 
     #[test]
     fn self_guard_refuses_signals_and_tracing_aimed_at_abm_only() {
@@ -418,6 +335,24 @@ mod tests {
         assert_eq!(g.run(i, 37, [1000, 9, 0, 0, 0, 0]), ERRNO);
         assert_eq!(g.run(i, 62, [1000, 9, 0, 0, 0, 0]), SECCOMP_RET_ALLOW);
         assert_eq!(g.run(i, 26, [16, 1000, 0, 0, 0, 0]), ERRNO);
+    }
+
+    #[test]
+    fn self_guard_with_the_most_threads_stays_within_jump_range() {
+        let tids: Vec<u32> = (1000..1040).collect();
+        let g = SelfGuard::new(1000, &tids, 900);
+        let x = AUDIT_ARCH_X86_64;
+        // The first MAX_IDS ids are named; later threads are not.
+        let last = 1000 + MAX_IDS as u64 - 1;
+        for nr in [62, 234, 310] {
+            assert_eq!(g.run(x, nr, [last, last, 9, 0, 0, 0]), ERRNO, "{nr}");
+            assert_eq!(
+                g.run(x, nr, [last + 1, last + 1, 9, 0, 0, 0]),
+                SECCOMP_RET_ALLOW
+            );
+        }
+        assert_eq!(g.run(AUDIT_ARCH_I386, 270, [last, last, 9, 0, 0, 0]), ERRNO);
+        assert_eq!(g.run(AUDIT_ARCH_I386, 37, [0, 9, 0, 0, 0, 0]), ERRNO);
     }
 
     #[test]

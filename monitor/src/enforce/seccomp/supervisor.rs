@@ -17,14 +17,14 @@ use std::{
 use serde_json::json;
 
 use super::{
-    lock,
-    preserve::Quarantine,
-    seccomp::{nr, Listener, Recv},
+    filter::nr,
+    notif::{Listener, Recv},
     target::{Reader, Unreadable},
-    Msg, Pending, Shared,
+    Msg, Pending, State,
 };
 use crate::{
     core::{monotonic_ns, rfc3339},
+    enforce::{answers, describe, notify, preserve::Quarantine, self_guard::TraceGuard},
     policy::{Context, Policy},
     record::{Action, Irreversibility, Op, PathIssue, ResultNote, Scope, Treatment, Verdict},
     trace::note::{EnforcementStats, Note},
@@ -36,7 +36,7 @@ pub const RULE_IO_URING: &str = "builtin.enforce-io-uring";
 pub const RULE_UNKNOWN_PATH: &str = "builtin.enforce-unknown-path";
 
 pub(crate) struct Supervisor {
-    pub shared: Arc<Shared>,
+    pub shared: Arc<State>,
     pub policy: Policy,
     pub ctx: Context,
     pub quarantine: Quarantine,
@@ -44,7 +44,7 @@ pub(crate) struct Supervisor {
     /// quarantine, the control socket): prefixes.
     pub guarded: Vec<String>,
     /// The trace's inode and directories, abm's /proc entry (by identity).
-    pub trace_guard: super::guard::TraceGuard,
+    pub trace_guard: TraceGuard,
     pub reader: Reader,
     pub stats: Stats,
     /// Groups calls into actions and measures them before they run.
@@ -63,8 +63,8 @@ pub(crate) struct Stats {
 impl Supervisor {
     /// Runs until `stop` or until no process uses the filter any more.
     pub fn run(mut self, sock: std::os::fd::OwnedFd) {
-        let stop = || self.shared.stop.load(Ordering::Relaxed);
-        let fd = match super::seccomp::recv_fd(&sock, &stop, 100) {
+        let stop = || self.shared.core.stop.load(Ordering::Relaxed);
+        let fd = match super::notif::recv_fd(&sock, &stop, 100) {
             Ok(Some(fd)) => fd,
             Ok(None) => return,
             Err(e) => {
@@ -73,12 +73,11 @@ impl Supervisor {
             }
         };
         drop(sock);
-        let _ = self.shared.listener.set(Listener::new(fd));
         let shared = self.shared.clone();
-        let listener = shared.listener.get().expect("just set");
+        let listener = shared.listener.get_or_init(|| Listener::new(fd));
         let mut last_sweep = Instant::now();
         loop {
-            if self.shared.stop.load(Ordering::Relaxed) {
+            if self.shared.core.stop.load(Ordering::Relaxed) {
                 break;
             }
             let mut pfd = libc::pollfd {
@@ -131,7 +130,7 @@ impl Supervisor {
         // Whatever still waits is refused: nobody is left to answer it.
         let ids: Vec<u64> = self.shared.pending().keys().copied().collect();
         for id in ids {
-            let _ = self.shared.decide(id, false, "shutdown", "denied");
+            let _ = self.shared.decide_as(id, false, "shutdown", "denied");
         }
     }
 
@@ -151,7 +150,7 @@ impl Supervisor {
             }
         }
         for id in expired {
-            let _ = self.shared.decide(id, false, "timeout", "timeout");
+            let _ = self.shared.decide_as(id, false, "timeout", "timeout");
         }
         for id in gone {
             if let Some(p) = self.shared.pending().remove(&id) {
@@ -300,10 +299,11 @@ impl Supervisor {
         // its own error message). A call an earlier answer refused can
         // still be approved through that request.
         let (outcome, request) = match by.strip_prefix("request:").and_then(|r| r.parse().ok()) {
-            Some(r) => (super::notify::Outcome::Refused, Some(r)),
-            None => (super::notify::Outcome::Denied, None),
+            Some(r) => (notify::Outcome::Refused, Some(r)),
+            None => (notify::Outcome::Denied, None),
         };
         self.shared
+            .core
             .notify
             .tell(outcome, &a, &v.rule, &v.reason, request);
         denied_record(&mut a, v, ktime, enf);
@@ -366,17 +366,17 @@ impl Supervisor {
         let id = self.shared.next_request.fetch_add(1, Ordering::Relaxed);
         // One question per action (enforce::answers): an identical call
         // gets the answer already given, or waits for the one asked.
-        let key = super::answers::key(&a, &v.rule);
+        let key = answers::key(&a, &v.rule);
         let leader = match self.shared.answers.lookup(&key) {
-            Some(super::answers::Answer::Approved(first)) => {
+            Some(answers::Answer::Approved(first)) => {
                 self.remembered(l, notif_id, a, v, ktime, first, true);
                 return;
             }
-            Some(super::answers::Answer::Refused(first, _)) => {
+            Some(answers::Answer::Refused(first, _)) => {
                 self.remembered(l, notif_id, a, v, ktime, first, false);
                 return;
             }
-            Some(super::answers::Answer::Waiting(first)) => {
+            Some(answers::Answer::Waiting(first)) => {
                 self.shared.answers.follow(first, id);
                 Some(first)
             }
@@ -386,13 +386,13 @@ impl Supervisor {
             }
         };
         let would = if leader.is_none() {
-            super::answers::preview(&a)
+            answers::preview(&a)
         } else {
             None
         };
         let requested_at = rfc3339(SystemTime::now());
         let timeout = self.shared.timeout;
-        let what = super::describe(&a);
+        let what = describe(&a);
         let note = json!({
             "backend": "seccomp",
             "decision": "pending",
@@ -405,7 +405,7 @@ impl Supervisor {
             "would": would,
             "same_as_request": leader,
             "timeout_secs": timeout.as_secs_f64(),
-            "control_socket": self.shared.socket_path.to_string_lossy(),
+            "control_socket": self.shared.core.socket_path.to_string_lossy(),
         });
         let _ = self.shared.tx.send(Msg::Note(Note::Enforcement(note)));
         if !self.shared.quiet && leader.is_none() {
@@ -435,9 +435,7 @@ impl Supervisor {
             // The question is already asked: no second prompt.
             return;
         }
-        if let Some(tx) = &self.shared.prompt_tx {
-            let _ = tx.lock().unwrap().send(id);
-        }
+        self.shared.prompt(id);
     }
 
     /// Answers a call with the answer already given to request `first` for
@@ -478,8 +476,8 @@ impl Supervisor {
             });
             let _ = l.allow(notif_id);
         } else {
-            self.shared.notify.tell(
-                super::notify::Outcome::Refused,
+            self.shared.core.notify.tell(
+                notify::Outcome::Refused,
                 &a,
                 &v.rule,
                 &v.reason,
@@ -507,14 +505,12 @@ impl Supervisor {
     /// A request that waited on an abandoned one becomes the question.
     fn reask(&self, id: u64) {
         let key = {
-            let pending = self.shared.pending.lock().unwrap();
+            let pending = self.shared.pending();
             let Some(p) = pending.get(&id) else { return };
-            super::answers::key(&p.action, &p.verdict.rule)
+            answers::key(&p.action, &p.verdict.rule)
         };
         self.shared.answers.ask(key, id);
-        if let Some(tx) = &self.shared.prompt_tx {
-            let _ = lock(tx).send(id);
-        }
+        self.shared.prompt(id);
     }
 }
 

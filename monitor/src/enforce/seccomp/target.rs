@@ -11,7 +11,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use super::seccomp::{nr, O_CREAT, O_TRUNC, O_WRONLY, WRITE_FLAGS};
+use super::filter::{nr, O_CREAT, O_TRUNC, O_WRONLY, WRITE_FLAGS};
 use crate::{
     pipeline::resolve,
     record::{text_fields, Action, Op, PathIssue},

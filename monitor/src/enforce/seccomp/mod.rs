@@ -1,0 +1,294 @@
+//! The seccomp user-notification guard: a filter installed into the
+//! launched command before exec sends every destructive syscall of the
+//! tree to a supervisor thread in abm, which judges it with the policy and
+//! answers (docs/enforcement.md).
+//!
+//! - [`filter`]: the classic-BPF filters and their assembler.
+//! - [`notif`]: installing the filter in the child, passing the listener
+//!   fd, the notification ioctls, the availability probe.
+//! - `target`: reading a stopped caller (memory, /proc) into an `Action`.
+//! - `supervisor`: the notification loop and the decisions.
+//! - `state`: the requests waiting for a human, shared by the supervisor,
+//!   the control socket and the prompt.
+//! - `prompt`: the terminal prompt.
+//!
+//! All trace writes stay in the session loop: the supervisor sends
+//! [`Msg`]s over a channel, drained by [`SeccompGuard`]'s
+//! [`Guard::absorb`] before each batch of released records.
+use std::{
+    collections::{BTreeMap, HashMap},
+    os::fd::{AsRawFd, OwnedFd},
+    sync::{atomic::AtomicU64, mpsc, Arc, Mutex, OnceLock},
+    thread::JoinHandle,
+    time::Duration,
+};
+
+use anyhow::Context as _;
+use serde_json::Value;
+
+use super::{answers, default_socket_dir, self_guard::TraceGuard, Backend, Guard, Start};
+use crate::{
+    core::monotonic_ns,
+    pipeline::Pipeline,
+    record::{Action, Op, Verdict},
+    trace::{note::Note, TraceWriter},
+};
+
+pub mod filter;
+pub mod notif;
+mod prompt;
+mod state;
+mod supervisor;
+mod target;
+
+pub use filter::{nr, O_CREAT, O_RDWR, O_TRUNC, O_WRONLY, WRITE_FLAGS};
+pub use notif::{probe, ChildSetup, Listener};
+pub(crate) use state::{Pending, State};
+pub use supervisor::{RULE_INTEGRITY, RULE_IO_URING};
+
+/// What the supervisor sends to the session loop.
+pub(crate) enum Msg {
+    /// A refused call: an event record (the tracepoints never see it).
+    Denied(Box<Action>),
+    /// A call let through after a confirm or preserve: a note now, and the
+    /// `enforcement` object for the tracepoint record of the same call.
+    Decision {
+        tid: u32,
+        syscall: String,
+        /// CLOCK_MONOTONIC when the answer was sent.
+        ktime_ns: u64,
+        enforcement: Value,
+        note: Value,
+    },
+    /// Any other note.
+    Note(Note),
+}
+
+/// How long after a confirm/preserve answer the tracepoint record of the
+/// same call may start.
+const ANNOTATION_WINDOW_NS: u64 = 1_000_000_000;
+
+struct Annotation {
+    syscall: String,
+    ktime_ns: u64,
+    enforcement: Value,
+}
+
+/// The seccomp guard of one enforcing `abm run`: owns the supervisor
+/// thread, the prompt and the channel of records.
+pub struct SeccompGuard {
+    rx: mpsc::Receiver<Msg>,
+    supervisor: Option<JoinHandle<()>>,
+    /// The command's end of the socketpair the listener fd comes back over.
+    child_sock: Option<OwnedFd>,
+    prompt: Option<JoinHandle<()>>,
+    denied_verdicts: HashMap<(u32, u64), Verdict>,
+    annotations: HashMap<u32, Vec<Annotation>>,
+    counts: BTreeMap<String, u64>,
+    preserved_entries: u64,
+}
+
+impl Guard for SeccompGuard {
+    /// Starts the supervisor (waiting for the listener fd the command's
+    /// child sends) and, on a terminal, the prompt.
+    fn start(s: Start<'_>) -> anyhow::Result<SeccompGuard> {
+        let Start {
+            args,
+            info,
+            quarantine,
+            shared: core,
+            ..
+        } = s;
+        let (tx, rx) = mpsc::channel();
+        let interactive = !args.no_prompt && prompt::usable();
+        let (prompt_tx, prompt_rx) = if interactive {
+            let (t, r) = mpsc::channel();
+            (Some(Mutex::new(t)), Some(r))
+        } else {
+            (None, None)
+        };
+        // Paths the watched tree may not touch: the quarantine and the
+        // control socket (and the default socket directory).
+        let socket_path = core.socket_path.clone();
+        let mut guarded = vec![
+            format!("{}/", quarantine.dir().display()),
+            socket_path.to_string_lossy().into_owned(),
+        ];
+        if socket_path.parent() == Some(default_socket_dir().as_path()) {
+            guarded.push(format!("{}/", default_socket_dir().display()));
+        }
+        let state = Arc::new(State {
+            core: core.clone(),
+            listener: OnceLock::new(),
+            pending: Mutex::new(BTreeMap::new()),
+            tx,
+            prompt_tx,
+            next_request: AtomicU64::new(1),
+            timeout: Duration::from_secs_f64(args.confirm_timeout),
+            quiet: info.quiet,
+            decisions: Default::default(),
+            answers: answers::Answers::default(),
+        });
+        core.set_requests(state.clone());
+        let (parent, child) = notif::socketpair().context("--enforce: socketpair")?;
+        let sup = supervisor::Supervisor {
+            shared: state.clone(),
+            policy: info.policy.clone(),
+            ctx: info.ctx.clone(),
+            quarantine,
+            guarded,
+            trace_guard: TraceGuard::new(info.trace),
+            reader: target::Reader::new(),
+            stats: Default::default(),
+            judge: crate::action::Judge::live(info.ctx),
+        };
+        let supervisor = std::thread::Builder::new()
+            .name("abm-seccomp".into())
+            .spawn(move || sup.run(parent))
+            .context("--enforce: starting the supervisor thread")?;
+        let prompt = prompt_rx
+            .map(|r| prompt::spawn(state.clone(), r))
+            .transpose()
+            .context("--enforce: starting the prompt thread")?;
+        Ok(SeccompGuard {
+            rx,
+            supervisor: Some(supervisor),
+            child_sock: Some(child),
+            prompt,
+            denied_verdicts: HashMap::new(),
+            annotations: HashMap::new(),
+            counts: BTreeMap::new(),
+            preserved_entries: 0,
+        })
+    }
+
+    fn backend(&self) -> Backend {
+        Backend::Seccomp
+    }
+
+    /// The notification filter, sending its listener over the socketpair.
+    fn child_setup(&self) -> Option<ChildSetup> {
+        Some(ChildSetup::new(
+            self.child_sock.as_ref().map_or(-1, |s| s.as_raw_fd()),
+        ))
+    }
+
+    /// Closes the parent's copy of the child's socket end, so a failed
+    /// spawn ends the supervisor's wait for the listener.
+    fn spawned(&mut self) {
+        self.child_sock = None;
+    }
+
+    /// Moves the supervisor's records into the pipeline (denials, ordered
+    /// with the tracepoint records) and the trace (notes).
+    fn absorb(&mut self, pipeline: &mut Pipeline, writer: &mut TraceWriter) -> anyhow::Result<()> {
+        while let Ok(m) = self.rx.try_recv() {
+            match m {
+                Msg::Denied(a) => {
+                    let decision = a
+                        .enforcement
+                        .as_ref()
+                        .and_then(|e| e["decision"].as_str())
+                        .unwrap_or("denied")
+                        .to_owned();
+                    *self.counts.entry(decision).or_default() += 1;
+                    if let Some(v) = &a.verdict {
+                        self.denied_verdicts.insert((a.tid, a.ktime_ns), v.clone());
+                    }
+                    pipeline.orderer.ready(*a);
+                }
+                Msg::Decision {
+                    tid,
+                    syscall,
+                    ktime_ns,
+                    enforcement,
+                    note,
+                } => {
+                    let decision = enforcement["decision"].as_str().unwrap_or("?").to_owned();
+                    if decision == "preserved" {
+                        self.preserved_entries += enforcement["entries"]
+                            .as_array()
+                            .map_or(0, |e| e.len() as u64);
+                    }
+                    *self.counts.entry(decision).or_default() += 1;
+                    Note::Enforcement(note).append_to(writer)?;
+                    self.annotations.entry(tid).or_default().push(Annotation {
+                        syscall,
+                        ktime_ns,
+                        enforcement,
+                    });
+                }
+                Msg::Note(note) => {
+                    if let Note::Enforcement(body) = &note {
+                        if body["decision"] == "abandoned"
+                            || body["enforcement"]["decision"] == "abandoned"
+                        {
+                            *self.counts.entry("abandoned".into()).or_default() += 1;
+                        }
+                    }
+                    note.append_to(writer)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Puts back the deciding verdict on denial records (the pipeline
+    /// re-judges every released action, and a refused call's result could
+    /// change the match), and attaches confirm/preserve outcomes to the
+    /// tracepoint records of the calls they let through.
+    fn annotate(&mut self, acts: &mut Vec<Action>, _force: bool) {
+        for a in acts.iter_mut() {
+            if a.result_note == Some(crate::record::ResultNote::DeniedBySeccomp) {
+                if let Some(v) = self.denied_verdicts.remove(&(a.tid, a.ktime_ns)) {
+                    a.verdict = Some(v);
+                }
+                continue;
+            }
+            if a.enforcement.is_some() || !a.op.is_some_and(Op::is_action) {
+                continue;
+            }
+            if let Some(list) = self.annotations.get_mut(&a.tid) {
+                // The call enters the tracepoint right after the answer.
+                let close = |n: &Annotation| {
+                    n.ktime_ns <= a.ktime_ns && a.ktime_ns - n.ktime_ns < ANNOTATION_WINDOW_NS
+                };
+                if let Some(i) = list.iter().position(|n| n.syscall == a.syscall && close(n)) {
+                    a.enforcement = Some(list.remove(i).enforcement);
+                }
+                if list.is_empty() {
+                    self.annotations.remove(&a.tid);
+                }
+            }
+        }
+        // Forget outcomes whose record never came (the call was not traced).
+        let horizon = monotonic_ns().saturating_sub(30_000_000_000);
+        self.annotations.retain(|_, l| {
+            l.retain(|n| n.ktime_ns >= horizon);
+            !l.is_empty()
+        });
+    }
+
+    /// Waits for the supervisor, which refuses what still waits.
+    fn halt(&mut self) {
+        self.child_sock = None;
+        if let Some(t) = self.supervisor.take() {
+            let _ = t.join();
+        }
+    }
+
+    fn stop(&mut self, pipeline: &mut Pipeline, writer: &mut TraceWriter) -> anyhow::Result<()> {
+        if let Some(p) = self.prompt.take() {
+            let _ = p.join();
+        }
+        self.absorb(pipeline, writer)
+    }
+
+    fn counts(&self) -> &BTreeMap<String, u64> {
+        &self.counts
+    }
+
+    fn preserved_entries(&self) -> u64 {
+        self.preserved_entries
+    }
+}

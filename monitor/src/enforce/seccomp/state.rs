@@ -1,0 +1,201 @@
+//! The seccomp guard's calls waiting for a human, shared by the
+//! supervisor, the control socket and the prompt. Whoever removes a
+//! request from `pending` answers it, so a request is answered once.
+use std::{
+    collections::BTreeMap,
+    sync::{atomic::AtomicU64, mpsc, Arc, Mutex, MutexGuard, OnceLock},
+    time::{Duration, Instant, SystemTime},
+};
+
+use serde_json::{json, Value};
+
+use super::{notif::Listener, supervisor, Msg};
+use crate::{
+    core::{monotonic_ns, rfc3339},
+    enforce::{answers, describe, lock, notify, Requests, Shared},
+    record::{Action, Verdict},
+    trace::note::Note,
+};
+
+/// A call waiting for a human.
+pub(crate) struct Pending {
+    pub notif_id: u64,
+    pub action: Action,
+    pub verdict: Verdict,
+    pub ktime_ns: u64,
+    pub requested_at: String,
+    pub requested: Instant,
+    pub deadline: Instant,
+    /// What the action would destroy, when known (enforce::answers::preview).
+    pub would: Option<String>,
+    /// An identical call that waits for this request's answer.
+    pub follows: Option<u64>,
+}
+
+/// State shared by the supervisor, the control socket and the prompt.
+pub(crate) struct State {
+    /// What every backend shares: the run id, the stop flag, the notifier.
+    pub core: Arc<Shared>,
+    pub listener: OnceLock<Listener>,
+    pub pending: Mutex<BTreeMap<u64, Pending>>,
+    pub tx: mpsc::Sender<Msg>,
+    pub prompt_tx: Option<Mutex<mpsc::Sender<u64>>>,
+    pub next_request: AtomicU64,
+    pub timeout: Duration,
+    pub quiet: bool,
+    /// Answers per logical action (crate::action): one question each.
+    pub decisions: crate::action::SharedDecisions,
+    /// One question per action.
+    pub answers: answers::Answers,
+}
+
+impl Requests for State {
+    fn decide(&self, id: u64, approve: bool, by: &str) -> Result<(), String> {
+        self.decide_as(id, approve, by, "denied")
+    }
+
+    fn pending_list(&self) -> Vec<Value> {
+        let now = Instant::now();
+        self.pending()
+            .iter()
+            .filter(|(_, p)| p.follows.is_none())
+            .map(|(id, p)| {
+                json!({
+                    "id": id,
+                    "run": self.core.run_id,
+                    "what": describe(&p.action),
+                    "would": p.would,
+                    "op": p.action.op,
+                    "path": p.action.path,
+                    "path2": p.action.path2,
+                    "argv": p.action.argv,
+                    "pid": p.action.pid,
+                    "comm": p.action.comm,
+                    "rule": p.verdict.rule,
+                    "reason": p.verdict.reason,
+                    "requested_at": p.requested_at,
+                    "waiting_secs": now.saturating_duration_since(p.requested).as_secs_f64(),
+                    "deny_in_secs": p.deadline.saturating_duration_since(now).as_secs_f64(),
+                })
+            })
+            .collect()
+    }
+}
+
+impl State {
+    /// The calls waiting for a human.
+    pub fn pending(&self) -> MutexGuard<'_, BTreeMap<u64, Pending>> {
+        lock(&self.pending)
+    }
+
+    /// Sends a request id to the prompt thread, when there is one.
+    pub fn prompt(&self, id: u64) {
+        if let Some(tx) = &self.prompt_tx {
+            let _ = lock(tx).send(id);
+        }
+    }
+
+    /// Answers a waiting request. `decision`: `approved`, `denied` or
+    /// `timeout`; `by`: `tty`, `control:<uid>`, `timeout`, `shutdown`.
+    pub fn decide_as(
+        &self,
+        id: u64,
+        approve: bool,
+        by: &str,
+        decision: &str,
+    ) -> Result<(), String> {
+        let Some(p) = self.pending().remove(&id) else {
+            return self.reconsider(id, approve, by);
+        };
+        lock(&self.decisions).record(&p.action, approve, id);
+        let now = SystemTime::now();
+        let waited_ms = p.requested.elapsed().as_millis() as u64;
+        let mut enf = json!({
+            "backend": "seccomp",
+            "decision": if approve { "approved" } else { decision },
+            "rule": p.verdict.rule,
+            "treatment": p.verdict.treatment,
+            "decided_by": by,
+            "decided_at": rfc3339(now),
+            "requested_at": p.requested_at,
+            "request": id,
+            "waited_ms": waited_ms,
+        });
+        // The answer is for the action: identical calls waiting on this
+        // one get it too, even when this caller went away meanwhile.
+        let followers = self
+            .answers
+            .answered(id, approve, answers::decision_name(decision));
+        for f in followers {
+            let _ = self.decide_as(f, approve, &format!("request:{id}"), decision);
+        }
+        if !self.listener.get().is_some_and(|l| l.id_valid(p.notif_id)) {
+            enf["decision"] = json!("abandoned");
+            enf["reason"] =
+                json!("the waiting call went away (the process exited or was interrupted)");
+            let _ = self.tx.send(Msg::Note(Note::Enforcement(
+                json!({ "enforcement": enf, "path": p.action.path, "pid": p.action.pid }),
+            )));
+            return Err(format!(
+                "request {id} is no longer waiting: the process exited or was interrupted"
+            ));
+        }
+        self.answer(p, id, approve, decision, enf)
+    }
+
+    /// `abm approve|deny ID` of a request already answered: the answer
+    /// for the next identical call (enforce::answers).
+    fn reconsider(&self, id: u64, approve: bool, by: &str) -> Result<(), String> {
+        match self.answers.reconsider(id, approve) {
+            Some(_) => {
+                let _ = self.tx.send(Msg::Note(Note::Enforcement(
+                    json!({ "backend": "seccomp", "decision": if approve { "approved_for_retry" } else { "denied_for_retry" },
+                            "request": id, "decided_by": by, "decided_at": rfc3339(SystemTime::now()) }),
+                )));
+                Ok(())
+            }
+            None => Err(self.core.no_request(id)),
+        }
+    }
+
+    fn answer(
+        &self,
+        p: Pending,
+        id: u64,
+        approve: bool,
+        decision: &str,
+        enf: Value,
+    ) -> Result<(), String> {
+        let l = self.listener.get().ok_or("the supervisor is not running")?;
+        if approve {
+            let note = json!({
+                "enforcement": enf,
+                "op": p.action.op, "syscall": p.action.syscall, "path": p.action.path, "path2": p.action.path2,
+                "pid": p.action.pid, "tid": p.action.tid, "comm": p.action.comm, "ktime_ns": p.ktime_ns,
+            });
+            let _ = self.tx.send(Msg::Decision {
+                tid: p.action.tid,
+                syscall: p.action.syscall.clone(),
+                ktime_ns: monotonic_ns(),
+                enforcement: enf,
+                note,
+            });
+            l.allow(p.notif_id)
+                .map_err(|e| format!("answering request {id}: {e}"))
+        } else {
+            let mut a = p.action;
+            let outcome = if decision == "timeout" {
+                notify::Outcome::TimedOut
+            } else {
+                notify::Outcome::Refused
+            };
+            self.core
+                .notify
+                .tell(outcome, &a, &p.verdict.rule, &p.verdict.reason, Some(id));
+            supervisor::denied_record(&mut a, p.verdict, p.ktime_ns, enf);
+            let _ = self.tx.send(Msg::Denied(Box::new(a)));
+            l.refuse(p.notif_id, libc::EPERM)
+                .map_err(|e| format!("answering request {id}: {e}"))
+        }
+    }
+}
