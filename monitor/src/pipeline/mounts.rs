@@ -186,6 +186,10 @@ pub struct Views {
     receiving: HashMap<u64, Captured>,
     /// When the host's table was last re-read because a path was not covered.
     host_retry: Option<Instant>,
+    /// The kernel programs tag every record made outside this view's host
+    /// namespace (the host they are given is the same): a record without a
+    /// tag was made in the host's namespace, with no lookup in /proc.
+    kernel_tags: bool,
 }
 
 impl Default for Views {
@@ -215,7 +219,9 @@ impl Views {
     }
 
     fn with_host(host_pid: u32, ns: u64) -> Views {
+        let kernel_host = crate::kernel::probes::host_mnt_ns();
         Views {
+            kernel_tags: ns != 0 && kernel_host != 0 && u64::from(kernel_host) == ns,
             host_pid,
             host_ns: (ns != 0).then_some(ns),
             host: None,
@@ -417,6 +423,14 @@ impl Views {
         let found = match tagged {
             // The kernel named the namespace and sent its table.
             Some(ns) if self.captured.contains_key(&ns) => Some((ns, 0)),
+            // No tag on a complete record of the kernel's syscall programs:
+            // made in the host's namespace.
+            None if self.kernel_tags && untagged_means_host(ev) => {
+                if let Some(host) = self.host_ns {
+                    self.pid_ns.insert(ev.hdr.pid, host);
+                }
+                None
+            }
             _ => self.foreign_ns(ev.hdr.pid, ev.hdr.ppid, target),
         };
         let Some((ns, live)) = found else {
@@ -467,6 +481,15 @@ impl Views {
             a.path_issues.push("host_path_unknown".into());
         }
     }
+}
+
+/// Whether the kernel tags a record like `ev` with `MNT_NS` when it is made
+/// outside the host's namespace: the file and exec records of the syscall
+/// programs do, unless the payload was full; 32-bit compat records do not.
+fn untagged_means_host(ev: &KernelEvent) -> bool {
+    ev.kind != monitor_common::EventKind::CompatSyscall
+        && ev.hdr.hflags & monitor_common::header_flags::PAYLOAD_TRUNCATED == 0
+        && ev.field(field_tag::MNT_NS).is_none()
 }
 
 /// The path of an argument as the kernel walked it (the process's mount

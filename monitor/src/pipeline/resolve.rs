@@ -7,10 +7,14 @@
 //! and dirfds. The raw argument is then joined lexically (`.` and `..` are
 //! folded). When the raw argument has directory components of its own, the
 //! parent directory is canonicalised in userspace if it still exists, so a
-//! delete through a symlinked directory reports the real location.
+//! delete through a symlinked directory reports the real location. The
+//! pipeline keeps the directories it canonicalised in a [`DirCache`], so a
+//! burst of calls in one directory costs one lookup, not three syscalls each.
 use std::{
+    collections::HashMap,
     os::unix::ffi::{OsStrExt, OsStringExt},
     path::Path,
+    time::{Duration, Instant},
 };
 
 use monitor_common::{field_flags, field_tag, header_flags, EventKind};
@@ -106,16 +110,104 @@ fn canonical_dir(dir: &Path) -> Option<Vec<u8>> {
 /// raw argument, resolved as the kernel does), keeping the final component
 /// as is (it may be a symlink itself, which unlink/rename act on, or
 /// already gone).
+#[cfg(test)]
 pub(crate) fn canonical_parent(path: &[u8]) -> Option<Vec<u8>> {
+    canonical_parent_with(path, None)
+}
+
+fn canonical_parent_with(path: &[u8], cache: Option<&mut DirCache>) -> Option<Vec<u8>> {
     let p = Path::new(std::ffi::OsStr::from_bytes(path));
     let parent = p.parent()?;
     let name = p.file_name()?;
-    let mut out = canonical_dir(parent)?;
+    let mut out = match cache {
+        Some(c) => c.canonical_dir(parent)?,
+        None => canonical_dir(parent)?,
+    };
     if out != b"/" {
         out.push(b'/');
     }
     out.extend_from_slice(name.as_bytes());
     Some(out)
+}
+
+/// Directories canonicalised for recent records, so that many calls in one
+/// directory cost one lookup (the canonical name is read from the file
+/// system when the record is read, with or without the cache).
+///
+/// An entry is used for [`DirCache::TTL`] at most, and the whole cache is
+/// dropped whenever a record that can change what a directory path names
+/// is read (a rename, rmdir, unlink or symlink in the traced tree: see
+/// [`DirCache::invalidates`]), so records are resolved against the same
+/// file-system state as without the cache; only a change made outside the
+/// traced tree can go unseen, for at most the TTL (resolution is already
+/// that late: records are read in batches, every 25 ms at most). Paths
+/// under `/proc` (per-process magic links) and directories that do not
+/// exist are never cached.
+#[derive(Debug, Default)]
+pub struct DirCache {
+    dirs: HashMap<Vec<u8>, (Vec<u8>, Instant)>,
+}
+
+impl DirCache {
+    /// How long a canonical directory is trusted.
+    pub const TTL: Duration = Duration::from_millis(100);
+    /// Entries kept at most (the cache is emptied when it is full).
+    pub const MAX_ENTRIES: usize = 4096;
+
+    /// Whether a record can change what directory paths name: the entry or
+    /// the result of a rename, rmdir, unlink or symlink (the result too,
+    /// because the entry can be read while the call is still running), or
+    /// a 32-bit call of any kind.
+    pub fn invalidates(ev: &KernelEvent) -> bool {
+        let kind = match ev.kind {
+            EventKind::SyscallExit => match monitor_common::syscall(ev.hdr.syscall) {
+                Some(s) => s.kind,
+                None => return true,
+            },
+            k => k,
+        };
+        matches!(
+            kind,
+            EventKind::Rename
+                | EventKind::Rmdir
+                | EventKind::Unlink
+                | EventKind::Symlink
+                | EventKind::CompatSyscall
+        )
+    }
+
+    /// Forgets every directory.
+    pub fn clear(&mut self) {
+        if !self.dirs.is_empty() {
+            self.dirs.clear();
+        }
+    }
+
+    fn canonical_dir(&mut self, dir: &Path) -> Option<Vec<u8>> {
+        let key = dir.as_os_str().as_bytes();
+        if key.starts_with(b"/proc/") || key == b"/proc" {
+            return canonical_dir(dir);
+        }
+        let now = Instant::now();
+        if let Some((real, at)) = self.dirs.get(key) {
+            if now.duration_since(*at) <= Self::TTL {
+                return Some(real.clone());
+            }
+        }
+        let real = canonical_dir(dir);
+        match &real {
+            Some(r) => {
+                if self.dirs.len() >= Self::MAX_ENTRIES {
+                    self.dirs.clear();
+                }
+                self.dirs.insert(key.to_vec(), (r.clone(), now));
+            }
+            None => {
+                self.dirs.remove(key);
+            }
+        }
+        real
+    }
 }
 
 /// The absolute path a raw argument names relative to its base directory.
@@ -125,11 +217,20 @@ pub(crate) fn canonical_parent(path: &[u8]) -> Option<Vec<u8>> {
 /// target, not next to the link). Lexical folding is the fallback when the
 /// directory no longer exists, and the only option inside another root.
 pub fn resolve_raw(base: &[u8], raw: &[u8], host_root: bool) -> Vec<u8> {
+    resolve_raw_with(base, raw, host_root, None)
+}
+
+fn resolve_raw_with(
+    base: &[u8],
+    raw: &[u8],
+    host_root: bool,
+    cache: Option<&mut DirCache>,
+) -> Vec<u8> {
     if host_root && raw.contains(&b'/') {
         let mut unfolded = base.to_vec();
         unfolded.push(b'/');
         unfolded.extend_from_slice(raw);
-        if let Some(real) = canonical_parent(&unfolded) {
+        if let Some(real) = canonical_parent_with(&unfolded, cache) {
             return real;
         }
     }
@@ -170,6 +271,7 @@ pub fn resolve_path(
     base_tag: u8,
     root: &[u8],
     issues: &mut Vec<String>,
+    cache: Option<&mut DirCache>,
 ) -> Option<Resolved> {
     if let Some(fd) = ev
         .field(field_tag::FD_PATH)
@@ -221,13 +323,13 @@ pub fn resolve_path(
     }
     let host = match &magic {
         Some(p) => {
-            let h = resolve_raw(b"/", p, true);
+            let h = resolve_raw_with(b"/", p, true, cache);
             if h.starts_with(b"/proc/") && !issues.iter().any(|i| i == "proc_magic_link") {
                 issues.push("proc_magic_link".into());
             }
             h
         }
-        None => resolve_raw(&base_path, &raw.data, root == b"/"),
+        None => resolve_raw_with(&base_path, &raw.data, root == b"/", cache),
     };
     let container = strip_root(&host, root);
     Some(Resolved {
@@ -363,6 +465,11 @@ fn setflag_names(request: u32, flags: u64) -> Vec<String> {
 /// fields that need the process table (`exe`) and the result are filled by
 /// the caller.
 pub fn action_from_event(ev: &KernelEvent) -> Action {
+    action_from_event_with(ev, None)
+}
+
+/// [`action_from_event`], canonicalising directories through `cache`.
+pub fn action_from_event_with(ev: &KernelEvent, mut cache: Option<&mut DirCache>) -> Action {
     let h = &ev.hdr;
     let mut op = Op::from_kind(ev.kind);
     let compat = h.hflags & header_flags::COMPAT != 0;
@@ -393,7 +500,14 @@ pub fn action_from_event(ev: &KernelEvent) -> Action {
         .map(|f| components_to_path(&f.data))
         .unwrap_or_else(|| b"/".to_vec());
     let mut issues = Vec::new();
-    if let Some(r) = resolve_path(ev, field_tag::RAW_PATH, field_tag::BASE, &root, &mut issues) {
+    if let Some(r) = resolve_path(
+        ev,
+        field_tag::RAW_PATH,
+        field_tag::BASE,
+        &root,
+        &mut issues,
+        cache.as_deref_mut(),
+    ) {
         set_text(&r.host, &mut a.path, &mut a.path_b64);
         if let Some(c) = r.container {
             a.container_path = Some(text_fields(&c).0);
@@ -409,6 +523,7 @@ pub fn action_from_event(ev: &KernelEvent) -> Action {
             field_tag::BASE2,
             &root,
             &mut issues,
+            cache,
         ) {
             set_text(&r.host, &mut a.path2, &mut a.path2_b64);
             if let Some(c) = r.container {
