@@ -675,4 +675,53 @@ mod tests {
         ));
         assert_eq!(t(&mut v, "/w/x").as_deref(), Some("/srv/other/x"));
     }
+
+    /// A record without `MNT_NS` stands for the host's namespace only when
+    /// the kernel would have tagged it: not a 32-bit call, not a record
+    /// whose payload was full.
+    #[test]
+    fn only_complete_syscall_records_are_host_by_absence_of_a_tag() {
+        use crate::kernel::events::{empty_header, encode, Field};
+        use monitor_common::{header_flags, EventKind};
+        let rec = |kind: EventKind, hflags: u32, tag: bool| {
+            let mut h = empty_header(kind);
+            h.hflags = hflags;
+            let mut fields = vec![Field {
+                tag: field_tag::RAW_PATH,
+                flags: 0,
+                data: b"/w/f".to_vec(),
+            }];
+            if tag {
+                fields.push(Field {
+                    tag: field_tag::MNT_NS,
+                    flags: 0,
+                    data: 4026532000u64.to_ne_bytes().to_vec(),
+                });
+            }
+            KernelEvent::decode(&encode(&h, &fields)).unwrap()
+        };
+        assert!(untagged_means_host(&rec(EventKind::Unlink, 0, false)));
+        assert!(untagged_means_host(&rec(EventKind::Exec, 0, false)));
+        assert!(!untagged_means_host(&rec(EventKind::Unlink, 0, true)));
+        assert!(!untagged_means_host(&rec(
+            EventKind::CompatSyscall,
+            0,
+            false
+        )));
+        assert!(!untagged_means_host(&rec(
+            EventKind::Unlink,
+            header_flags::PAYLOAD_TRUNCATED,
+            false
+        )));
+    }
+
+    /// abm's own views take the kernel's word for the host namespace only
+    /// when the kernel's host is the same namespace.
+    #[test]
+    fn own_views_trust_the_kernel_tag_when_the_hosts_agree() {
+        let v = Views::own();
+        let agree = v.host_ns.is_some()
+            && v.host_ns == Some(u64::from(crate::kernel::probes::host_mnt_ns()));
+        assert_eq!(v.kernel_tags, agree);
+    }
 }

@@ -185,7 +185,7 @@ impl DirCache {
 
     fn canonical_dir(&mut self, dir: &Path) -> Option<Vec<u8>> {
         let key = dir.as_os_str().as_bytes();
-        if key.starts_with(b"/proc/") || key == b"/proc" {
+        if is_proc(key) {
             return canonical_dir(dir);
         }
         let now = Instant::now();
@@ -196,6 +196,7 @@ impl DirCache {
         }
         let real = canonical_dir(dir);
         match &real {
+            Some(r) if is_proc(r) => {}
             Some(r) => {
                 if self.dirs.len() >= Self::MAX_ENTRIES {
                     self.dirs.clear();
@@ -208,6 +209,13 @@ impl DirCache {
         }
         real
     }
+}
+
+/// Whether a path is under /proc (leading slashes folded).
+fn is_proc(p: &[u8]) -> bool {
+    let start = p.iter().position(|&b| b != b'/').unwrap_or(p.len());
+    let p = &p[start..];
+    p == b"proc" || p.starts_with(b"proc/")
 }
 
 /// The absolute path a raw argument names relative to its base directory.
@@ -852,5 +860,79 @@ mod tests {
         assert_eq!(errno_name(-2), "ENOENT");
         assert_eq!(errno_name(-1), "EPERM");
         assert_eq!(syscall_name(316), "renameat2");
+    }
+
+    fn exit_record(nr: u32) -> KernelEvent {
+        let mut h = empty_header(EventKind::SyscallExit);
+        h.syscall = nr;
+        KernelEvent::decode(&encode(&h, &[])).unwrap()
+    }
+
+    #[test]
+    fn name_changing_records_drop_the_directory_cache() {
+        use monitor_common::syscall_nr as nr;
+        let entry = |k| KernelEvent::decode(&encode(&empty_header(k), &[])).unwrap();
+        for k in [
+            EventKind::Rename,
+            EventKind::Rmdir,
+            EventKind::Unlink,
+            EventKind::Symlink,
+            EventKind::CompatSyscall,
+        ] {
+            assert!(DirCache::invalidates(&entry(k)), "{k:?}");
+        }
+        for k in [EventKind::Write, EventKind::Truncate, EventKind::Exec] {
+            assert!(!DirCache::invalidates(&entry(k)), "{k:?}");
+        }
+        assert!(DirCache::invalidates(&exit_record(nr::RENAMEAT2)));
+        assert!(DirCache::invalidates(&exit_record(nr::UNLINKAT)));
+        assert!(DirCache::invalidates(&exit_record(nr::SYMLINKAT)));
+        assert!(!DirCache::invalidates(&exit_record(nr::OPENAT)));
+    }
+
+    /// A cached directory resolves like an uncached one; once cleared (as
+    /// after a rename or symlink record), a symlink swapped to another
+    /// target resolves to the new one. Paths under /proc and missing
+    /// directories are never cached.
+    #[test]
+    fn directory_cache_resolves_like_the_file_system() {
+        let d = std::env::temp_dir().join(format!("abm-dircache-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join("a")).unwrap();
+        std::fs::create_dir_all(d.join("b")).unwrap();
+        std::os::unix::fs::symlink(d.join("a"), d.join("link")).unwrap();
+        let base = d.as_os_str().as_bytes();
+        let real = |sub: &str| {
+            let mut p = std::fs::canonicalize(d.join(sub))
+                .unwrap()
+                .into_os_string()
+                .into_vec();
+            p.extend_from_slice(b"/f");
+            p
+        };
+        let mut cache = DirCache::default();
+        let first = resolve_raw_with(base, b"link/f", true, Some(&mut cache));
+        assert_eq!(first, real("a"));
+        assert_eq!(first, resolve_raw(base, b"link/f", true));
+        assert_eq!(cache.dirs.len(), 1);
+        // Swap the link: the cache still answers within its TTL, as the
+        // file system did when the entry was made ...
+        std::fs::remove_file(d.join("link")).unwrap();
+        std::os::unix::fs::symlink(d.join("b"), d.join("link")).unwrap();
+        // ... and after a name-changing record clears it, the new target.
+        cache.clear();
+        assert_eq!(
+            resolve_raw_with(base, b"link/f", true, Some(&mut cache)),
+            real("b")
+        );
+        // A directory that does not exist: lexical, and not cached.
+        cache.clear();
+        let gone = resolve_raw_with(base, b"nope/../x/f", true, Some(&mut cache));
+        assert_eq!(gone, join(base, b"nope/../x/f"));
+        assert!(cache.dirs.is_empty());
+        // /proc is per process: never cached.
+        let _ = resolve_raw_with(b"/", b"/proc/self/fd/0", true, Some(&mut cache));
+        assert!(cache.dirs.is_empty());
+        std::fs::remove_dir_all(&d).unwrap();
     }
 }
