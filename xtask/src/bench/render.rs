@@ -378,7 +378,7 @@ pub(super) fn render(r: &Report) -> String {
         .flatten()
         .fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.max(v))));
     targets.push((
-        "kernel cost per untraced syscall (getppid, worse of in/out of scope): < 0.02 us".into(),
+        "kernel cost per untraced syscall (getppid): < 0.02 us".into(),
         untraced.map_or("-".into(), |d| format!("{d:.0} ns")),
         untraced.map(|d| d < 20.0),
     ));
