@@ -178,11 +178,24 @@ fn containers_of_other_clients_are_followed_only_with_all() {
         let marker = format!("/other-{mode}-{}", std::process::id());
         let script = format!("touch {marker} && rm {marker}");
         let img = IMAGE.to_owned();
+        // Other tests start containers at the same time: this one is
+        // told apart by its id.
+        let cidfile = dir.join("cid");
+        let cid_arg = cidfile.to_string_lossy().into_owned();
         // The other client starts once the run is under way.
         let other = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(1500));
             Command::new("docker")
-                .args(["run", "--rm", &img, "sh", "-c", &script])
+                .args([
+                    "run",
+                    "--rm",
+                    "--cidfile",
+                    &cid_arg,
+                    &img,
+                    "sh",
+                    "-c",
+                    &script,
+                ])
                 .output()
                 .unwrap()
         });
@@ -199,8 +212,15 @@ fn containers_of_other_clients_are_followed_only_with_all() {
             String::from_utf8_lossy(&out.stderr)
         );
         assert!(run.output.status.success(), "{}", run.stderr());
+        let cid = std::fs::read_to_string(&cidfile).unwrap();
+        let cid = cid.trim();
+        assert_eq!(cid.len(), 64, "docker wrote no container id: {cid:?}");
         let seen = in_container(&run, "unlink", &marker).len();
-        let notes = followed(&run).len();
+        let ours: Vec<&Value> = followed(&run)
+            .into_iter()
+            .filter(|n| n["body"]["container"] == cid)
+            .collect();
+        let notes = ours.len();
         if mode == "tree" {
             assert_eq!(
                 (seen, notes),
@@ -213,7 +233,7 @@ fn containers_of_other_clients_are_followed_only_with_all() {
                 (1, 1),
                 "--follow-containers=all missed a container"
             );
-            assert_eq!(followed(&run)[0]["body"]["reason"], "all");
+            assert_eq!(ours[0]["body"]["reason"], "all");
         }
         eprintln!("other client's container, {mode}: {seen} of 1 unlink recorded");
     }

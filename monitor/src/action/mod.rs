@@ -259,7 +259,7 @@ impl Judge {
         let destroyed = destroyed_path(a);
         let m = match &destroyed {
             Some(p) => {
-                let mut m = self.measurer.measure(p, by_git);
+                let mut m = self.measurer.measure_effect(p, a.op, by_git);
                 // After the call (trace pipeline), a rewritten or truncated
                 // file already holds new content: its old content cannot
                 // be measured any more.
@@ -459,7 +459,7 @@ pub fn standalone(a: &mut Action, ctx: &Context) -> (Facts, Option<Blast>) {
     let key = j.place(a);
     if a.op != Some(Op::Exec) {
         if let Some(p) = destroyed_path(a) {
-            let m = j.measurer.measure(&p, false);
+            let m = j.measurer.measure_effect(&p, a.op, false);
             if let Some(k) = key {
                 j.info.entry(k).or_default().measured.add(&m);
             }

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use super::git::{file_blob_id, Repo};
 use super::scope::{Locator, CACHE_DIRS};
-use crate::record::{Location, Measured, ObjectKind, Recovery};
+use crate::record::{Location, Measured, ObjectKind, Op, Recovery};
 
 /// Files larger than this are not hashed (a blob comparison would block
 /// the workload too long); they count as modified.
@@ -116,6 +116,23 @@ impl Measurer {
         let p = super::git::all_on_a_remote(git_dir);
         self.pushed.insert(git_dir.to_path_buf(), p);
         p
+    }
+
+    /// Measure what the call `op` on `path` destroys. rmdir(2) removes
+    /// only an empty directory (the kernel refuses with ENOTEMPTY
+    /// otherwise): the files it held, if any, were removed and judged one
+    /// by one before it, so it loses nothing, wherever it is.
+    pub fn measure_effect(&mut self, path: &str, op: Option<Op>, by_git: bool) -> Measured {
+        if op != Some(Op::Rmdir) {
+            return self.measure(path, by_git);
+        }
+        let in_repo = self.repo_root(Path::new(path)).is_some();
+        Measured {
+            recovery: Recovery::Reversible,
+            location: self.locator.locate(path, in_repo),
+            object: ObjectKind::Directory,
+            why: "an empty directory: rmdir removes nothing else".into(),
+        }
     }
 
     /// Measure what removing or overwriting the content of `path` loses.

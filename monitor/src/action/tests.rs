@@ -386,3 +386,66 @@ fn git_internals_are_recoverable_only_when_every_branch_is_on_a_remote() {
     m.invalidate(&r);
     assert_eq!(object(&mut m), Recovery::Irreversible);
 }
+
+#[test]
+fn an_rmdir_loses_nothing_but_the_files_it_held_are_judged() {
+    let tmp = tempfile::tempdir().unwrap();
+    let r = repo(tmp.path());
+    std::fs::create_dir_all(r.join("tests")).unwrap();
+    std::fs::write(r.join("tests/test_x.py"), "def test(): pass\n").unwrap();
+    let ctx = Context {
+        workspace: r.clone(),
+        home: tmp.path().join("home"),
+        trace_path: None,
+    };
+    let policy = Policy::default_pack();
+    let mut j = Judge::new(&ctx);
+    let mut effect = |op: Op, path: &Path, flags: &[&str]| {
+        let mut a = Action {
+            op: Some(op),
+            pid: 30,
+            tid: 30,
+            ppid: 1,
+            path: Some(s(path)),
+            flag_names: flags.iter().map(|f| f.to_string()).collect(),
+            ..Default::default()
+        };
+        j.judge(&mut a, &policy, &ctx);
+        a
+    };
+    // The untracked test file itself is work that exists nowhere else.
+    let file = effect(Op::Unlink, &r.join("tests/test_x.py"), &[]);
+    let m = file.measured.as_ref().unwrap();
+    assert_eq!(
+        (m.recovery, m.object),
+        (Recovery::Irreversible, ObjectKind::Untracked)
+    );
+    assert!(file.verdict.as_ref().unwrap().treatment >= Treatment::Preserve);
+    // Emptied, the directory's rmdir destroys nothing: accepted, not
+    // preserved as a "test file".
+    std::fs::remove_file(r.join("tests/test_x.py")).unwrap();
+    let dir = effect(Op::Rmdir, &r.join("tests"), &["AT_REMOVEDIR"]);
+    let m = dir.measured.as_ref().unwrap();
+    assert_eq!(
+        (m.recovery, m.object, m.location),
+        (
+            Recovery::Reversible,
+            ObjectKind::Directory,
+            Location::Workspace
+        )
+    );
+    let v = dir.verdict.as_ref().unwrap();
+    assert_eq!(v.treatment, Treatment::Accept, "{v:?}");
+    // The same for a fan-out directory of an unpushed repository's object
+    // store, which its files (irreplaceable) would not be.
+    let objects = r.join(".git/objects/ab");
+    std::fs::create_dir_all(&objects).unwrap();
+    let dir = effect(Op::Rmdir, &objects, &["AT_REMOVEDIR"]);
+    assert_eq!(dir.verdict.as_ref().unwrap().treatment, Treatment::Accept);
+    let head = effect(Op::Unlink, &r.join(".git/HEAD"), &[]);
+    assert_eq!(
+        head.measured.as_ref().unwrap().recovery,
+        Recovery::Irreversible
+    );
+    assert!(head.verdict.as_ref().unwrap().treatment >= Treatment::Confirm);
+}
