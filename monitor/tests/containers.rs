@@ -182,10 +182,17 @@ fn containers_of_other_clients_are_followed_only_with_all() {
         // told apart by its id.
         let cidfile = dir.join("cid");
         let cid_arg = cidfile.to_string_lossy().into_owned();
-        // The other client starts once the run is under way.
+        // The other client starts once the run is under way (its command
+        // has begun), and the run lasts until the other client is done,
+        // however slowly docker starts the container on a loaded machine.
+        let started = ws.join("started");
+        let done = ws.join("done");
         let other = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(1500));
-            Command::new("docker")
+            let t0 = std::time::Instant::now();
+            while !started.exists() && t0.elapsed() < Duration::from_secs(60) {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let out = Command::new("docker")
                 .args([
                     "run",
                     "--rm",
@@ -197,13 +204,19 @@ fn containers_of_other_clients_are_followed_only_with_all() {
                     &script,
                 ])
                 .output()
-                .unwrap()
+                .unwrap();
+            std::fs::write(done, "").unwrap();
+            out
         });
         let run = abm_run(
             &dir,
             &ws,
             &["--follow-containers", mode],
-            &["sh", "-c", "sleep 6; rm -f gone"],
+            &[
+                "sh",
+                "-c",
+                "touch started; i=0; while [ ! -e done ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done; rm -f gone",
+            ],
         );
         let out = other.join().unwrap();
         assert!(

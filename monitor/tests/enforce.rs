@@ -978,6 +978,9 @@ chmod 755 out/app
 mkdir -p target/debug/deps && echo artefact > target/debug/deps/lib.rlib.tmp && mv target/debug/deps/lib.rlib.tmp target/debug/deps/lib.rlib
 T=$(mktemp -d) && echo scratch > "$T/x" && cp "$T/x" scratch.txt && rm -rf "$T"
 rm -f scratch.txt
+echo 'to stderr by name' > /dev/stderr
+python3 -c "import os; fd = os.open('jobs', os.O_WRONLY | os.O_CREAT, 0o644); f = open('/dev/fd/%d' % fd, 'w'); f.write('token'); f.close()"
+test "$(cat jobs)" = token && rm jobs
 git add -A && git commit -qm feature
 git checkout -q -
 echo done

@@ -305,15 +305,13 @@ impl TraceGuard {
         self.dirs = dirs;
     }
 
-    /// The object a path of the caller names: `/proc/self` and
-    /// `/proc/thread-self` are the caller's, not abm's.
+    /// The object a path of the caller names: `/proc/self`, `/dev/fd` ...
+    /// are the caller's, not abm's.
     fn caller_path(tid: u32, raw: Option<&str>, resolved: Option<&str>) -> Option<PathBuf> {
-        if let Some(r) = raw {
-            for pre in ["/proc/self/", "/proc/thread-self/"] {
-                if let Some(rest) = r.strip_prefix(pre) {
-                    return Some(PathBuf::from(format!("/proc/{tid}/{rest}")));
-                }
-            }
+        if let Some(p) =
+            raw.and_then(|r| crate::pipeline::resolve::caller_proc_path(r.as_bytes(), tid))
+        {
+            return Some(PathBuf::from(String::from_utf8_lossy(&p).into_owned()));
         }
         resolved.map(PathBuf::from)
     }
@@ -460,6 +458,19 @@ mod tests {
         assert_eq!(
             TraceGuard::caller_path(77, Some("/proc/self/fd/3"), Some("/proc/1/fd/3")),
             Some(PathBuf::from("/proc/77/fd/3"))
+        );
+        // So are the links into it (a jobserver client opens /dev/fd/N).
+        assert_eq!(
+            TraceGuard::caller_path(77, Some("/dev/fd/9"), Some("/proc/1/fd/9")),
+            Some(PathBuf::from("/proc/77/fd/9"))
+        );
+        assert_eq!(
+            TraceGuard::caller_path(77, Some("/dev/stderr"), Some("/proc/1/fd/2")),
+            Some(PathBuf::from("/proc/77/fd/2"))
+        );
+        assert_eq!(
+            TraceGuard::caller_path(77, Some("/dev/stdinx"), Some("/dev/stdinx")),
+            Some(PathBuf::from("/dev/stdinx"))
         );
         assert_eq!(
             TraceGuard::caller_path(77, Some("x"), Some("/w/x")),

@@ -608,15 +608,11 @@ impl Reader {
                 Ok(self.fd_path(tid, dirfd, issues))
             };
         }
-        // `/proc/self` and `/proc/thread-self` are the caller's, not abm's:
-        // resolve them through the caller's /proc entry.
-        for pre in [&b"/proc/self/"[..], b"/proc/thread-self/"] {
-            if root == b"/" {
-                if let Some(rest) = raw.strip_prefix(pre) {
-                    let mut p = format!("/proc/{tid}/").into_bytes();
-                    p.extend_from_slice(rest);
-                    return Ok(resolve::resolve_raw(b"/", &p, true));
-                }
+        // `/proc/self`, `/dev/fd` ... are the caller's, not abm's: resolve
+        // them through the caller's /proc entry.
+        if root == b"/" {
+            if let Some(p) = resolve::caller_proc_path(raw, tid) {
+                return Ok(resolve::resolve_raw(b"/", &p, true));
             }
         }
         let base = if raw.first() == Some(&b'/') {

@@ -224,6 +224,39 @@ fn is_proc(p: &[u8]) -> bool {
 /// `..` physically (so `link/../f` names the file next to the link's
 /// target, not next to the link). Lexical folding is the fallback when the
 /// directory no longer exists, and the only option inside another root.
+/// A path by which the caller names its own /proc entry, rewritten to
+/// `/proc/<tid>/…`: `/proc/self/…`, `/proc/thread-self/…` and the links
+/// into them that programs use (`/dev/fd/N`, `/dev/stdin`, `/dev/stdout`,
+/// `/dev/stderr`; a jobserver client opens `/dev/fd/N`). Resolved in abm's
+/// process they would name abm's own entries.
+pub fn caller_proc_path(raw: &[u8], tid: u32) -> Option<Vec<u8>> {
+    const ALIASES: [(&[u8], &[u8]); 4] = [
+        (b"/dev/fd/", b"fd/"),
+        (b"/dev/stdin", b"fd/0"),
+        (b"/dev/stdout", b"fd/1"),
+        (b"/dev/stderr", b"fd/2"),
+    ];
+    let rest: Vec<u8> = if let Some(r) = raw
+        .strip_prefix(b"/proc/self/")
+        .or_else(|| raw.strip_prefix(b"/proc/thread-self/"))
+    {
+        r.to_vec()
+    } else {
+        ALIASES.iter().find_map(|(alias, to)| {
+            let r = raw.strip_prefix(*alias)?;
+            // `/dev/stdin` itself or `/dev/fd/<rest>`, not `/dev/stdinx`.
+            (alias.ends_with(b"/") || r.is_empty() || r.first() == Some(&b'/')).then(|| {
+                let mut p = to.to_vec();
+                p.extend_from_slice(r);
+                p
+            })
+        })?
+    };
+    let mut p = format!("/proc/{tid}/").into_bytes();
+    p.extend_from_slice(&rest);
+    Some(p)
+}
+
 pub fn resolve_raw(base: &[u8], raw: &[u8], host_root: bool) -> Vec<u8> {
     resolve_raw_with(base, raw, host_root, None)
 }
@@ -319,16 +352,9 @@ pub fn resolve_path(
     // `/proc/self` and `/proc/thread-self` name the caller's entries, not
     // abm's: resolved through /proc/<tid>/ while the thread lives; if it is
     // gone the path stays under /proc and says so.
-    let mut magic = None;
-    if root == b"/" {
-        for pre in [&b"/proc/self/"[..], b"/proc/thread-self/"] {
-            if let Some(rest) = raw.data.strip_prefix(pre) {
-                let mut p = format!("/proc/{}/", ev.hdr.tid).into_bytes();
-                p.extend_from_slice(rest);
-                magic = Some(p);
-            }
-        }
-    }
+    let magic = (root == b"/")
+        .then(|| caller_proc_path(&raw.data, ev.hdr.tid))
+        .flatten();
     let host = match &magic {
         Some(p) => {
             let h = resolve_raw_with(b"/", p, true, cache);

@@ -292,11 +292,13 @@ pub fn prepare(cache: &Cache, p: &Project, unpacked: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Online, once: a virtualenv with the pinned Python tools.
+/// Online, once: a virtualenv with the pinned Python tools. Its scripts
+/// name the interpreter by absolute path, so a cache that was copied or
+/// moved (the stamp names the old place) gets a new one.
 pub fn prepare_venv(cache: &Cache, tools: &[String]) -> Result<()> {
     let venv = cache.venv();
     let stamp = venv.join(".corpus-tools");
-    let want = tools.join("\n");
+    let want = format!("{}\n{}", venv.display(), tools.join("\n"));
     if fs::read_to_string(&stamp).ok().as_deref() == Some(want.as_str()) {
         return Ok(());
     }
