@@ -218,12 +218,6 @@ fn is_proc(p: &[u8]) -> bool {
     p == b"proc" || p.starts_with(b"proc/")
 }
 
-/// The absolute path a raw argument names relative to its base directory.
-/// For a process on the host root whose argument has directory components,
-/// the directory part is resolved as the kernel did: symlinks first, then
-/// `..` physically (so `link/../f` names the file next to the link's
-/// target, not next to the link). Lexical folding is the fallback when the
-/// directory no longer exists, and the only option inside another root.
 /// A path by which the caller names its own /proc entry, rewritten to
 /// `/proc/<tid>/…`: `/proc/self/…`, `/proc/thread-self/…` and the links
 /// into them that programs use (`/dev/fd/N`, `/dev/stdin`, `/dev/stdout`,
@@ -257,6 +251,12 @@ pub fn caller_proc_path(raw: &[u8], tid: u32) -> Option<Vec<u8>> {
     Some(p)
 }
 
+/// The absolute path a raw argument names relative to its base directory.
+/// For a process on the host root whose argument has directory components,
+/// the directory part is resolved as the kernel did: symlinks first, then
+/// `..` physically (so `link/../f` names the file next to the link's
+/// target, not next to the link). Lexical folding is the fallback when the
+/// directory no longer exists, and the only option inside another root.
 pub fn resolve_raw(base: &[u8], raw: &[u8], host_root: bool) -> Vec<u8> {
     resolve_raw_with(base, raw, host_root, None)
 }
