@@ -114,6 +114,12 @@ impl Locator {
 
     /// Whether a path is under one of the home-relative places.
     pub fn under_any(&self, path: &str, rel: &[&str]) -> bool {
+        // Every place starts with the home directory: most paths are
+        // answered without joining.
+        let home = self.home.to_string_lossy();
+        if !path.starts_with(home.trim_end_matches('/')) {
+            return false;
+        }
         rel.iter().any(|r| under(path, &self.home.join(r)))
     }
 }

@@ -101,21 +101,27 @@ fn raise_memlock() {
     let _ = unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &rlim) };
 }
 
+/// The mount namespace the kernel programs treat as the host's
+/// (`HOST_MNT_NS`): pid 1's, else this process's; 0 if neither can be read.
+/// Paths of processes in other mount namespaces are mapped to the host view
+/// through tables the kernel captures at the time of the call
+/// (`crate::pipeline::mounts`), and their records name the namespace.
+pub fn host_mnt_ns() -> u32 {
+    let ns_of = |p: &str| {
+        use std::os::unix::fs::MetadataExt as _;
+        fs::metadata(p).ok().map(|m| m.ino() as u32)
+    };
+    ns_of("/proc/1/ns/mnt")
+        .or_else(|| ns_of("/proc/self/ns/mnt"))
+        .unwrap_or(0)
+}
+
 impl Probes {
     pub fn load(opts: &ProbeOptions) -> Result<Probes, ProbeError> {
         preflight()?;
         raise_memlock();
         let watch = u32::from(opts.watch_cgroups);
-        // Paths of processes in other mount namespaces are mapped to the
-        // host view through tables the kernel captures at the time of the
-        // call (crate::pipeline::mounts); the host is pid 1's namespace.
-        let ns_of = |p: &str| {
-            use std::os::unix::fs::MetadataExt as _;
-            fs::metadata(p).ok().map(|m| m.ino() as u32)
-        };
-        let host_mnt_ns = ns_of("/proc/1/ns/mnt")
-            .or_else(|| ns_of("/proc/self/ns/mnt"))
-            .unwrap_or(0);
+        let host_mnt_ns = host_mnt_ns();
         let mut ebpf = EbpfLoader::new()
             .override_global("WATCH_CGROUPS", &watch, true)
             .override_global("HOST_MNT_NS", &host_mnt_ns, true)

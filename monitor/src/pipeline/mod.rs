@@ -94,6 +94,8 @@ pub struct Pipeline {
     pub judge: crate::action::Judge,
     /// Results whose entry record was not there (lost).
     pub unpaired_exits: u64,
+    /// Directories canonicalised for recent records.
+    dirs: resolve::DirCache,
 }
 
 impl Pipeline {
@@ -106,6 +108,7 @@ impl Pipeline {
             policy,
             ctx,
             unpaired_exits: 0,
+            dirs: resolve::DirCache::default(),
         }
     }
 
@@ -113,6 +116,9 @@ impl Pipeline {
     /// makes an action record (host and container views of its paths) and
     /// holds it for ordering.
     pub fn accept(&mut self, ev: KernelEvent, views: &mut Views, target: u32) {
+        if resolve::DirCache::invalidates(&ev) {
+            self.dirs.clear();
+        }
         match ev.kind {
             EventKind::SyscallExit => {
                 if !self.orderer.exit(ev.hdr.tid, ev.hdr.result, &ev.fields) {
@@ -131,7 +137,7 @@ impl Pipeline {
             // Records for the intake and the commands, not actions.
             EventKind::MountInfo | EventKind::CgroupMkdir => {}
             _ => {
-                let mut action = resolve::action_from_event(&ev);
+                let mut action = resolve::action_from_event_with(&ev, Some(&mut self.dirs));
                 views.fix(&mut action, &ev, target);
                 // Keep the entry record when an argument must be re-read at exit.
                 let reread = action.path_issues.contains(&PathIssue::ReadFailed);

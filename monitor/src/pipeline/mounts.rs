@@ -186,6 +186,10 @@ pub struct Views {
     receiving: HashMap<u64, Captured>,
     /// When the host's table was last re-read because a path was not covered.
     host_retry: Option<Instant>,
+    /// The kernel programs tag every record made outside this view's host
+    /// namespace (the host they are given is the same): a record without a
+    /// tag was made in the host's namespace, with no lookup in /proc.
+    kernel_tags: bool,
 }
 
 impl Default for Views {
@@ -215,7 +219,9 @@ impl Views {
     }
 
     fn with_host(host_pid: u32, ns: u64) -> Views {
+        let kernel_host = crate::kernel::probes::host_mnt_ns();
         Views {
+            kernel_tags: ns != 0 && kernel_host != 0 && u64::from(kernel_host) == ns,
             host_pid,
             host_ns: (ns != 0).then_some(ns),
             host: None,
@@ -417,6 +423,14 @@ impl Views {
         let found = match tagged {
             // The kernel named the namespace and sent its table.
             Some(ns) if self.captured.contains_key(&ns) => Some((ns, 0)),
+            // No tag on a complete record of the kernel's syscall programs:
+            // made in the host's namespace.
+            None if self.kernel_tags && untagged_means_host(ev) => {
+                if let Some(host) = self.host_ns {
+                    self.pid_ns.insert(ev.hdr.pid, host);
+                }
+                None
+            }
             _ => self.foreign_ns(ev.hdr.pid, ev.hdr.ppid, target),
         };
         let Some((ns, live)) = found else {
@@ -467,6 +481,15 @@ impl Views {
             PathIssue::add(&mut a.path_issues, PathIssue::HostPathUnknown);
         }
     }
+}
+
+/// Whether the kernel tags a record like `ev` with `MNT_NS` when it is made
+/// outside the host's namespace: the file and exec records of the syscall
+/// programs do, unless the payload was full; 32-bit compat records do not.
+fn untagged_means_host(ev: &KernelEvent) -> bool {
+    ev.kind != monitor_common::EventKind::CompatSyscall
+        && ev.hdr.hflags & monitor_common::header_flags::PAYLOAD_TRUNCATED == 0
+        && ev.field(field_tag::MNT_NS).is_none()
 }
 
 /// The path of an argument as the kernel walked it (the process's mount
@@ -651,5 +674,54 @@ mod tests {
             (1, LAST),
         ));
         assert_eq!(t(&mut v, "/w/x").as_deref(), Some("/srv/other/x"));
+    }
+
+    /// A record without `MNT_NS` stands for the host's namespace only when
+    /// the kernel would have tagged it: not a 32-bit call, not a record
+    /// whose payload was full.
+    #[test]
+    fn only_complete_syscall_records_are_host_by_absence_of_a_tag() {
+        use crate::kernel::events::{empty_header, encode, Field};
+        use monitor_common::{header_flags, EventKind};
+        let rec = |kind: EventKind, hflags: u32, tag: bool| {
+            let mut h = empty_header(kind);
+            h.hflags = hflags;
+            let mut fields = vec![Field {
+                tag: field_tag::RAW_PATH,
+                flags: 0,
+                data: b"/w/f".to_vec(),
+            }];
+            if tag {
+                fields.push(Field {
+                    tag: field_tag::MNT_NS,
+                    flags: 0,
+                    data: 4026532000u64.to_ne_bytes().to_vec(),
+                });
+            }
+            KernelEvent::decode(&encode(&h, &fields)).unwrap()
+        };
+        assert!(untagged_means_host(&rec(EventKind::Unlink, 0, false)));
+        assert!(untagged_means_host(&rec(EventKind::Exec, 0, false)));
+        assert!(!untagged_means_host(&rec(EventKind::Unlink, 0, true)));
+        assert!(!untagged_means_host(&rec(
+            EventKind::CompatSyscall,
+            0,
+            false
+        )));
+        assert!(!untagged_means_host(&rec(
+            EventKind::Unlink,
+            header_flags::PAYLOAD_TRUNCATED,
+            false
+        )));
+    }
+
+    /// abm's own views take the kernel's word for the host namespace only
+    /// when the kernel's host is the same namespace.
+    #[test]
+    fn own_views_trust_the_kernel_tag_when_the_hosts_agree() {
+        let v = Views::own();
+        let agree = v.host_ns.is_some()
+            && v.host_ns == Some(u64::from(crate::kernel::probes::host_mnt_ns()));
+        assert_eq!(v.kernel_tags, agree);
     }
 }

@@ -7,10 +7,14 @@
 //! and dirfds. The raw argument is then joined lexically (`.` and `..` are
 //! folded). When the raw argument has directory components of its own, the
 //! parent directory is canonicalised in userspace if it still exists, so a
-//! delete through a symlinked directory reports the real location.
+//! delete through a symlinked directory reports the real location. The
+//! pipeline keeps the directories it canonicalised in a [`DirCache`], so a
+//! burst of calls in one directory costs one lookup, not three syscalls each.
 use std::{
+    collections::HashMap,
     os::unix::ffi::{OsStrExt, OsStringExt},
     path::Path,
+    time::{Duration, Instant},
 };
 
 use monitor_common::{field_flags, field_tag, header_flags, EventKind};
@@ -106,11 +110,19 @@ fn canonical_dir(dir: &Path) -> Option<Vec<u8>> {
 /// raw argument, resolved as the kernel does), keeping the final component
 /// as is (it may be a symlink itself, which unlink/rename act on, or
 /// already gone).
+#[cfg(test)]
 pub(crate) fn canonical_parent(path: &[u8]) -> Option<Vec<u8>> {
+    canonical_parent_with(path, None)
+}
+
+fn canonical_parent_with(path: &[u8], cache: Option<&mut DirCache>) -> Option<Vec<u8>> {
     let p = Path::new(std::ffi::OsStr::from_bytes(path));
     let parent = p.parent()?;
     let name = p.file_name()?;
-    let mut out = canonical_dir(parent)?;
+    let mut out = match cache {
+        Some(c) => c.canonical_dir(parent)?,
+        None => canonical_dir(parent)?,
+    };
     if out != b"/" {
         out.push(b'/');
     }
@@ -118,12 +130,94 @@ pub(crate) fn canonical_parent(path: &[u8]) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// The absolute path a raw argument names relative to its base directory.
-/// For a process on the host root whose argument has directory components,
-/// the directory part is resolved as the kernel did: symlinks first, then
-/// `..` physically (so `link/../f` names the file next to the link's
-/// target, not next to the link). Lexical folding is the fallback when the
-/// directory no longer exists, and the only option inside another root.
+/// Directories canonicalised for recent records, so that many calls in one
+/// directory cost one lookup (the canonical name is read from the file
+/// system when the record is read, with or without the cache).
+///
+/// An entry is used for [`DirCache::TTL`] at most, and the whole cache is
+/// dropped whenever a record that can change what a directory path names
+/// is read (a rename, rmdir, unlink or symlink in the traced tree: see
+/// [`DirCache::invalidates`]), so records are resolved against the same
+/// file-system state as without the cache; only a change made outside the
+/// traced tree can go unseen, for at most the TTL (resolution is already
+/// that late: records are read in batches, every 25 ms at most). Paths
+/// under `/proc` (per-process magic links) and directories that do not
+/// exist are never cached.
+#[derive(Debug, Default)]
+pub struct DirCache {
+    dirs: HashMap<Vec<u8>, (Vec<u8>, Instant)>,
+}
+
+impl DirCache {
+    /// How long a canonical directory is trusted.
+    pub const TTL: Duration = Duration::from_millis(100);
+    /// Entries kept at most (the cache is emptied when it is full).
+    pub const MAX_ENTRIES: usize = 4096;
+
+    /// Whether a record can change what directory paths name: the entry or
+    /// the result of a rename, rmdir, unlink or symlink (the result too,
+    /// because the entry can be read while the call is still running), or
+    /// a 32-bit call of any kind.
+    pub fn invalidates(ev: &KernelEvent) -> bool {
+        let kind = match ev.kind {
+            EventKind::SyscallExit => match monitor_common::syscall(ev.hdr.syscall) {
+                Some(s) => s.kind,
+                None => return true,
+            },
+            k => k,
+        };
+        matches!(
+            kind,
+            EventKind::Rename
+                | EventKind::Rmdir
+                | EventKind::Unlink
+                | EventKind::Symlink
+                | EventKind::CompatSyscall
+        )
+    }
+
+    /// Forgets every directory.
+    pub fn clear(&mut self) {
+        if !self.dirs.is_empty() {
+            self.dirs.clear();
+        }
+    }
+
+    fn canonical_dir(&mut self, dir: &Path) -> Option<Vec<u8>> {
+        let key = dir.as_os_str().as_bytes();
+        if is_proc(key) {
+            return canonical_dir(dir);
+        }
+        let now = Instant::now();
+        if let Some((real, at)) = self.dirs.get(key) {
+            if now.duration_since(*at) <= Self::TTL {
+                return Some(real.clone());
+            }
+        }
+        let real = canonical_dir(dir);
+        match &real {
+            Some(r) if is_proc(r) => {}
+            Some(r) => {
+                if self.dirs.len() >= Self::MAX_ENTRIES {
+                    self.dirs.clear();
+                }
+                self.dirs.insert(key.to_vec(), (r.clone(), now));
+            }
+            None => {
+                self.dirs.remove(key);
+            }
+        }
+        real
+    }
+}
+
+/// Whether a path is under /proc (leading slashes folded).
+fn is_proc(p: &[u8]) -> bool {
+    let start = p.iter().position(|&b| b != b'/').unwrap_or(p.len());
+    let p = &p[start..];
+    p == b"proc" || p.starts_with(b"proc/")
+}
+
 /// A path by which the caller names its own /proc entry, rewritten to
 /// `/proc/<tid>/…`: `/proc/self/…`, `/proc/thread-self/…` and the links
 /// into them that programs use (`/dev/fd/N`, `/dev/stdin`, `/dev/stdout`,
@@ -157,12 +251,27 @@ pub fn caller_proc_path(raw: &[u8], tid: u32) -> Option<Vec<u8>> {
     Some(p)
 }
 
+/// The absolute path a raw argument names relative to its base directory.
+/// For a process on the host root whose argument has directory components,
+/// the directory part is resolved as the kernel did: symlinks first, then
+/// `..` physically (so `link/../f` names the file next to the link's
+/// target, not next to the link). Lexical folding is the fallback when the
+/// directory no longer exists, and the only option inside another root.
 pub fn resolve_raw(base: &[u8], raw: &[u8], host_root: bool) -> Vec<u8> {
+    resolve_raw_with(base, raw, host_root, None)
+}
+
+fn resolve_raw_with(
+    base: &[u8],
+    raw: &[u8],
+    host_root: bool,
+    cache: Option<&mut DirCache>,
+) -> Vec<u8> {
     if host_root && raw.contains(&b'/') {
         let mut unfolded = base.to_vec();
         unfolded.push(b'/');
         unfolded.extend_from_slice(raw);
-        if let Some(real) = canonical_parent(&unfolded) {
+        if let Some(real) = canonical_parent_with(&unfolded, cache) {
             return real;
         }
     }
@@ -196,6 +305,7 @@ pub fn resolve_path(
     base_tag: u8,
     root: &[u8],
     issues: &mut Vec<PathIssue>,
+    cache: Option<&mut DirCache>,
 ) -> Option<Resolved> {
     if let Some(fd) = ev
         .field(field_tag::FD_PATH)
@@ -240,13 +350,13 @@ pub fn resolve_path(
         .flatten();
     let host = match &magic {
         Some(p) => {
-            let h = resolve_raw(b"/", p, true);
+            let h = resolve_raw_with(b"/", p, true, cache);
             if h.starts_with(b"/proc/") {
                 PathIssue::add(issues, PathIssue::ProcMagicLink);
             }
             h
         }
-        None => resolve_raw(&base_path, &raw.data, root == b"/"),
+        None => resolve_raw_with(&base_path, &raw.data, root == b"/", cache),
     };
     let container = strip_root(&host, root);
     Some(Resolved {
@@ -382,6 +492,11 @@ fn setflag_names(request: u32, flags: u64) -> Vec<String> {
 /// fields that need the process table (`exe`) and the result are filled by
 /// the caller.
 pub fn action_from_event(ev: &KernelEvent) -> Action {
+    action_from_event_with(ev, None)
+}
+
+/// [`action_from_event`], canonicalising directories through `cache`.
+pub fn action_from_event_with(ev: &KernelEvent, mut cache: Option<&mut DirCache>) -> Action {
     let h = &ev.hdr;
     let mut op = Op::from_kind(ev.kind);
     let compat = h.hflags & header_flags::COMPAT != 0;
@@ -412,7 +527,14 @@ pub fn action_from_event(ev: &KernelEvent) -> Action {
         .map(|f| components_to_path(&f.data))
         .unwrap_or_else(|| b"/".to_vec());
     let mut issues = Vec::new();
-    if let Some(r) = resolve_path(ev, field_tag::RAW_PATH, field_tag::BASE, &root, &mut issues) {
+    if let Some(r) = resolve_path(
+        ev,
+        field_tag::RAW_PATH,
+        field_tag::BASE,
+        &root,
+        &mut issues,
+        cache.as_deref_mut(),
+    ) {
         set_text(&r.host, &mut a.path, &mut a.path_b64);
         if let Some(c) = r.container {
             a.container_path = Some(text_fields(&c).0);
@@ -428,6 +550,7 @@ pub fn action_from_event(ev: &KernelEvent) -> Action {
             field_tag::BASE2,
             &root,
             &mut issues,
+            cache,
         ) {
             set_text(&r.host, &mut a.path2, &mut a.path2_b64);
             if let Some(c) = r.container {
@@ -762,5 +885,79 @@ mod tests {
         assert_eq!(errno_name(-2), "ENOENT");
         assert_eq!(errno_name(-1), "EPERM");
         assert_eq!(syscall_name(316), "renameat2");
+    }
+
+    fn exit_record(nr: u32) -> KernelEvent {
+        let mut h = empty_header(EventKind::SyscallExit);
+        h.syscall = nr;
+        KernelEvent::decode(&encode(&h, &[])).unwrap()
+    }
+
+    #[test]
+    fn name_changing_records_drop_the_directory_cache() {
+        use monitor_common::syscall_nr as nr;
+        let entry = |k| KernelEvent::decode(&encode(&empty_header(k), &[])).unwrap();
+        for k in [
+            EventKind::Rename,
+            EventKind::Rmdir,
+            EventKind::Unlink,
+            EventKind::Symlink,
+            EventKind::CompatSyscall,
+        ] {
+            assert!(DirCache::invalidates(&entry(k)), "{k:?}");
+        }
+        for k in [EventKind::Write, EventKind::Truncate, EventKind::Exec] {
+            assert!(!DirCache::invalidates(&entry(k)), "{k:?}");
+        }
+        assert!(DirCache::invalidates(&exit_record(nr::RENAMEAT2)));
+        assert!(DirCache::invalidates(&exit_record(nr::UNLINKAT)));
+        assert!(DirCache::invalidates(&exit_record(nr::SYMLINKAT)));
+        assert!(!DirCache::invalidates(&exit_record(nr::OPENAT)));
+    }
+
+    /// A cached directory resolves like an uncached one; once cleared (as
+    /// after a rename or symlink record), a symlink swapped to another
+    /// target resolves to the new one. Paths under /proc and missing
+    /// directories are never cached.
+    #[test]
+    fn directory_cache_resolves_like_the_file_system() {
+        let d = std::env::temp_dir().join(format!("abm-dircache-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join("a")).unwrap();
+        std::fs::create_dir_all(d.join("b")).unwrap();
+        std::os::unix::fs::symlink(d.join("a"), d.join("link")).unwrap();
+        let base = d.as_os_str().as_bytes();
+        let real = |sub: &str| {
+            let mut p = std::fs::canonicalize(d.join(sub))
+                .unwrap()
+                .into_os_string()
+                .into_vec();
+            p.extend_from_slice(b"/f");
+            p
+        };
+        let mut cache = DirCache::default();
+        let first = resolve_raw_with(base, b"link/f", true, Some(&mut cache));
+        assert_eq!(first, real("a"));
+        assert_eq!(first, resolve_raw(base, b"link/f", true));
+        assert_eq!(cache.dirs.len(), 1);
+        // Swap the link: the cache still answers within its TTL, as the
+        // file system did when the entry was made ...
+        std::fs::remove_file(d.join("link")).unwrap();
+        std::os::unix::fs::symlink(d.join("b"), d.join("link")).unwrap();
+        // ... and after a name-changing record clears it, the new target.
+        cache.clear();
+        assert_eq!(
+            resolve_raw_with(base, b"link/f", true, Some(&mut cache)),
+            real("b")
+        );
+        // A directory that does not exist: lexical, and not cached.
+        cache.clear();
+        let gone = resolve_raw_with(base, b"nope/../x/f", true, Some(&mut cache));
+        assert_eq!(gone, join(base, b"nope/../x/f"));
+        assert!(cache.dirs.is_empty());
+        // /proc is per process: never cached.
+        let _ = resolve_raw_with(b"/", b"/proc/self/fd/0", true, Some(&mut cache));
+        assert!(cache.dirs.is_empty());
+        std::fs::remove_dir_all(&d).unwrap();
     }
 }
