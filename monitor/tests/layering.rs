@@ -523,6 +523,55 @@ fn architecture_doc_lists_the_edges_of_the_sources() {
     }
 }
 
+/// The most lines a source file may have before its `#[cfg(test)]` part: a
+/// file past it usually holds two rooms (docs/architecture.md).
+const MAX_LINES: usize = 800;
+
+/// Every Rust source file of the workspace's crates (test-only files
+/// aside) has at most [`MAX_LINES`] lines before its tests.
+#[test]
+fn no_source_file_is_over_800_lines_before_its_tests() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut over = Vec::new();
+    let mut seen = 0;
+    for krate in ["monitor", "monitor-common", "monitor-ebpf", "xtask"] {
+        let src = root.join(krate).join("src");
+        let mut paths = Vec::new();
+        rust_files(&src, &mut paths);
+        let files: Vec<(String, String)> = paths
+            .iter()
+            .map(|p| {
+                let rel = p.strip_prefix(&src).unwrap().to_string_lossy().into_owned();
+                (rel, std::fs::read_to_string(p).unwrap())
+            })
+            .collect();
+        let test_only = test_only_files(&files);
+        for (rel, text) in &files {
+            if test_only.contains(rel) {
+                continue;
+            }
+            seen += 1;
+            let code = text
+                .lines()
+                .take_while(|l| !l.starts_with("#[cfg(test)]"))
+                .count();
+            if code > MAX_LINES {
+                over.push(format!("{krate}/src/{rel}: {code} lines before its tests"));
+            }
+        }
+    }
+    assert!(
+        seen > 100,
+        "only {seen} source files found under {}",
+        root.display()
+    );
+    assert!(
+        over.is_empty(),
+        "over {MAX_LINES} lines:\n{}",
+        over.join("\n")
+    );
+}
+
 /// Files compiled only for tests: `#[cfg(test)] mod x;` makes x.rs (or
 /// x/mod.rs and everything under x/) test-only.
 fn test_only_files(files: &[(String, String)]) -> BTreeSet<String> {
