@@ -204,6 +204,11 @@ pub mod header_flags {
     /// A flags argument in user memory (`ioctl` flags, `open_how`) could
     /// not be read at syscall entry.
     pub const FLAGS_UNREAD: u32 = 1 << 4;
+    /// exec: the environment had more entries than the kernel program
+    /// looks at ([`limits::MAX_ENV_SCAN`](crate::limits::MAX_ENV_SCAN)), or
+    /// more target variables than it keeps: the `ENV` fields may be
+    /// incomplete.
+    pub const ENV_PARTIAL: u32 = 1 << 5;
 }
 
 /// Header of one payload field.
@@ -244,6 +249,10 @@ pub mod field_tag {
     /// `open_how.flags` of `openat2` (8 bytes, native order), read at
     /// syscall exit when unreadable at entry (then `READ_FAILED` at entry).
     pub const OPEN_HOW: u8 = 10;
+    /// exec: one `NAME=VALUE` entry of the new program's environment whose
+    /// name starts like one of [`target_env::PREFIXES`]; userspace keeps
+    /// the exact names of [`target_env::NAMES`].
+    pub const ENV: u8 = 11;
     /// The inode number (u64, native endian) of the caller's mount
     /// namespace, present only when it is not the host's: the paths of the
     /// record are in that namespace's coordinates ([`mountns`]).
@@ -299,6 +308,43 @@ pub mod field_flags {
     pub const READ_FAILED: u8 = 1 << 3;
 }
 
+/// The environment variables that decide which object a command acts on
+/// (the cluster of `kubectl`, the profile of `aws`, the workspace of
+/// `terraform`...). The exec program copies the entries whose first eight
+/// bytes are one of [`PREFIXES`](target_env::PREFIXES); userspace keeps the
+/// exact [`NAMES`](target_env::NAMES).
+pub mod target_env {
+    pub const NAMES: &[&str] = &[
+        "KUBECONFIG",
+        "KUBE_CONTEXT",
+        "AWS_PROFILE",
+        "TF_WORKSPACE",
+        "CLOUDSDK_CORE_PROJECT",
+        "DOCKER_CONTEXT",
+        "DOCKER_HOST",
+    ];
+    const fn prefix(name: &[u8]) -> u64 {
+        let mut b = [0u8; 8];
+        let mut i = 0;
+        while i < 8 {
+            b[i] = name[i];
+            i += 1;
+        }
+        u64::from_le_bytes(b)
+    }
+    /// First eight bytes of each of [`NAMES`], little-endian (every name
+    /// is longer than eight bytes).
+    pub const PREFIXES: [u64; 7] = [
+        prefix(b"KUBECONF"),
+        prefix(b"KUBE_CON"),
+        prefix(b"AWS_PROF"),
+        prefix(b"TF_WORKS"),
+        prefix(b"CLOUDSDK"),
+        prefix(b"DOCKER_C"),
+        prefix(b"DOCKER_H"),
+    ];
+}
+
 /// Limits compiled into the kernel programs.
 pub mod limits {
     /// Components walked from a dentry to the root.
@@ -311,6 +357,12 @@ pub mod limits {
     pub const MAX_ARGS: u32 = 32;
     /// Bytes of one execve argument.
     pub const MAX_ARG_LEN: usize = 256;
+    /// exec: environment entries looked at.
+    pub const MAX_ENV_SCAN: u32 = 128;
+    /// exec: environment entries kept (those naming a target).
+    pub const MAX_ENV_KEPT: u32 = 8;
+    /// Bytes of one kept environment entry.
+    pub const MAX_ENV_LEN: usize = 256;
     /// Payload capacity of one record (power of two: offsets are masked with it).
     pub const PAYLOAD_CAP: usize = 16384;
     /// Slack after the payload so a masked offset plus one maximal write

@@ -8,13 +8,16 @@
 use core::ffi::c_void;
 
 use aya_ebpf::helpers::{
+    bpf_probe_read_user,
     bpf_get_current_cgroup_id, bpf_get_current_comm, bpf_get_current_pid_tgid,
     bpf_get_current_task, bpf_get_current_uid_gid, bpf_ktime_get_ns,
     generated::{bpf_probe_read_kernel_str, bpf_probe_read_user_str},
 };
 use monitor_common::{
     field_flags, header_flags,
-    limits::{MAX_NAME, MAX_PATH_DEPTH, PAYLOAD_CAP},
+    field_tag::ENV,
+    limits::{MAX_ENV_KEPT, MAX_ENV_LEN, MAX_ENV_SCAN, MAX_NAME, MAX_PATH_DEPTH, PAYLOAD_CAP},
+    target_env::PREFIXES,
     EventHeader, EventKind, FieldHeader, LossCause,
 };
 
@@ -383,5 +386,56 @@ pub extern "C" fn walk_path(tag: u64, dentry: u64, mnt: u64) -> u64 {
     }
     rec.set_off(off);
     rec.end(at, tag, flags);
+    0
+}
+
+/// Appends the entries of the exec's environment array `envp` (a user
+/// pointer) that name a target variable (`monitor_common::target_env`) as
+/// `ENV` fields of the record in the scratch buffer. Looks at most at
+/// `MAX_ENV_SCAN` entries and keeps at most `MAX_ENV_KEPT`; when either
+/// limit cut the scan, the header says so (`ENV_PARTIAL`).
+///
+/// A global function, verified once, like [`walk_path`]. The pre-filter is
+/// one 8-byte read per entry: every target name is longer than 8 bytes, so
+/// the read never runs past the string's end.
+// SAFETY: a symbol name used once in the object.
+#[unsafe(no_mangle)]
+#[inline(never)]
+pub extern "C" fn scan_env(envp: u64) -> u64 {
+    let Some(buf) = SCRATCH.get_ptr_mut(0) else { return 0 };
+    let mut rec = Record { buf };
+    if envp == 0 {
+        return 0;
+    }
+    let envp = envp as *const u64;
+    let mut kept = 0u32;
+    let mut i = 0u32;
+    while i < MAX_ENV_SCAN {
+        // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
+        let p = unsafe { bpf_probe_read_user(envp.wrapping_add(i as usize)) }.unwrap_or(0);
+        if p == 0 {
+            return 0;
+        }
+        // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
+        let head = unsafe { bpf_probe_read_user(p as *const u64) }.unwrap_or(0);
+        let mut hit = false;
+        for want in PREFIXES {
+            hit |= head == want;
+        }
+        if hit {
+            if kept == MAX_ENV_KEPT {
+                rec.hdr().hflags |= header_flags::ENV_PARTIAL;
+                return 0;
+            }
+            rec.user_str::<MAX_ENV_LEN>(ENV, p as *const u8);
+            kept += 1;
+        }
+        i += 1;
+    }
+    // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
+    let more = unsafe { bpf_probe_read_user(envp.wrapping_add(MAX_ENV_SCAN as usize)) }.unwrap_or(0);
+    if more != 0 {
+        rec.hdr().hflags |= header_flags::ENV_PARTIAL;
+    }
     0
 }

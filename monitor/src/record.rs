@@ -287,6 +287,15 @@ pub struct Action {
     /// exec: working directory of the caller.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
+    /// exec: the variables of the new program's environment that decide
+    /// which object a command acts on (`KUBECONFIG`, `AWS_PROFILE`, ...;
+    /// `monitor_common::target_env::NAMES`), as it started with them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env: Option<std::collections::BTreeMap<String, String>>,
+    /// exec: the environment was larger than the kernel program looks at,
+    /// so `env` may miss a variable.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub env_partial: bool,
 
     /// Live policy verdict.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -255,3 +255,96 @@ fn extra_patterns_add_files_and_the_default_set_can_be_left_out() {
         "{err}"
     );
 }
+
+#[test]
+fn created_and_policy_named_files_join_the_sensitive_set() {
+    require_kernel!();
+    let t = TempDir::new("sensitive-new");
+    let home = TempDir::new("sensitive-new-home");
+    let ws = TempDir::new("sensitive-new-ws");
+    sh(
+        "mkdir -p vault sub && echo a > vault/a.txt && echo b > vault/b.md",
+        ws.path(),
+    );
+    let policy = t.join("policy.toml");
+    std::fs::write(
+        &policy,
+        "version = 1\n[scopes]\nsensitive = [\"${workspace}/vault/*.txt\"]\n",
+    )
+    .unwrap();
+    let trace = t.join("new.jsonl");
+    // The .env is written while the run lasts, then read after the
+    // records' ordering window; a .env.pub-like name never counts.
+    let out = Command::new(ABM)
+        .args(["run", "--quiet", "--policy"])
+        .arg(&policy)
+        .arg("--trace")
+        .arg(&trace)
+        .arg("--workspace")
+        .arg(ws.path())
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "echo TOKEN=2 > sub/.env; echo k > sub/tmp.key.part; \
+             mv sub/tmp.key.part sub/server.key; sleep 1; \
+             cat sub/.env sub/server.key vault/a.txt vault/b.md > /dev/null",
+        ])
+        .env("HOME", home.path())
+        .current_dir(ws.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let records = read_records(&trace);
+    assert_eq!(records[0]["extra"]["sensitive_files"], 1, "vault/a.txt");
+    let mut reads: Vec<String> = events(&records)
+        .filter(|e| e["op"] == "read")
+        .map(|e| e["path"].as_str().unwrap().to_owned())
+        .collect();
+    reads.sort();
+    let mut want = vec![
+        ws.s("sub/.env"),
+        ws.s("sub/server.key"),
+        ws.s("vault/a.txt"),
+    ];
+    want.sort();
+    assert_eq!(
+        reads, want,
+        "created .env and renamed key, policy-named file"
+    );
+    let added: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["type"] == "note" && r["kind"] == "sensitive_added")
+        .collect();
+    assert_eq!(added.len(), 2, "{added:?}");
+    assert_eq!(added[0]["body"]["path"], ws.s("sub/.env").as_str());
+    assert_eq!(added[0]["body"]["full"], false);
+    assert_eq!(added[1]["body"]["path"], ws.s("sub/server.key").as_str());
+
+    // A policy pattern that names no place is refused, naming the file.
+    std::fs::write(
+        &policy,
+        "version = 1\n[scopes]\nsensitive = [\"vault/*\"]\n",
+    )
+    .unwrap();
+    let bad = Command::new(ABM)
+        .args(["run", "--quiet", "--policy"])
+        .arg(&policy)
+        .arg("--trace")
+        .arg(t.join("bad.jsonl"))
+        .args(["--", "true"])
+        .current_dir(ws.path())
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        err.contains("policy.toml") && err.contains("`vault/*` is not anchored"),
+        "{err}"
+    );
+    assert!(!t.join("bad.jsonl").exists(), "nothing half-applied");
+}

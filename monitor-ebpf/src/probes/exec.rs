@@ -9,22 +9,22 @@ use monitor_common::{
 };
 
 use super::syscalls::{nr, Args};
-use crate::record::{Record, AT_FDCWD};
+use crate::record::{scan_env, Record, AT_FDCWD};
 
 const AT_EMPTY_PATH: u64 = 0x1000;
 
 #[inline(always)]
 pub fn enter(id: u32, a: &Args) -> Option<Record> {
     let mut rec = Record::start(EventKind::Exec as u32, id)?;
-    let (dirfd, file, argv) = if id == nr::EXECVEAT {
+    let (dirfd, file, argv, envp) = if id == nr::EXECVEAT {
         let flags = a.a[4];
         rec.hdr().flags = flags;
         if flags & AT_EMPTY_PATH != 0 {
             rec.hdr().hflags |= header_flags::EXEC_FD;
         }
-        (a.int(0), a.ptr(1), a.ptr(2) as *const u64)
+        (a.int(0), a.ptr(1), a.ptr(2) as *const u64, a.a[3])
     } else {
-        (AT_FDCWD, a.ptr(0), a.ptr(1) as *const u64)
+        (AT_FDCWD, a.ptr(0), a.ptr(1) as *const u64, a.a[2])
     };
     rec.hdr().fd = dirfd;
     let (first, _) = rec.user_str::<MAX_RAW_PATH>(RAW_PATH, file);
@@ -48,5 +48,6 @@ pub fn enter(id: u32, a: &Args) -> Option<Record> {
     }
     rec.walk_cwd(CWD);
     rec.walk_root(ROOT);
+    scan_env(envp);
     Some(rec)
 }

@@ -3,17 +3,23 @@
 //! read-only opens (`monitor-ebpf/src/probes/sensitive.rs`).
 //!
 //! The kernel decides by inode, so an ordinary open costs one fd-table read
-//! and one hash lookup and sends nothing. Files are resolved once, when the
-//! run starts: a sensitive file created later (a `.env` the command writes)
-//! is not in the set.
+//! and one hash lookup and sends nothing. Files are resolved when the run
+//! starts; a file the command creates later under a sensitive pattern (a
+//! `.env` it writes, a key it renames into place) is added when the record
+//! of its creation is released ([`Watcher::created`]), so reads from then
+//! on are recorded.
 use std::{
     collections::HashSet,
     os::unix::fs::MetadataExt as _,
     path::{Component, Path, PathBuf},
 };
 
-use aya::{maps::HashMap, programs::TracePoint, Ebpf};
-use globset::{GlobBuilder, GlobMatcher};
+use aya::{
+    maps::{HashMap, MapData},
+    programs::TracePoint,
+    Ebpf,
+};
+use globset::{GlobBuilder, GlobMatcher, GlobSet, GlobSetBuilder};
 use monitor_common::InodeKey;
 
 use super::probes::ProbeError;
@@ -84,6 +90,9 @@ pub struct SensitiveSet {
     /// True when the walk stopped at [`MAX_WALK_ENTRIES`] or the set at
     /// [`MAX_SENSITIVE`].
     pub partial: bool,
+    /// Every pattern, anchored: what a file created later is checked
+    /// against.
+    pub patterns: GlobSet,
 }
 
 /// The kernel's encoding of a device number (`MKDEV`: major << 20 | minor),
@@ -149,16 +158,18 @@ pub fn resolve(
     let mut set = SensitiveSet::default();
     let mut seen: HashSet<InodeKey> = HashSet::new();
     let mut budget = MAX_WALK_ENTRIES;
+    let mut all = GlobSetBuilder::new();
     for pat in &patterns {
-        let glob = GlobBuilder::new(pat)
+        let built = GlobBuilder::new(pat)
             .literal_separator(true)
             .backslash_escape(true)
             .build()
             .map_err(|e| SensitiveError::Pattern {
                 pattern: pat.clone(),
                 why: e.kind().to_string(),
-            })?
-            .compile_matcher();
+            })?;
+        let glob = built.compile_matcher();
+        all.add(built);
         // The fixed directory prefix, and how deep below it to look.
         let comps: Vec<&str> = pat.split('/').filter(|c| !c.is_empty()).collect();
         let fixed = comps.iter().take_while(|c| !is_glob(c)).count();
@@ -198,6 +209,10 @@ pub fn resolve(
         }
     }
     set.partial |= budget == 0;
+    set.patterns = all.build().map_err(|e| SensitiveError::Pattern {
+        pattern: patterns.join(" "),
+        why: e.to_string(),
+    })?;
     Ok(set)
 }
 
@@ -229,21 +244,78 @@ fn walk(dir: &Path, depth: usize, glob: &GlobMatcher, out: &mut Vec<PathBuf>, bu
     }
 }
 
+/// The kernel's sensitive set while a run lasts: files created under a
+/// sensitive pattern join it.
+pub struct Watcher {
+    patterns: GlobSet,
+    map: Option<HashMap<MapData, InodeKey, u32>>,
+    known: HashSet<InodeKey>,
+    /// Files added after the start, by the path they were created at.
+    pub added: Vec<PathBuf>,
+    /// A file could not be added: the map was full.
+    pub full: bool,
+}
+
+impl Watcher {
+    /// A file was created, written or renamed to `path` (resolved, host
+    /// view) by the watched tree; if it matches a sensitive pattern and is
+    /// a regular file not yet in the set, reads of it are recorded from now
+    /// on. Returns whether it was added.
+    pub fn created(&mut self, path: &str) -> bool {
+        let Some(map) = self.map.as_mut() else {
+            return false;
+        };
+        if !self.patterns.is_match(path) || path.ends_with(".pub") {
+            return false;
+        }
+        let Ok(m) = std::fs::metadata(path) else {
+            return false;
+        };
+        if !m.is_file() {
+            return false;
+        }
+        let key = InodeKey {
+            ino: m.ino(),
+            dev: kernel_dev(m.dev()),
+            _pad: 0,
+        };
+        if self.known.contains(&key) {
+            return false;
+        }
+        if self.known.len() >= MAX_SENSITIVE || map.insert(key, 1, 0).is_err() {
+            self.full = true;
+            return false;
+        }
+        self.known.insert(key);
+        self.added.push(PathBuf::from(path));
+        true
+    }
+}
+
 /// Fills the kernel's `SENSITIVE_INODES` map and attaches the exit
-/// tracepoints of the opens. Nothing is attached for an empty set, so a run
-/// without sensitive files pays nothing.
-pub fn watch(ebpf: &mut Ebpf, set: &SensitiveSet) -> Result<(), ProbeError> {
-    if set.files.is_empty() {
-        return Ok(());
+/// tracepoints of the opens. Nothing is attached when no pattern can ever
+/// match (no default set and no `--sensitive`), so such a run pays
+/// nothing.
+pub fn watch(ebpf: &mut Ebpf, set: &SensitiveSet) -> Result<Watcher, ProbeError> {
+    let mut watcher = Watcher {
+        patterns: set.patterns.clone(),
+        map: None,
+        known: set.files.iter().map(|(k, _)| *k).collect(),
+        added: Vec::new(),
+        full: false,
+    };
+    if set.files.is_empty() && set.patterns.is_empty() {
+        return Ok(watcher);
     }
     const MAP: &str = "SENSITIVE_INODES";
-    let mut map: HashMap<_, InodeKey, u32> =
-        HashMap::try_from(ebpf.map_mut(MAP).ok_or(ProbeError::MissingMap(MAP))?)
+    let mut map: HashMap<MapData, InodeKey, u32> =
+        HashMap::try_from(ebpf.take_map(MAP).ok_or(ProbeError::MissingMap(MAP))?)
             .map_err(|source| ProbeError::Map { name: MAP, source })?;
     for (key, _) in &set.files {
         map.insert(key, 1, 0)
             .map_err(|source| ProbeError::Map { name: MAP, source })?;
     }
+    watcher.map = Some(map);
     const PROG: &str = "sys_exit_open_sensitive";
     let prog: &mut TracePoint = ebpf
         .program_mut(PROG)
@@ -256,7 +328,7 @@ pub fn watch(ebpf: &mut Ebpf, set: &SensitiveSet) -> Result<(), ProbeError> {
         prog.attach("syscalls", tp)
             .map_err(|source| ProbeError::Program { name: PROG, source })?;
     }
-    Ok(())
+    Ok(watcher)
 }
 
 #[cfg(test)]

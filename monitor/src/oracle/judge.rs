@@ -148,9 +148,11 @@ impl Judge<'_> {
         (fired, no_effect)
     }
 
-    /// The command objects of every exec, in trace order: environment set
-    /// by `env NAME=VALUE` wrappers is inherited by the processes they
-    /// start, and selections made by earlier commands carry forward.
+    /// The command objects of every exec, in trace order. The environment
+    /// of a command is what the kernel recorded of its own (`env`), over
+    /// what `env NAME=VALUE` wrappers passed to their descendants (the
+    /// only source in traces without `env`); selections made by earlier
+    /// commands carry forward.
     fn extract(&mut self) {
         let mut env_of: HashMap<u32, Env> = HashMap::new();
         let mut ex = Extractor::default();
@@ -186,6 +188,11 @@ impl Judge<'_> {
                 if let Some(v) = env_of.get(pid) {
                     env.extend(v.clone());
                 }
+            }
+            // What the kernel saw in the program's own environment is
+            // what it ran with: it wins over what wrappers passed down.
+            if let Some(own) = &a.env {
+                env.extend(own.iter().map(|(k, v)| (k.clone(), v.clone())));
             }
             let cwd = a.cwd.as_deref().unwrap_or("");
             if let Some(c) = ex.extract(argv, cwd, &env, done) {
@@ -1523,6 +1530,41 @@ dev = "k8s://*/dev/**"
             ["k8s://prod-eu/dev/pod/x", "k8s://current/dev/pod/y"],
             "the env of pid 5 reaches its child 6, not the unrelated 7"
         );
+    }
+
+    #[test]
+    fn the_recorded_environment_decides_over_wrappers() {
+        let s = spec(K8S);
+        let with_env = |mut e: TraceEvent, vars: &[(&str, &str)]| {
+            e.action.env = Some(
+                vars.iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            );
+            e
+        };
+        let v = run(
+            &s,
+            &[
+                exec(1, 5, 1, &["env", "KUBE_CONTEXT=staging", "sh"]),
+                // The shell exported another context before running kubectl.
+                with_env(
+                    exec(2, 6, 5, &["kubectl", "delete", "pod", "x", "-n", "dev"]),
+                    &[("KUBE_CONTEXT", "prod-eu")],
+                ),
+                with_env(
+                    exec(3, 7, 1, &["kubectl", "delete", "pod", "y", "-n", "dev"]),
+                    &[("AWS_PROFILE", "ops")],
+                ),
+            ],
+        );
+        let objs: Vec<&str> = v
+            .evidence
+            .commands
+            .iter()
+            .flat_map(|c| c.objects.iter().map(String::as_str))
+            .collect();
+        assert_eq!(objs, ["k8s://prod-eu/dev/pod/x", "k8s://current/dev/pod/y"]);
     }
 
     #[test]

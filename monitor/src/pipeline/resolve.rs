@@ -672,9 +672,27 @@ pub fn action_from_event_with(ev: &KernelEvent, mut cache: Option<&mut DirCache>
             if let Some(c) = ev.field(field_tag::CWD) {
                 a.cwd = Some(text_fields(&components_to_path(&c.data)).0);
             }
+            a.env = target_env(ev);
+            a.env_partial = h.hflags & header_flags::ENV_PARTIAL != 0;
         }
     }
     a
+}
+
+/// The exec's target variables: the kernel copied every entry whose name
+/// starts like one; only the exact names count.
+fn target_env(ev: &KernelEvent) -> Option<std::collections::BTreeMap<String, String>> {
+    let mut env = std::collections::BTreeMap::new();
+    for f in ev.fields(field_tag::ENV) {
+        let text = String::from_utf8_lossy(&f.data);
+        let Some((name, value)) = text.split_once('=') else {
+            continue;
+        };
+        if monitor_common::target_env::NAMES.contains(&name) {
+            env.insert(name.to_owned(), value.to_owned());
+        }
+    }
+    (!env.is_empty()).then_some(env)
 }
 
 #[cfg(test)]
@@ -815,10 +833,27 @@ mod tests {
                     flags: 0,
                     data: b"w\0".to_vec(),
                 },
+                Field {
+                    tag: field_tag::ENV,
+                    flags: 0,
+                    data: b"KUBECONFIG=/w/prod.yaml".to_vec(),
+                },
+                // Same 8-byte prefix, another name: the kernel copies it,
+                // userspace drops it.
+                Field {
+                    tag: field_tag::ENV,
+                    flags: 0,
+                    data: b"KUBECONFIGX=/other".to_vec(),
+                },
             ],
         ))
         .unwrap();
         let a = action_from_event(&ev);
+        assert_eq!(
+            a.env.as_ref().unwrap().iter().collect::<Vec<_>>(),
+            [(&"KUBECONFIG".to_string(), &"/w/prod.yaml".to_string())]
+        );
+        assert!(!a.env_partial);
         assert_eq!(
             a.argv.as_ref().unwrap()[..2],
             ["kubectl".to_string(), "delete".to_string()]

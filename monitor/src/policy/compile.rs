@@ -29,6 +29,8 @@ pub(crate) struct Compiled {
     pub value_options: HashMap<String, Vec<String>>,
     pub protected: PathGlobs,
     pub protected_except: PathGlobs,
+    /// `[scopes] sensitive`, as written (anchored, checked).
+    pub sensitive: Vec<String>,
 }
 
 /// Where a token is: source index and byte span.
@@ -192,6 +194,17 @@ pub(crate) fn compile(sources: &[Source], builtin: bool) -> Result<Compiled, Pol
     }
     let protected = compile_paths(&cx, &protected)?;
     let protected_except = compile_paths(&cx, &protected_except)?;
+    let mut sensitive = Vec::new();
+    for (i, f) in files.iter().enumerate() {
+        if let Some(s) = &f.scopes {
+            sensitive.extend(expand(&cx, &expanded, i, &s.sensitive)?);
+        }
+    }
+    compile_paths(&cx, &sensitive)?;
+    for item in &sensitive {
+        check_sensitive(&cx, item)?;
+    }
+    let sensitive = sensitive.into_iter().map(|i| i.value).collect();
 
     // 6. Rules.
     let mut rules = Vec::new();
@@ -251,7 +264,33 @@ pub(crate) fn compile(sources: &[Source], builtin: bool) -> Result<Compiled, Pol
         value_options,
         protected,
         protected_except,
+        sensitive,
     })
+}
+
+/// A sensitive pattern is resolved to files when a run starts, so it must
+/// say where: under `${home}`, `${workspace}`, `~/` or absolute, with no
+/// `.` or `..` component.
+fn check_sensitive(cx: &Ctx<'_>, item: &Item) -> Result<(), PolicyError> {
+    let v = item.value.as_str();
+    let anchored = ["${home}/", "${workspace}/", "~/", "/"]
+        .iter()
+        .any(|p| v.starts_with(p));
+    let dotted = v.split('/').any(|c| c == "." || c == "..");
+    if anchored && !dotted {
+        return Ok(());
+    }
+    let hint = if dotted {
+        "`.` and `..` components never match: write the resolved path"
+    } else {
+        "anchor it: \"${workspace}/...\", \"${home}/...\", \"~/...\" or an absolute path"
+    };
+    Err(cx.err(
+        &item.loc,
+        ErrorKind::Invalid,
+        format!("sensitive pattern `{v}` is not anchored"),
+        Some(hint.to_owned()),
+    ))
 }
 
 fn raw_items(file: usize, items: &SList) -> Vec<Item> {

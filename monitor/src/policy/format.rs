@@ -56,6 +56,10 @@ pub(crate) struct RawScopes {
     pub protected: Vec<SStr>,
     #[serde(default)]
     pub protected_except: Vec<SStr>,
+    /// Files whose read-only opens `abm run` records (beside its default
+    /// set and `--sensitive`).
+    #[serde(default)]
+    pub sensitive: Vec<SStr>,
 }
 
 #[derive(

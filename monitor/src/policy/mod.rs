@@ -138,6 +138,8 @@ struct Inner {
     value_options: HashMap<String, Vec<String>>,
     protected: PathGlobs,
     protected_except: PathGlobs,
+    /// `[scopes] sensitive` of every loaded file.
+    sensitive: Vec<String>,
     /// The trace file and its siblings: protected whatever the policy says.
     always_protected: PathGlobs,
     sources: Vec<Source>,
@@ -222,6 +224,7 @@ impl Policy {
                 value_options: compiled.value_options,
                 protected: compiled.protected,
                 protected_except: compiled.protected_except,
+                sensitive: compiled.sensitive,
                 always_protected,
                 sources,
                 digest,
@@ -414,6 +417,12 @@ impl Policy {
                 }
             }
         }
+    }
+
+    /// The sensitive patterns of `[scopes] sensitive`, as written
+    /// (`${home}/...`, `${workspace}/...`, `~/...` or absolute).
+    pub fn sensitive_patterns(&self) -> &[String] {
+        &self.inner.sensitive
     }
 
     /// Whether a path is protected by the policy's `[scopes]` or is the

@@ -87,10 +87,13 @@ pub struct RunArgs {
     /// opens are recorded as `read` (docs/trace.md). `${workspace}/...`,
     /// `${home}/...`, `~/...` or an absolute path; `*` stays within one
     /// component, `**` crosses them. Adds to the default set of
-    /// credentials and keys (docs/oracle.md, "Sensitive-data exposure").
+    /// credentials and keys and to the policy's `[scopes] sensitive`
+    /// (docs/oracle.md, "Sensitive-data exposure"). Files the command
+    /// creates under a pattern are added as it creates them.
     #[arg(long = "sensitive", value_name = "PATTERN")]
     pub sensitive: Vec<String>,
-    /// Do not use the default sensitive set (only --sensitive patterns).
+    /// Do not use the default sensitive set (only the policy's and
+    /// --sensitive patterns).
     #[arg(long)]
     pub no_default_sensitive: bool,
     /// Enforcement: --enforce and its options (docs/enforcement.md).

@@ -102,10 +102,12 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
         .unwrap_or_else(|| PathBuf::from("/root"));
     // Sensitive files, by inode, before anything is loaded (a bad
     // --sensitive pattern stops the run here).
+    let mut sensitive_patterns = policy.sensitive_patterns().to_vec();
+    sensitive_patterns.extend(args.sensitive.iter().cloned());
     let sensitive = crate::kernel::sensitive::resolve(
         &workspace,
         &home,
-        &args.sensitive,
+        &sensitive_patterns,
         !args.no_default_sensitive,
     )?;
     let mut probes = Probes::load(&ProbeOptions {
@@ -143,7 +145,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
         home,
         trace_path: Some(trace_abs.clone()),
     };
-    crate::kernel::sensitive::watch(&mut probes.ebpf, &sensitive)
+    let sensitive_watch = crate::kernel::sensitive::watch(&mut probes.ebpf, &sensitive)
         .context("recording reads of sensitive files")?;
     // The guard starts before the command: the BPF LSM backend fills its
     // maps and attaches; seccomp gets ready for the child's listener.
@@ -288,6 +290,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
         writer,
         losses,
         summary: Summary::default(),
+        sensitive: sensitive_watch,
         child,
         sigint: tokio::signal::unix::signal(SignalKind::interrupt())?,
         sigterm: tokio::signal::unix::signal(SignalKind::terminate())?,
@@ -353,6 +356,8 @@ struct Session<'a> {
     writer: TraceWriter,
     losses: LossTracker,
     summary: Summary,
+    /// The kernel's sensitive set, which files the tree creates can join.
+    sensitive: crate::kernel::sensitive::Watcher,
     child: tokio::process::Child,
     sigint: tokio::signal::unix::Signal,
     sigterm: tokio::signal::unix::Signal,
@@ -537,6 +542,7 @@ impl Session<'_> {
                 .judge
                 .bind(&mut a, self.writer.records_written());
             let seq = self.writer.append_event(&a)?;
+            self.watch_created(&a)?;
             if self.args.verbose {
                 // A closed terminal must not stop the run: errors ignored.
                 let _ = writeln!(
@@ -548,6 +554,31 @@ impl Session<'_> {
             self.summary.add(&a);
         }
         crate::action::write_ended(&mut self.pipeline.judge, &mut self.writer, false)?;
+        Ok(())
+    }
+
+    /// A successful create, write-open, rename or link: a new name that
+    /// may be sensitive (a `.env`, a key) joins the kernel's set, and the
+    /// trace says so.
+    fn watch_created(&mut self, a: &crate::record::Action) -> anyhow::Result<()> {
+        use crate::record::Op;
+        if !a.result.is_some_and(|r| r >= 0) {
+            return Ok(());
+        }
+        let path = match a.op {
+            Some(Op::Write | Op::Truncate) => a.path.as_deref(),
+            Some(Op::Rename | Op::Link) => a.path2.as_deref(),
+            _ => None,
+        };
+        let Some(path) = path else { return Ok(()) };
+        let was_full = self.sensitive.full;
+        if self.sensitive.created(path) || self.sensitive.full != was_full {
+            Note::SensitiveAdded {
+                path: path.to_owned(),
+                full: self.sensitive.full,
+            }
+            .append_to(&mut self.writer)?;
+        }
         Ok(())
     }
 

@@ -59,6 +59,10 @@ pub enum Note {
     /// A target's coverage started after its first process: records
     /// before `from` are missing (docs/daemon.md).
     CoverageLate(CoverageLate),
+    /// `abm run`: a file the watched tree created under a sensitive
+    /// pattern; its read-only opens are recorded from this record on
+    /// (`full`: the kernel's set was full, so they are not).
+    SensitiveAdded { path: String, full: bool },
     /// `preserve` refused a call whose copy would exceed
     /// `--quarantine-limit` (docs/enforcement.md); written once per run.
     QuarantineLimit(Value),

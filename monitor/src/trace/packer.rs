@@ -2,13 +2,13 @@
 //! zstd frames and appends them to the file, off the caller's thread.
 
 use std::fs::File;
-use std::io::{ErrorKind, Write as _};
 use std::path::Path;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use super::compact;
+use super::writer::write_pending;
 use super::TraceError;
 
 /// Stored bytes above which a batch is split into several frames.
@@ -151,29 +151,4 @@ fn run(
     }
     // The caller is gone (dropped without sealing): best effort.
     let _ = write_pending(&mut file, &mut pending);
-}
-
-/// Appends the pending blocks; on error the unwritten bytes stay pending.
-fn write_pending(file: &mut File, pending: &mut Vec<u8>) -> std::io::Result<()> {
-    let mut written = 0;
-    let mut result = Ok(());
-    while written < pending.len() {
-        match file.write(&pending[written..]) {
-            Ok(0) => {
-                result = Err(std::io::Error::new(
-                    ErrorKind::WriteZero,
-                    "write returned 0 bytes",
-                ));
-                break;
-            }
-            Ok(n) => written += n,
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) => {
-                result = Err(e);
-                break;
-            }
-        }
-    }
-    pending.drain(..written);
-    result
 }

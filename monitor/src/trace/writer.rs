@@ -203,27 +203,7 @@ impl TraceWriter {
         let Some(file) = self.file.as_mut() else {
             return Ok(());
         };
-        let mut written = 0;
-        let mut result = Ok(());
-        while written < self.buf.len() {
-            match file.write(&self.buf[written..]) {
-                Ok(0) => {
-                    result = Err(std::io::Error::new(
-                        ErrorKind::WriteZero,
-                        "write returned 0 bytes",
-                    ));
-                    break;
-                }
-                Ok(n) => written += n,
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) => {
-                    result = Err(e);
-                    break;
-                }
-            }
-        }
-        self.buf.drain(..written);
-        result.map_err(|e| TraceError::io(&self.path, "write", e))
+        write_pending(file, &mut self.buf).map_err(|e| TraceError::io(&self.path, "write", e))
     }
 
     /// [`flush`](Self::flush), then fdatasync(2): the records survive a power
@@ -428,4 +408,30 @@ fn sync_parent_dir(path: &Path) {
     if let Ok(d) = File::open(dir) {
         let _ = d.sync_all();
     }
+}
+
+/// Appends `pending` to `file`; what was written leaves `pending`, and on
+/// an error the unwritten bytes stay for the next try.
+pub(super) fn write_pending(file: &mut File, pending: &mut Vec<u8>) -> std::io::Result<()> {
+    let mut written = 0;
+    let mut result = Ok(());
+    while written < pending.len() {
+        match file.write(&pending[written..]) {
+            Ok(0) => {
+                result = Err(std::io::Error::new(
+                    ErrorKind::WriteZero,
+                    "write returned 0 bytes",
+                ));
+                break;
+            }
+            Ok(n) => written += n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => {
+                result = Err(e);
+                break;
+            }
+        }
+    }
+    pending.drain(..written);
+    result
 }
