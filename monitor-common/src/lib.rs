@@ -205,9 +205,8 @@ pub mod header_flags {
     /// not be read at syscall entry.
     pub const FLAGS_UNREAD: u32 = 1 << 4;
     /// exec: the environment had more entries than the kernel program
-    /// looks at ([`limits::MAX_ENV_SCAN`](crate::limits::MAX_ENV_SCAN)), or
-    /// more target variables than it keeps: the `ENV` fields may be
-    /// incomplete.
+    /// looks at ([`limits::MAX_ENV_SCAN`](crate::limits::MAX_ENV_SCAN)):
+    /// the `ENV` fields may be incomplete.
     pub const ENV_PARTIAL: u32 = 1 << 5;
 }
 
@@ -359,8 +358,6 @@ pub mod limits {
     pub const MAX_ARG_LEN: usize = 256;
     /// exec: environment entries looked at.
     pub const MAX_ENV_SCAN: u32 = 128;
-    /// exec: environment entries kept (those naming a target).
-    pub const MAX_ENV_KEPT: u32 = 8;
     /// Bytes of one kept environment entry.
     pub const MAX_ENV_LEN: usize = 256;
     /// Payload capacity of one record (power of two: offsets are masked with it).
