@@ -103,7 +103,18 @@ pub struct Target {
     part: u32,
     /// Losses recorded in the current file (its seal counts these).
     file_lost: BTreeMap<String, u64>,
+    /// After a rotation sealed a file and the next could not be opened:
+    /// how to open it, retried at every flush.
+    next: Option<(PathBuf, Option<Vec<u8>>, Header)>,
+    /// What could not be written meanwhile: records counted as a loss
+    /// (`trace_unwritable`) and kernel losses held, both written into the
+    /// next file first.
+    unwritten: Option<Loss>,
+    held_losses: Vec<Loss>,
 }
+
+/// Loss cause of records that had no open trace file to go to.
+pub const LOSS_TRACE_UNWRITABLE: &str = "trace_unwritable";
 
 impl Target {
     pub fn new(id: u32, spec: TargetSpec, policy: Policy) -> Target {
@@ -129,6 +140,9 @@ impl Target {
             opened: None,
             part: 0,
             file_lost: BTreeMap::new(),
+            next: None,
+            unwritten: None,
+            held_losses: Vec::new(),
         }
     }
 
@@ -154,7 +168,15 @@ impl Target {
     /// Seals the trace when it has reached `limit` bytes on disk and
     /// continues in a new file whose header names this one and its seal
     /// (`extra.continues`). Returns the new file.
+    ///
+    /// If the next file cannot be opened, the records released meanwhile
+    /// are counted, and the next call tries again; the file it opens starts
+    /// with their loss record (`trace_unwritable`) and the kernel losses
+    /// held.
     pub fn rotate_if_over(&mut self, limit: u64) -> anyhow::Result<Option<PathBuf>> {
+        if self.writer.is_none() {
+            return self.open_next();
+        }
         let (Some(path), Some(_)) = (&self.trace, &self.writer) else {
             return Ok(None);
         };
@@ -179,8 +201,45 @@ impl Target {
             }
             .to_value(),
         );
+        self.next = Some((dir, key, header));
+        self.open_next()
+    }
+
+    /// Opens the file a rotation continues in, and writes what could not
+    /// be written while there was none.
+    fn open_next(&mut self) -> anyhow::Result<Option<PathBuf>> {
+        let Some((dir, key, header)) = self.next.clone() else {
+            return Ok(None);
+        };
         self.open_file(&dir, key, header)?;
+        self.next = None;
+        let held: Vec<Loss> = self.unwritten.take().into_iter().collect();
+        for loss in held
+            .iter()
+            .chain(std::mem::take(&mut self.held_losses).iter())
+        {
+            self.append_loss(loss)?;
+        }
         Ok(self.trace.clone())
+    }
+
+    /// Records released while no file is open after a failed rotation.
+    fn count_unwritten(&mut self, actions: &[Action]) {
+        if self.next.is_none() || actions.is_empty() {
+            return;
+        }
+        let first = actions.iter().map(|a| a.ktime_ns).min().unwrap_or(0);
+        let last = actions.iter().map(|a| a.ktime_ns).max().unwrap_or(0);
+        let u = self.unwritten.get_or_insert_with(|| Loss {
+            cause: LOSS_TRACE_UNWRITABLE.to_owned(),
+            count: 0,
+            cpu: None,
+            window_start_ns: first,
+            window_end_ns: last,
+        });
+        u.count += actions.len() as u64;
+        u.window_start_ns = u.window_start_ns.min(first);
+        u.window_end_ns = u.window_end_ns.max(last);
     }
 
     fn open_file(
@@ -262,6 +321,7 @@ impl Target {
     /// Writes released actions; returns them with their seqs.
     pub fn write(&mut self, actions: Vec<Action>) -> anyhow::Result<Vec<(u64, Action)>> {
         let Some(w) = self.writer.as_mut() else {
+            self.count_unwritten(&actions);
             return Ok(Vec::new());
         };
         let mut out = Vec::with_capacity(actions.len());
@@ -281,6 +341,8 @@ impl Target {
             w.append_loss(loss)?;
             *self.lost.entry(loss.cause.clone()).or_default() += loss.count;
             *self.file_lost.entry(loss.cause.clone()).or_default() += loss.count;
+        } else if self.next.is_some() {
+            self.held_losses.push(loss.clone());
         }
         Ok(())
     }
@@ -302,6 +364,16 @@ impl Target {
     /// Seals the trace (after the caller released the pipeline) and moves
     /// to `state`.
     pub fn seal(&mut self, state: State) -> anyhow::Result<()> {
+        if self.writer.is_none() && self.next.is_some() {
+            // A last try, so the losses are written and sealed.
+            if let Err(e) = self.open_next() {
+                let n = self.unwritten.as_ref().map_or(0, |u| u.count);
+                tracing::error!(
+                    "target {}: {n} record(s) not written, no trace file could be opened: {e:#}",
+                    self.spec.name
+                );
+            }
+        }
         if let Some(w) = self.writer.as_mut() {
             if self.pipeline.unpaired_exits > 0 {
                 // Results whose syscall entry record was lost (counted as a
@@ -380,4 +452,88 @@ impl Target {
 
 fn round2(x: f64) -> f64 {
     (x * 100.0).round() / 100.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::Op;
+    use crate::trace::{read_trace, verify, TraceRecord, VerifyStatus};
+
+    fn unlinks(n: usize, t0: u64) -> Vec<Action> {
+        (0..n)
+            .map(|i| Action {
+                op: Some(Op::Unlink),
+                ktime_ns: t0 + i as u64,
+                pid: 7,
+                tid: 7,
+                path: Some(format!("/w/file-{i:04}-with-a-name-long-enough")),
+                result: Some(0),
+                ..Action::default()
+            })
+            .collect()
+    }
+
+    fn lost_of(path: &Path) -> Vec<Loss> {
+        read_trace(path)
+            .unwrap()
+            .into_iter()
+            .filter_map(|r| match r {
+                TraceRecord::Loss { loss, .. } => Some(loss),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn records_with_no_file_after_a_failed_rotation_are_a_loss_in_the_next() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("traces");
+        std::fs::create_dir(&dir).unwrap();
+        let spec = TargetSpec {
+            name: "t".into(),
+            ..TargetSpec::default()
+        };
+        let mut t = Target::new(1, spec, Policy::default_pack());
+        t.open_trace(&dir, None, Header::default()).unwrap();
+        t.write(unlinks(100, 1_000)).unwrap();
+        t.flush().unwrap();
+        let first = t.trace.clone().unwrap();
+        // The next file is to go to a directory that does not exist (yet).
+        let later = tmp.path().join("later");
+        t.opened.as_mut().unwrap().0 = later.clone();
+        // (Any size is over a limit of 1 byte.)
+        assert!(t.rotate_if_over(1).is_err());
+        assert!(t.writer.is_none());
+        t.write(unlinks(30, 5_000)).unwrap();
+        t.append_loss(&Loss {
+            cause: "ringbuf_full".into(),
+            count: 2,
+            cpu: Some(0),
+            window_start_ns: 5_000,
+            window_end_ns: 5_100,
+        })
+        .unwrap();
+        assert!(t.rotate_if_over(4096).is_err(), "still no directory");
+        t.write(unlinks(12, 9_000)).unwrap();
+        std::fs::create_dir(&later).unwrap();
+        let next = t.rotate_if_over(4096).unwrap().expect("reopened");
+        t.seal(State::Removed).unwrap();
+
+        assert_eq!(verify(&first, None).unwrap().status, VerifyStatus::Intact);
+        assert!(next.starts_with(&later));
+        let report = verify(&next, None).unwrap();
+        assert_eq!(report.status, VerifyStatus::Intact);
+        let lost = lost_of(&next);
+        assert_eq!(lost.len(), 2, "{lost:?}");
+        assert_eq!(lost[0].cause, LOSS_TRACE_UNWRITABLE);
+        assert_eq!(lost[0].count, 42, "30 + 12 records had no file");
+        assert_eq!(
+            (lost[0].window_start_ns, lost[0].window_end_ns),
+            (5_000, 9_011)
+        );
+        assert_eq!((lost[1].cause.as_str(), lost[1].count), ("ringbuf_full", 2));
+        assert_eq!(report.lost.get(LOSS_TRACE_UNWRITABLE), Some(&42));
+        assert_eq!(t.lost.get(LOSS_TRACE_UNWRITABLE), Some(&42));
+    }
 }
