@@ -562,7 +562,7 @@ impl Session<'_> {
     /// trace says so.
     fn watch_created(&mut self, a: &crate::record::Action) -> anyhow::Result<()> {
         use crate::record::Op;
-        if !a.result.is_some_and(|r| r >= 0) {
+        if a.result.is_none_or(|r| r < 0) {
             return Ok(());
         }
         let path = match a.op {
