@@ -60,6 +60,10 @@ pub enum Outcome {
     /// A `confirm` refused for now (BPF LSM: the kernel refuses first and
     /// an approval lets the retry through).
     AwaitingApproval,
+    /// A `confirm` of an action approved before, refused once because the
+    /// kernel's one-shot allowance was used (BPF LSM): the retry goes
+    /// through without a question.
+    ApprovedBefore,
 }
 
 impl Outcome {
@@ -69,6 +73,7 @@ impl Outcome {
             Outcome::Refused => "refused",
             Outcome::TimedOut => "timed out",
             Outcome::AwaitingApproval => "held for approval",
+            Outcome::ApprovedBefore => "refused once",
         }
     }
 }
@@ -102,6 +107,9 @@ pub fn message(
     let tail = match (outcome, request) {
         (Outcome::AwaitingApproval, Some(id)) => {
             format!("Ask the user; they can allow it with: abm approve {id} (then retry once)")
+        }
+        (Outcome::ApprovedBefore, Some(id)) => {
+            format!("The user approved this action (request {id}): retry once, it goes through.")
         }
         (_, Some(id)) => format!("Ask the user; they can allow it with: abm approve {id}"),
         (_, None) => {
