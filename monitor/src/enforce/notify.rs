@@ -19,9 +19,11 @@
 //!
 //! Limits (docs/agents.md):
 //! - fd 2 closed, or redirected to `/dev/null`: the line is lost (the
-//!   decision is still in the trace). When the caller has already exited
-//!   (BPF LSM decisions reach abm after the call returned), its parent's
-//!   fd 2 is used instead.
+//!   decision is still in the trace). BPF LSM decisions reach abm after
+//!   the call returned: the kernel stops the caller until the line is
+//!   written (enforce::lsm, `hold_refused`), except where its fd 2 is a
+//!   character device; a caller that was not held and has exited gets
+//!   the line on its parent's fd 2.
 //! - `pidfd_getfd` needs ptrace-mode attach access to the caller
 //!   (`PTRACE_MODE_ATTACH_REALCREDS`): abm runs as root, so only a Yama
 //!   `ptrace_scope` of 3 or an LSM that forbids ptrace stops it. Failures

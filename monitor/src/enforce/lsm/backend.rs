@@ -268,7 +268,7 @@ impl LsmBackend {
             }
         }
         for (mut a, d, waited) in todo {
-            if a.op == Some(Op::Exec) && a.argv.is_none() {
+            if a.op == Some(Op::Exec) && a.argv.as_ref().is_none_or(Vec::is_empty) {
                 match exec_of(&a) {
                     Some(e) => {
                         a.argv = e.argv;
