@@ -479,6 +479,14 @@ impl LsmBackend {
         }
     }
 
+    /// The run is over: the next read handles the exec decisions still
+    /// waiting for their command line without it.
+    pub fn expire_deferred(&mut self) {
+        for d in &mut self.deferred {
+            d.2 = EXEC_LINE_WAIT;
+        }
+    }
+
     /// Closes what still waits; returns the summary note.
     pub fn stop(&mut self) -> Value {
         self.quarantine.seal();

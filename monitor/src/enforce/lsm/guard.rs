@@ -152,6 +152,7 @@ impl Guard for LsmGuard {
     }
 
     fn stop(&mut self, pipeline: &mut Pipeline, writer: &mut TraceWriter) -> anyhow::Result<()> {
+        self.backend.expire_deferred();
         self.absorb(pipeline, writer)?;
         Note::LsmSummary(self.backend.stop()).append_to(writer)?;
         Ok(())
