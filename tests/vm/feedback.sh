@@ -41,6 +41,10 @@ reset_id=$(echo $reset_ids | cut -d' ' -f1)
 deny_out="$(abm deny "$reset_id" 2>&1); $(abm deny "$ask_id" 2>&1)"
 left=$(abm pending --json 2>/dev/null | grep -c '"id":')
 touch "$OUT/fb-answered"
+i=0
+while ! grep -q ask2 "$OUT/fb.log" 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+approve_out=$(abm approve "$reset_id" 2>&1)
+touch "$OUT/fb-approved"
 wait $fb_pid
 FB=$OUT/feedback.jsonl
 W=$WS/fb
@@ -61,7 +65,7 @@ t fb-asks-once "git reset --hard through three PATH entries: requests '$(echo $r
     '[ "$(fb_line fb-reset1.err)" = "abm: held for approval exec git reset --hard (vm.fb-reset: test: discards uncommitted changes). Ask the user; they can allow it with: abm approve $reset_id (then retry once)" ]' \
     '[ "$(grep -c "^abm:" $OUT/fb-reset1.err)" = 1 ]'
 t fb-no-sticks "after abm deny ($deny_out; $left left waiting): retry $(rc fb reset2), rm again $(rc fb ask2); $(fb_line fb-reset2.err)" all \
-    '[ "$left" = 0 ]' '[ "$(rc fb reset2)" != 0 ]' '! grep -q "git reset" $OUT/exec.log' \
+    '[ "$left" = 0 ]' '[ "$(rc fb reset2)" != 0 ]' \
     '[ "$(fb_count $FB confirm_requested vm.fb-reset)" = 1 ]' \
     '[ "$(fb_count $FB confirm_requested vm.fb-ask)" = 1 ]' \
     '[ "$(fb_line fb-reset2.err)" = "abm: refused exec git reset --hard (vm.fb-reset: test: discards uncommitted changes). Ask the user; they can allow it with: abm approve $reset_id" ]' \
@@ -69,6 +73,13 @@ t fb-no-sticks "after abm deny ($deny_out; $left left waiting): retry $(rc fb re
     '[ "$(fb_line fb-ask2.err)" = "abm: refused unlink $W/victim.txt (vm.fb-ask: test: a human decides about victim files). Ask the user; they can allow it with: abm approve $ask_id" ]' \
     'grep "\"request\":$reset_id" $FB | grep -q "\"answer\":\"the same action was refused before in this run\""'
 
+t fb-approved-sticks "abm approve after the no ($approve_out): reset rc $(rc fb reset3), $(rc fb reset4), $(rc fb reset5); ran $(grep -c "git reset --hard" $OUT/exec.log) times; $(fb_count $FB confirm_requested vm.fb-reset) asked; $(fb_line fb-reset4.err)" all \
+    '[ "$(rc fb reset3)" = 0 ]' '[ "$(rc fb reset4)" != 0 ]' '[ "$(rc fb reset5)" = 0 ]' \
+    '[ "$(grep -c "git reset --hard" $OUT/exec.log)" = 2 ]' \
+    '[ "$(fb_count $FB confirm_requested vm.fb-reset)" = 1 ]' \
+    '[ "$(fb_count $FB allowed_once vm.fb-reset)" = 2 ]' \
+    '[ "$(fb_line fb-reset4.err)" = "abm: refused once exec git reset --hard (vm.fb-reset: test: discards uncommitted changes). The user approved this action (request $reset_id): retry once, it goes through." ]' \
+    '[ ! -s $OUT/fb-reset5.err ]'
 fb_fixtures
 export FB_QUIET=1
 run_abm fb-quiet feedback.toml workload-feedback.sh --no-notify

@@ -19,4 +19,12 @@ while [ ! -e "$OUT/fb-answered" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1));
 echo "reset2 $?" >> "$OUT/fb.log"
 rm "$F/victim.txt" 2> "$OUT/fb-ask2.err"
 echo "ask2 $?" >> "$OUT/fb.log"
+# After `abm approve` of the refused request: the action goes through, and
+# is not asked again.
+i=0
+while [ ! -e "$OUT/fb-approved" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+for n in 3 4 5; do
+    (export PATH=$P; git reset --hard) 2> "$OUT/fb-reset$n.err"
+    echo "reset$n $?" >> "$OUT/fb.log"
+done
 exit 0
