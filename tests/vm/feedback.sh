@@ -23,6 +23,10 @@ fb_count() {
     grep "\"decision\":\"$2\"" "$1" | grep -c "\"rule\":\"$3\""
 }
 fb_line() { head -n 1 "$OUT/$1"; }
+# fb_asked_refusals TRACE RULE: refusals of RULE pending a (first) answer.
+fb_asked_refusals() {
+    grep '"decision":"pending_confirmation"' "$1" | grep "\"rule\":\"$2\"" | grep -vc approved_before
+}
 
 fb_fixtures
 run_abm feedback feedback.toml workload-feedback.sh &
@@ -57,9 +61,9 @@ t fb-reason-deny "first line of the refused rm's own stderr: $(fb_line fb-deny.e
 t fb-reason-confirm "first line of the held rm's own stderr: $(fb_line fb-ask.err)" all \
     '[ -n "$ask_id" ]' 'exists $W/victim.txt' \
     '[ "$(fb_line fb-ask.err)" = "abm: held for approval unlink $W/victim.txt (vm.fb-ask: test: a human decides about victim files). Ask the user; they can allow it with: abm approve $ask_id (then retry once)" ]'
-t fb-asks-once "git reset --hard through three PATH entries: requests '$(echo $reset_ids)', $(fb_count $FB pending_confirmation vm.fb-reset) refused execs, $(fb_count $FB confirm_requested vm.fb-reset) asked; $(rc fb reset1); stderr: $(fb_line fb-reset1.err)" all \
+t fb-asks-once "git reset --hard through three PATH entries: requests '$(echo $reset_ids)', $(fb_asked_refusals $FB vm.fb-reset) refused execs, $(fb_count $FB confirm_requested vm.fb-reset) asked; $(rc fb reset1); stderr: $(fb_line fb-reset1.err)" all \
     '[ "$(echo $reset_ids)" = "$reset_id" ]' '[ -n "$reset_id" ]' \
-    '[ "$(fb_count $FB pending_confirmation vm.fb-reset)" = 3 ]' \
+    '[ "$(fb_asked_refusals $FB vm.fb-reset)" = 3 ]' \
     '[ "$(fb_count $FB confirm_requested vm.fb-reset)" = 1 ]' \
     '[ "$(rc fb reset1)" != 0 ]' \
     '[ "$(fb_line fb-reset1.err)" = "abm: held for approval exec git reset --hard (vm.fb-reset: test: discards uncommitted changes). Ask the user; they can allow it with: abm approve $reset_id (then retry once)" ]' \
@@ -78,6 +82,7 @@ t fb-approved-sticks "abm approve after the no ($approve_out): reset rc $(rc fb 
     '[ "$(grep -c "git reset --hard" $OUT/exec.log)" = 2 ]' \
     '[ "$(fb_count $FB confirm_requested vm.fb-reset)" = 1 ]' \
     '[ "$(fb_count $FB allowed_once vm.fb-reset)" = 2 ]' \
+    '[ "$(grep -c "\"approved_before\":$reset_id" $FB)" = 3 ]' \
     '[ "$(fb_line fb-reset4.err)" = "abm: refused once exec git reset --hard (vm.fb-reset: test: discards uncommitted changes). The user approved this action (request $reset_id): retry once, it goes through." ]' \
     '[ ! -s $OUT/fb-reset5.err ]'
 fb_fixtures
