@@ -47,6 +47,12 @@ pub mod lsm {
         pub const PRESERVE_PENDING: u32 = 3;
         /// Let through once by an approval or a finished copy.
         pub const ALLOWED_ONCE: u32 = 4;
+        /// The decision value proper (the low byte).
+        pub const MASK: u32 = 0xff;
+        /// Flag: the caller was stopped (`SIGSTOP`) after its refused call,
+        /// for userspace to write its reason line on the caller's own stderr
+        /// and continue it (`SIGCONT`); see [`super::super::LsmConfig::hold_refused`].
+        pub const HELD: u32 = 0x100;
     }
 
     /// The LSM hook that decided ([`super::LsmDecision::hook`]).
@@ -145,8 +151,13 @@ pub struct LsmConfig {
     pub exec_any_program: u32,
     /// Lifetime of a one-shot allowance, in ns.
     pub allow_ttl_ns: u64,
+    /// Non-zero: a caller refused by a deny or confirm rule is stopped
+    /// once per (process, operation, rule), unless its fd 2 is a character
+    /// device (a terminal, `/dev/null`), until userspace has told it why.
+    pub hold_refused: u32,
+    pub _pad: u32,
 }
-const _: () = assert!(size_of::<LsmConfig>() == 176);
+const _: () = assert!(size_of::<LsmConfig>() == 184);
 
 /// One entry of `LSM_EXEC_RULES`. Clause `c` of rule `r` is satisfied when
 /// an argument's hash maps to bit `r * EXEC_CLAUSES + c` in

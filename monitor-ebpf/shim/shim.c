@@ -103,6 +103,12 @@ u32 shim_file_fmode(struct file *f) { return f ? BPF_CORE_READ((struct file___ls
 
 void *shim_bprm_file(struct linux_binprm *b) { return b ? BPF_CORE_READ(b, file) : 0; }
 
+/* The file's inode mode (S_IFMT bits: what kind of file it is). */
+u32 shim_file_imode(struct file *f)
+{
+	return f ? BPF_CORE_READ((struct file___imode *)f, f_inode, i_mode) : 0;
+}
+
 /* ---- Compat syscalls and thread-group lifetime ---- */
 
 /* Non-zero while the task is in a 32-bit compat syscall (int 0x80):

@@ -113,6 +113,14 @@ struct linux_binprm {
 	struct file *file;
 };
 
+struct inode___imode {
+	unsigned short i_mode; /* umode_t */
+};
+
+struct file___imode {
+	struct inode___imode *f_inode;
+};
+
 #pragma clang attribute pop
 
 /* ---- Compat syscalls and thread-group lifetime (probes/syscalls.rs,

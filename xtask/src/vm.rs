@@ -36,7 +36,7 @@ const KERNELS: &[(&str, &str)] = &[
 /// Time limit of one VM (TCG is slow: loading the BPF programs takes most
 /// of it; two VMs share the machine's cores). `ABM_VM_TIMEOUT` (seconds)
 /// overrides it.
-const TIMEOUT: Duration = Duration::from_secs(420);
+const TIMEOUT: Duration = Duration::from_secs(900);
 
 const APPEND: &str = "console=ttyS0 quiet lsm=lockdown,capability,landlock,bpf panic=-1";
 

@@ -16,7 +16,6 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
 use serde_json::{json, Value};
@@ -61,48 +60,6 @@ impl Info {
             b.max(p);
         }
         b
-    }
-}
-
-/// Answers given for actions under enforcement, shared between the
-/// supervisor (which asks) and whoever answers.
-#[derive(Debug, Default)]
-pub struct Decisions {
-    /// Action → (approved, the request that was answered).
-    by_action: HashMap<u64, (bool, u64)>,
-    /// Denied execs: (argv, cwd) → request. An identical retry is denied
-    /// unasked.
-    denied_execs: HashMap<(Vec<String>, Option<String>), u64>,
-}
-
-pub type SharedDecisions = Arc<Mutex<Decisions>>;
-
-impl Decisions {
-    /// Record a human's answer to `request`, for the action the parked
-    /// call belongs to.
-    pub fn record(&mut self, a: &Action, approve: bool, request: u64) {
-        if let Some(k) = a.action {
-            self.by_action.insert(k, (approve, request));
-        }
-        if !approve && a.op == Some(Op::Exec) {
-            if let Some(argv) = &a.argv {
-                self.denied_execs
-                    .insert((argv.clone(), a.cwd.clone()), request);
-            }
-        }
-    }
-
-    /// A previous answer that covers this call, and the request it
-    /// answered.
-    pub fn prior(&self, a: &Action) -> Option<(bool, u64)> {
-        if a.op == Some(Op::Exec) {
-            if let Some(argv) = &a.argv {
-                if let Some(r) = self.denied_execs.get(&(argv.clone(), a.cwd.clone())) {
-                    return Some((false, *r));
-                }
-            }
-        }
-        a.action.and_then(|k| self.by_action.get(&k).copied())
     }
 }
 
@@ -471,16 +428,6 @@ pub fn standalone(a: &mut Action, ctx: &Context) -> (Facts, Option<Blast>) {
         .and_then(|k| j.info.get(&k))
         .and_then(|i| i.preview.clone());
     (j.facts(key, st.as_ref()), blast)
-}
-
-/// Under enforcement: the earlier answer that covers a call judged
-/// `confirm` or `preserve` (its action was approved or refused, or it is
-/// an identical retry of a refused command).
-pub fn prior(d: &SharedDecisions, a: &Action, v: &Verdict) -> Option<(bool, u64)> {
-    if !matches!(v.treatment, Treatment::Confirm | Treatment::Preserve) {
-        return None;
-    }
-    d.lock().ok()?.prior(a)
 }
 
 /// Write the `action` notes of ended actions (all remaining ones and the

@@ -269,28 +269,6 @@ fn git_children_belong_to_the_porcelain_command() {
 }
 
 #[test]
-fn a_refused_action_stays_refused_for_identical_retries() {
-    let mut d = Decisions::default();
-    let mut a = exec(20, 1, &["rm", "-rf", "../billing"], "/usr/bin/rm", 0);
-    a.action = Some(7);
-    d.record(&a, false, 3);
-    let mut retry = exec(21, 1, &["rm", "-rf", "../billing"], "/usr/bin/rm", 0);
-    retry.action = Some(8);
-    assert_eq!(d.prior(&retry), Some((false, 3)));
-    let mut elsewhere = retry.clone();
-    elsewhere.cwd = Some("/other".into());
-    assert_eq!(d.prior(&elsewhere), None);
-    let mut effect = Action {
-        op: Some(Op::Unlink),
-        action: Some(7),
-        ..Default::default()
-    };
-    assert_eq!(d.prior(&effect), Some((false, 3)));
-    effect.action = Some(9);
-    assert_eq!(d.prior(&effect), None);
-}
-
-#[test]
 fn a_program_that_replaces_itself_hands_over_its_action() {
     // A pyenv shim: bash → `pyenv exec python3` → python3 in the same
     // process; the `git reset --hard` the script runs is its own action.

@@ -1,4 +1,7 @@
-//! One question per action, and answers that stick.
+//! One question per action, and answers that stick: the one answer store
+//! of an enforcing run, used the same way by both backends (the seccomp
+//! supervisor before a call, the BPF LSM guard after the kernel refused
+//! one).
 //!
 //! A `confirm` is asked once per logical action of a run: the same command
 //! line in the same directory (an exec: its argv and working directory; a
@@ -9,6 +12,10 @@
 //! (a "no" stays a no; a "yes" is not asked again). `abm approve ID` of an
 //! already refused or timed-out request changes the remembered answer, so
 //! the caller's next identical attempt goes through.
+//!
+//! Where the action id of a call is known before it runs (the seccomp
+//! supervisor judges with the action model), an answer also covers the
+//! other calls of that action: the unlinks of an approved `rm -rf`.
 use std::{
     collections::HashMap,
     path::Path,
@@ -17,7 +24,7 @@ use std::{
     time::Duration,
 };
 
-use crate::record::{Action, Op};
+use crate::record::{Action, Op, Treatment, Verdict};
 
 /// The remembered answer of an action.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,9 +42,12 @@ struct State {
     key_of: HashMap<u64, String>,
     /// Requests waiting on another request's answer: leader -> followers.
     followers: HashMap<u64, Vec<u64>>,
+    /// Action id (crate::action) -> (approved, the request answered).
+    by_action: HashMap<u64, (bool, u64)>,
 }
 
-/// The run's answers, shared by the supervisor and the control socket.
+/// The run's answers, shared by the backend that asks and the control
+/// socket that answers.
 #[derive(Default)]
 pub struct Answers {
     st: Mutex<State>,
@@ -68,6 +78,39 @@ impl Answers {
     /// The answer already known for `key`, if any.
     pub fn lookup(&self, key: &str) -> Option<Answer> {
         self.lock().by_key.get(key).copied()
+    }
+
+    /// Records a human's answer to `request` for the action of the call
+    /// that asked (`a.action`), and for a command line its logical key.
+    pub fn record(&self, a: &Action, approve: bool, request: u64) {
+        let mut st = self.lock();
+        if let Some(k) = a.action {
+            st.by_action.insert(k, (approve, request));
+        }
+        if a.op == Some(Op::Exec) && a.argv.is_some() {
+            let answer = if approve {
+                Answer::Approved(request)
+            } else {
+                Answer::Refused(request, "denied")
+            };
+            st.by_key.insert(key(a, ""), answer);
+        }
+    }
+
+    /// The earlier answer that covers a call judged `confirm` or
+    /// `preserve` before it runs: a refusal of the same command line, or
+    /// an answer to the action the call belongs to. `(approved, request)`.
+    pub fn prior(&self, a: &Action, v: &Verdict) -> Option<(bool, u64)> {
+        if !matches!(v.treatment, Treatment::Confirm | Treatment::Preserve) {
+            return None;
+        }
+        let st = self.lock();
+        if a.op == Some(Op::Exec) && a.argv.is_some() {
+            if let Some(Answer::Refused(r, _)) = st.by_key.get(&key(a, "")) {
+                return Some((false, *r));
+            }
+        }
+        a.action.and_then(|k| st.by_action.get(&k).copied())
     }
 
     /// A new question `id` for `key`.
@@ -259,6 +302,50 @@ mod tests {
         assert_eq!(ans.reconsider(1, true), Some(Answer::Approved(1)));
         assert_eq!(ans.lookup(&key(&a, "r")), Some(Answer::Approved(1)));
         assert_eq!(ans.reconsider(99, true), None);
+    }
+
+    fn confirm() -> Verdict {
+        Verdict {
+            rule: "r".into(),
+            treatment: Treatment::Confirm,
+            irreversibility: crate::record::Irreversibility::Irreversible,
+            scope: crate::record::Scope::Workspace,
+            reason: "x".into(),
+        }
+    }
+
+    #[test]
+    fn a_refused_action_stays_refused_for_identical_retries() {
+        let d = Answers::default();
+        let mut a = exec(&["rm", "-rf", "../billing"], "/w", "/usr/bin/rm");
+        a.action = Some(7);
+        d.record(&a, false, 3);
+        let mut retry = exec(&["rm", "-rf", "../billing"], "/w", "/bin/rm");
+        retry.action = Some(8);
+        assert_eq!(d.prior(&retry, &confirm()), Some((false, 3)));
+        let mut elsewhere = retry.clone();
+        elsewhere.cwd = Some("/other".into());
+        assert_eq!(d.prior(&elsewhere, &confirm()), None);
+        let mut effect = Action {
+            op: Some(Op::Unlink),
+            action: Some(7),
+            ..Default::default()
+        };
+        assert_eq!(d.prior(&effect, &confirm()), Some((false, 3)));
+        let deny = Verdict {
+            treatment: Treatment::Deny,
+            ..confirm()
+        };
+        assert_eq!(d.prior(&effect, &deny), None);
+        effect.action = Some(9);
+        assert_eq!(d.prior(&effect, &confirm()), None);
+        // `abm approve 3` afterwards: the command line is no longer refused.
+        assert_eq!(d.reconsider(3, true), None, "3 was recorded, not asked");
+        d.ask(key(&a, "r"), 4);
+        d.answered(4, false, "denied");
+        assert_eq!(d.prior(&retry, &confirm()), Some((false, 4)));
+        assert_eq!(d.reconsider(4, true), Some(Answer::Approved(4)));
+        assert_eq!(d.prior(&retry, &confirm()), None);
     }
 
     #[test]

@@ -13,8 +13,8 @@ use anyhow::Context as _;
 use serde_json::{json, Value};
 
 use super::{
-    control, default_quarantine_root, default_socket_dir, lsm::LsmGuard, notify, preserve, run_id,
-    seccomp, Backend, EnforceArgs, Guard, Requests, RunInfo, Start,
+    answers, control, default_quarantine_root, default_socket_dir, lsm::LsmGuard, notify, preserve,
+    run_id, seccomp, Backend, EnforceArgs, Guard, Requests, RunInfo, Start,
 };
 use crate::{
     core::absolute,
@@ -38,6 +38,8 @@ pub(crate) struct Shared {
     pub notify: Arc<notify::Notifier>,
     /// Recent judged actions, for `abm hook` (control op `recent`).
     pub recent: notify::Recent,
+    /// The run's answers, one per logical action, whichever backend asks.
+    pub answers: Arc<answers::Answers>,
     /// The started backend's requests waiting for a human.
     requests: OnceLock<Arc<dyn Requests>>,
 }
@@ -115,6 +117,7 @@ impl Enforcer {
             stop: AtomicBool::new(false),
             notify: Arc::new(notify::Notifier::new(!args.no_notify)),
             recent: notify::Recent::default(),
+            answers: Arc::default(),
             requests: OnceLock::new(),
         });
         let control = control::Server::start(&socket_path, shared.clone()).with_context(|| {

@@ -19,9 +19,11 @@
 //!
 //! Limits (docs/agents.md):
 //! - fd 2 closed, or redirected to `/dev/null`: the line is lost (the
-//!   decision is still in the trace). When the caller has already exited
-//!   (BPF LSM decisions reach abm after the call returned), its parent's
-//!   fd 2 is used instead.
+//!   decision is still in the trace). BPF LSM decisions reach abm after
+//!   the call returned: the kernel stops the caller until the line is
+//!   written (enforce::lsm, `hold_refused`), except where its fd 2 is a
+//!   character device; a caller that was not held and has exited gets
+//!   the line on its parent's fd 2.
 //! - `pidfd_getfd` needs ptrace-mode attach access to the caller
 //!   (`PTRACE_MODE_ATTACH_REALCREDS`): abm runs as root, so only a Yama
 //!   `ptrace_scope` of 3 or an LSM that forbids ptrace stops it. Failures
@@ -60,6 +62,10 @@ pub enum Outcome {
     /// A `confirm` refused for now (BPF LSM: the kernel refuses first and
     /// an approval lets the retry through).
     AwaitingApproval,
+    /// A `confirm` of an action approved before, refused once because the
+    /// kernel's one-shot allowance was used (BPF LSM): the retry goes
+    /// through without a question.
+    ApprovedBefore,
 }
 
 impl Outcome {
@@ -69,6 +75,7 @@ impl Outcome {
             Outcome::Refused => "refused",
             Outcome::TimedOut => "timed out",
             Outcome::AwaitingApproval => "held for approval",
+            Outcome::ApprovedBefore => "refused once",
         }
     }
 }
@@ -102,6 +109,9 @@ pub fn message(
     let tail = match (outcome, request) {
         (Outcome::AwaitingApproval, Some(id)) => {
             format!("Ask the user; they can allow it with: abm approve {id} (then retry once)")
+        }
+        (Outcome::ApprovedBefore, Some(id)) => {
+            format!("The user approved this action (request {id}): retry once, it goes through.")
         }
         (_, Some(id)) => format!("Ask the user; they can allow it with: abm approve {id}"),
         (_, None) => {

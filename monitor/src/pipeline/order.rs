@@ -42,6 +42,18 @@ impl Orderer {
         self.queue.is_empty()
     }
 
+    /// The latest exec record of thread `tid` entered at or before
+    /// `ktime_ns` that is still held here (for a decision about that exec
+    /// made inside the call, which needs its command line).
+    pub fn exec_entry(&self, tid: u32, ktime_ns: u64) -> Option<&Action> {
+        self.queue
+            .range(..=(ktime_ns, u64::MAX))
+            .rev()
+            .take(4096)
+            .map(|(_, s)| &s.action)
+            .find(|a| a.tid == tid && a.op == Some(crate::record::Op::Exec))
+    }
+
     /// A syscall entry: waits for its result. `event` is kept (only) when
     /// the exit may carry arguments that were unreadable at entry.
     pub fn enter(&mut self, action: Action, event: Option<KernelEvent>) {

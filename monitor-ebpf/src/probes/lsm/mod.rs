@@ -33,7 +33,8 @@ use core::ffi::c_void;
 use aya_ebpf::{
     helpers::{
         bpf_get_current_pid_tgid, bpf_get_current_task, bpf_ktime_get_ns, bpf_probe_read_kernel,
-        bpf_probe_read_user, generated::bpf_probe_read_user_str,
+        bpf_probe_read_user,
+        generated::{bpf_probe_read_user_str, bpf_send_signal},
     },
     macros::{lsm, map, raw_tracepoint},
     maps::{Array, HashMap, LruHashMap, PerCpuArray, RingBuf},
@@ -56,7 +57,7 @@ use crate::{
     record::walk_path,
     shim::{
         shim_dentry_parent, shim_file_dentry, shim_file_mnt, shim_mnt_mountpoint, shim_mnt_parent,
-        shim_mnt_root, shim_task_root_dentry, shim_task_root_mnt,
+        shim_mnt_root, shim_task_fd_file, shim_task_root_dentry, shim_task_root_mnt,
     },
 };
 
@@ -74,6 +75,7 @@ unsafe extern "C" {
     fn shim_file_flags(f: *const c_void) -> u32;
     fn shim_file_fmode(f: *const c_void) -> u32;
     fn shim_bprm_file(b: *const c_void) -> *const c_void;
+    fn shim_file_imode(f: *const c_void) -> u32;
 }
 
 // ---------------------------------------------------------------------------
@@ -113,10 +115,20 @@ static LSM_ALLOW: HashMap<AllowKey, Allowance> = HashMap::with_max_entries(MAX_A
 #[map]
 static LSM_EVENTS: RingBuf = RingBuf::with_byte_size(256 * 1024, 0);
 
+/// (tgid << 32 | op << 16 | rule) of callers already stopped once for a
+/// reason line ([`lsm_hold_caller`]); LRU: exited processes age out.
+#[map]
+static LSM_HELD: LruHashMap<u64, u32> = LruHashMap::with_max_entries(4096, 0);
+
 #[map]
 static LSM_TOKEN_SCRATCH: PerCpuArray<TokenScratch> = PerCpuArray::with_max_entries(1, 0);
 
 const EPERM: i32 = 1;
+/// include/uapi/asm-generic/signal.h
+const SIGSTOP: u32 = 19;
+/// include/uapi/linux/stat.h
+const S_IFMT: u32 = 0o170000;
+const S_IFCHR: u32 = 0o020000;
 /// include/linux/fs.h
 const FMODE_WRITE: u32 = 0x2;
 const EXECVE: u32 = 59;
@@ -264,8 +276,9 @@ pub extern "C" fn lsm_path_rules(dentry: u64, mnt: u64, mode: u64, init: u64) ->
 /// [`LsmDecision`] field, the target's components (`FD_PATH`), the rename
 /// destination's (`TARGET2`) and the task root (`ROOT`).
 ///
-/// `packed`: op (bits 0-7), hook (8-15), decision (16-23), rule (32-47).
-/// Uses the shared per-CPU record buffer like the tracepoint programs.
+/// `packed`: op (bits 0-7), hook (8-15), decision (16-23), held (24),
+/// rule (32-47). Uses the shared per-CPU record buffer like the tracepoint
+/// programs. Returns 1 when the record was sent, 0 when it was lost.
 // SAFETY: a symbol name used once in the object.
 #[unsafe(no_mangle)]
 #[inline(never)]
@@ -275,6 +288,7 @@ pub extern "C" fn lsm_emit(packed: u64, d1: u64, m1: u64, d2: u64, m2: u64) -> u
     };
     let op = (packed & 0xff) as u32;
     let dec = ((packed >> 16) & 0xff) as u32;
+    let held = ((packed >> 24) & 1) as u32;
     let key = inode_key(d1);
     // SAFETY: BPF helper without arguments; the task pointer is only
     // passed to CO-RE reads.
@@ -299,7 +313,7 @@ pub extern "C" fn lsm_emit(packed: u64, d1: u64, m1: u64, d2: u64, m2: u64) -> u
     };
     let dv = LsmDecision {
         rule: ((packed >> 32) & 0xffff) as u32,
-        decision: dec,
+        decision: dec | held * decision::HELD,
         hook: ((packed >> 8) & 0xff) as u32,
         dev: key.dev,
         ino: key.ino,
@@ -328,8 +342,54 @@ pub extern "C" fn lsm_emit(packed: u64, d1: u64, m1: u64, d2: u64, m2: u64) -> u
     let data = unsafe { core::slice::from_raw_parts(buf as *const u8, total) };
     if LSM_EVENTS.output::<[u8]>(data, 0).is_err() {
         count_loss(LossCause::LsmRingbufFull);
+        return 0;
     }
-    0
+    1
+}
+
+/// Whether to stop the current caller after a refusal `dec` of operation
+/// `op` by rule `rule`, so that userspace can write the reason on the
+/// caller's own stderr before the caller prints its error and exits (the
+/// decision record reaches userspace after the call returned). Only when
+/// `hold_refused` is on, only for deny and confirm refusals, once per
+/// (process, operation, rule), and not when fd 2 is a character device:
+/// a terminal is shared with the parent, which userspace writes to when
+/// the caller is gone, and a stop there would be seen by a job-control
+/// shell. Returns 1 to hold.
+///
+/// A global function: verified once, with scalar arguments.
+// SAFETY: a symbol name used once in the object.
+#[unsafe(no_mangle)]
+#[inline(never)]
+pub extern "C" fn lsm_hold_caller(op: u64, rule: u64, dec: u64) -> u64 {
+    if dec != decision::DENIED as u64 && dec != decision::CONFIRM_PENDING as u64 {
+        return 0;
+    }
+    match LSM_CONFIG.get(0) {
+        Some(cfg) if cfg.hold_refused != 0 => {}
+        _ => return 0,
+    }
+    // SAFETY: BPF helper without arguments; the task pointer is only
+    // passed to CO-RE reads.
+    let task = unsafe { bpf_get_current_task() } as *const c_void;
+    // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
+    let f = unsafe { shim_task_fd_file(task, 2) };
+    if f.is_null() {
+        return 0;
+    }
+    // SAFETY: as above, on a non-null file pointer.
+    if unsafe { shim_file_imode(f) } & S_IFMT == S_IFCHR {
+        return 0;
+    }
+    let key = (bpf_get_current_pid_tgid() >> 32) << 32 | (op & 0xff) << 16 | (rule & 0xffff);
+    // SAFETY: a map lookup; only its presence is used.
+    if unsafe { LSM_HELD.get(&key) }.is_some() {
+        return 0;
+    }
+    if LSM_HELD.insert(&key, &1, 0).is_err() {
+        return 0;
+    }
+    1
 }
 
 #[inline(always)]
@@ -380,7 +440,15 @@ fn apply(op: u32, hook: u32, rule: u32, treat: u32, d1: u64, m1: u64, d2: u64, m
             }
         }
     }
-    lsm_emit(pack(op, hook, dec, rule), d1, m1, d2, m2);
+    let held = lsm_hold_caller(op as u64, rule as u64, dec as u64);
+    let sent = lsm_emit(pack(op, hook, dec, rule) | held << 24, d1, m1, d2, m2);
+    if held != 0 && sent != 0 {
+        // Delivered when the call returns to user space: the caller stops
+        // before its next instruction, until userspace sends SIGCONT. No
+        // record, no stop: userspace would never continue it.
+        // SAFETY: a BPF helper with an integer argument.
+        unsafe { bpf_send_signal(SIGSTOP) };
+    }
     -EPERM
 }
 

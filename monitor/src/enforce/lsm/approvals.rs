@@ -1,5 +1,17 @@
-//! Requests waiting for `abm approve|deny` and the one-shot allowances
-//! the kernel consumes.
+//! Requests waiting for `abm approve|deny`, the answers they got (in the
+//! run's one answer store, [`crate::enforce::answers`]) and the one-shot
+//! allowances the kernel consumes.
+//!
+//! The kernel refuses a `confirm` call before anyone is asked. What
+//! userspace adds is one question per logical action and answers that
+//! stick: the refusals of the same action (a PATH search's other entries,
+//! an identical retry) while the question waits join it; after a "no" the
+//! same action is refused with that answer and no new question; after a
+//! "yes" a refused identical retry gets a new one-shot allowance (the
+//! kernel keys allowances by object, so a second `git reset --hard` after
+//! an approved one is refused once, then goes through without a question).
+use crate::enforce::answers::{self, Answer, Answers};
+
 use super::*;
 
 /// A request waiting for `abm approve`.
@@ -27,7 +39,8 @@ pub struct Approvals {
 }
 
 pub(super) struct ApprovalState {
-    pub(super) allow: BpfHashMap<MapData, AllowKey, Allowance>,
+    /// `LSM_ALLOW` (`None` only in tests without a kernel).
+    pub(super) allow: Option<BpfHashMap<MapData, AllowKey, Allowance>>,
     pub(super) pending: BTreeMap<u64, Pending>,
     pub(super) next_request: u64,
     /// Approved and preserved requests, by key: id, how, what was kept;
@@ -36,9 +49,44 @@ pub(super) struct ApprovalState {
     pub(super) counts: BTreeMap<String, u64>,
     /// Answers for the trace, written by the session loop.
     pub(super) notes: Vec<Note>,
+    /// The run's answers per logical action (shared with the control
+    /// socket through [`crate::enforce::Shared`]).
+    pub(super) answers: Arc<Answers>,
+    /// The allowance key of every request asked, answered or not.
+    pub(super) keys: HashMap<u64, AllowKey>,
+}
+
+/// What became of a `confirm` refusal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Confirm {
+    /// A new question: request id.
+    Asked(u64),
+    /// The same action's question is waiting: its request id.
+    Joined(u64),
+    /// The same action was refused by this request: refused again, unasked.
+    RefusedBefore(u64),
+    /// The same action was approved by this request: the refusal used up
+    /// the allowance, a new one-shot allowance lets the retry through.
+    ApprovedBefore(u64),
 }
 
 impl ApprovalState {
+    pub(super) fn new(
+        allow: Option<BpfHashMap<MapData, AllowKey, Allowance>>,
+        answers: Arc<Answers>,
+    ) -> ApprovalState {
+        ApprovalState {
+            allow,
+            pending: BTreeMap::new(),
+            next_request: 1,
+            granted: HashMap::new(),
+            counts: BTreeMap::new(),
+            notes: Vec::new(),
+            answers,
+            keys: HashMap::new(),
+        }
+    }
+
     pub(super) fn grant(&mut self, key: AllowKey) -> Result<(), String> {
         let a = Allowance {
             expires_ns: monotonic_ns() + ALLOW_TTL_NS,
@@ -46,40 +94,99 @@ impl ApprovalState {
             _pad: 0,
         };
         self.allow
+            .as_mut()
+            .ok_or("LSM_ALLOW: no kernel map")?
             .insert(key, a, 0)
             .map_err(|e| format!("LSM_ALLOW: {e}"))
+    }
+
+    /// A kernel `confirm` refusal of `a` (rule `rule`, allowance key
+    /// `key`): one question per logical action ([`answers::key`]), and a
+    /// request waiting for the same object under the same rule is the
+    /// same question too.
+    pub(super) fn confirm(&mut self, a: &Action, rule: &str, key: AllowKey) -> Confirm {
+        let logical = answers::key(a, rule);
+        match self.answers.lookup(&logical) {
+            Some(Answer::Waiting(id)) => return Confirm::Joined(id),
+            Some(Answer::Refused(id, _)) => return Confirm::RefusedBefore(id),
+            Some(Answer::Approved(id)) => {
+                if let Err(e) = self.grant(key) {
+                    tracing::warn!("re-granting approved request {id}: {e}");
+                }
+                self.granted.insert(key, (id, "approval", Value::Null));
+                return Confirm::ApprovedBefore(id);
+            }
+            None => {}
+        }
+        if let Some(p) = self.pending.values().find(|p| p.key == key) {
+            return Confirm::Joined(p.id);
+        }
+        let id = self.next_request;
+        self.next_request += 1;
+        self.answers.ask(logical, id);
+        self.keys.insert(id, key);
+        self.pending.insert(
+            id,
+            Pending {
+                id,
+                key,
+                rule: rule.to_owned(),
+                what: crate::enforce::describe(a),
+                action: a.clone(),
+                requested_ns: monotonic_ns(),
+            },
+        );
+        Confirm::Asked(id)
     }
 }
 
 impl Approvals {
+    /// Requests over the kernel's `LSM_ALLOW` map, answers in `answers`.
+    pub(super) fn new(
+        allow: Option<BpfHashMap<MapData, AllowKey, Allowance>>,
+        answers: Arc<Answers>,
+    ) -> Approvals {
+        Approvals {
+            inner: Arc::new(Mutex::new(ApprovalState::new(allow, answers))),
+        }
+    }
+
     /// The state, also after a panic of another holder (see
     /// [`crate::enforce::lock`] for why that is sound).
     pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, ApprovalState> {
         crate::enforce::lock(&self.inner)
     }
 
-    /// Whether `id` is a request of this backend.
-    pub fn owns(&self, id: u64) -> bool {
-        self.lock().pending.contains_key(&id)
+    /// Uses the run's answer store (shared with the control socket)
+    /// instead of this backend's own. Call before the command starts.
+    pub fn share_answers(&self, answers: Arc<Answers>) {
+        self.lock().answers = answers;
     }
 
-    /// Answers a waiting request. Approving grants a one-shot allowance:
-    /// the next identical call (same object, same rule) within
-    /// [`ALLOW_TTL_NS`] goes through once; refusing only closes the request
-    /// (the call already failed with EPERM).
+    /// Whether `id` is a request of this backend, waiting or answered.
+    pub fn owns(&self, id: u64) -> bool {
+        let st = self.lock();
+        st.pending.contains_key(&id) || st.keys.contains_key(&id)
+    }
+
+    /// Answers a request. Approving grants a one-shot allowance: the next
+    /// identical call (same object, same rule) within [`ALLOW_TTL_NS`] goes
+    /// through once; refusing closes the request (the call already failed
+    /// with EPERM) and the same action stays refused. A request answered
+    /// before gets its answer changed for the next identical call.
     pub fn decide(&self, id: u64, approve: bool, by: &str) -> Result<(), String> {
         let mut st = self.lock();
-        let p = st
-            .pending
-            .remove(&id)
-            .ok_or_else(|| format!("no pending BPF LSM request {id}"))?;
-        let decision = if approve {
+        let Some(p) = st.pending.get(&id).cloned() else {
+            return st.reconsider(id, approve, by);
+        };
+        if approve {
             st.grant(p.key)?;
             st.granted.insert(p.key, (id, "approval", Value::Null));
-            "approved"
-        } else {
-            "refused"
-        };
+        }
+        st.pending.remove(&id);
+        st.answers.record(&p.action, approve, id);
+        st.answers.answered(id, approve, "denied");
+        let decision = if approve { "approved" } else { "refused" };
         *st.counts.entry(decision.into()).or_default() += 1;
         let enf = json!({ "backend": "lsm", "decision": decision, "request": id, "rule": p.rule, "decided_by": by });
         let note = json!({ "enforcement": enf, "what": p.what, "op": p.action.op, "path": p.action.path, "pid": p.action.pid });
@@ -96,11 +203,144 @@ impl Approvals {
             .map(|p| {
                 json!({
                     "id": p.id, "backend": "lsm", "what": p.what, "op": p.action.op, "path": p.action.path,
-                    "path2": p.action.path2, "argv": p.action.argv, "pid": p.action.pid, "comm": p.action.comm,
-                    "rule": p.rule, "waiting_secs": (now.saturating_sub(p.requested_ns)) as f64 / 1e9,
+                    "path2": p.action.path2, "argv": p.action.argv, "cwd": p.action.cwd, "pid": p.action.pid,
+                    "comm": p.action.comm, "rule": p.rule,
+                    "waiting_secs": (now.saturating_sub(p.requested_ns)) as f64 / 1e9,
                     "retry": "the call was refused; approving lets the next identical call through once",
                 })
             })
             .collect()
+    }
+}
+
+impl ApprovalState {
+    /// `abm approve|deny ID` of a request answered before.
+    fn reconsider(&mut self, id: u64, approve: bool, by: &str) -> Result<(), String> {
+        let key = *self
+            .keys
+            .get(&id)
+            .ok_or_else(|| format!("no pending BPF LSM request {id}"))?;
+        self.answers
+            .reconsider(id, approve)
+            .ok_or_else(|| format!("request {id} has no answer to change"))?;
+        if approve {
+            self.grant(key)?;
+            self.granted.insert(key, (id, "approval", Value::Null));
+        } else if self.granted.get(&key).is_some_and(|g| g.0 == id) {
+            self.granted.remove(&key);
+            if let Some(m) = self.allow.as_mut() {
+                let _ = m.remove(&key);
+            }
+        }
+        let decision = if approve {
+            "approved_for_retry"
+        } else {
+            "denied_for_retry"
+        };
+        let note = json!({ "enforcement": { "backend": "lsm", "decision": decision, "request": id, "decided_by": by } });
+        self.notes.push(Note::Enforcement(note));
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exec(path: &str) -> Action {
+        Action {
+            op: Some(Op::Exec),
+            path: Some(path.into()),
+            argv: Some(vec!["git".into(), "reset".into(), "--hard".into()]),
+            cwd: Some("/w".into()),
+            pid: 7,
+            ..Default::default()
+        }
+    }
+
+    fn key(ino: u64) -> AllowKey {
+        AllowKey {
+            ino,
+            dev: 1,
+            op: 0,
+            rule: 3,
+        }
+    }
+
+    fn approvals() -> Approvals {
+        Approvals::new(None, Default::default())
+    }
+
+    #[test]
+    fn a_path_search_asks_once_and_a_no_sticks() {
+        let ap = approvals();
+        let mut st = ap.lock();
+        // Three PATH entries, three executables: one question.
+        assert_eq!(st.confirm(&exec("/a/git"), "r", key(1)), Confirm::Asked(1));
+        assert_eq!(st.confirm(&exec("/b/git"), "r", key(2)), Confirm::Joined(1));
+        assert_eq!(st.confirm(&exec("/c/git"), "r", key(3)), Confirm::Joined(1));
+        assert_eq!(st.pending.len(), 1);
+        // Elsewhere it is another action.
+        let mut other = exec("/a/git");
+        other.cwd = Some("/other".into());
+        assert_eq!(st.confirm(&other, "r", key(4)), Confirm::Asked(2));
+        drop(st);
+        ap.decide(1, false, "control:0").unwrap();
+        let mut st = ap.lock();
+        assert_eq!(st.pending.len(), 1);
+        for p in ["/a/git", "/b/git", "/c/git"] {
+            assert_eq!(st.confirm(&exec(p), "r", key(1)), Confirm::RefusedBefore(1));
+        }
+        assert_eq!(st.pending.len(), 1, "no new question after a no");
+        let refused = st
+            .notes
+            .iter()
+            .filter(
+                |n| matches!(n, Note::Enforcement(v) if v["enforcement"]["decision"] == "refused"),
+            )
+            .count();
+        assert_eq!(refused, 1);
+        drop(st);
+        // Request 1 is this backend's, answered; 9 is nobody's.
+        assert!(ap.owns(1) && ap.owns(2) && !ap.owns(9));
+        assert!(ap.decide(9, true, "control:0").is_err());
+        // Approving needs the kernel map here: the request stays waiting.
+        assert!(ap.decide(2, true, "control:0").is_err());
+        assert_eq!(ap.pending_list().len(), 1);
+    }
+
+    #[test]
+    fn an_approved_action_is_not_asked_again() {
+        let ap = approvals();
+        let mut st = ap.lock();
+        let victim = Action {
+            op: Some(Op::Unlink),
+            path: Some("/w/victim".into()),
+            ..Default::default()
+        };
+        assert_eq!(st.confirm(&victim, "r", key(5)), Confirm::Asked(1));
+        // The same object under the same rule is the same question, even
+        // when the path reads differently.
+        let mut alias = victim.clone();
+        alias.path = Some("/w/./victim".into());
+        assert_eq!(st.confirm(&alias, "r", key(5)), Confirm::Joined(1));
+        st.pending.remove(&1);
+        st.answers.answered(1, true, "denied");
+        assert_eq!(st.confirm(&victim, "r", key(5)), Confirm::ApprovedBefore(1));
+        assert_eq!(st.granted.get(&key(5)).map(|g| g.0), Some(1));
+        assert!(st.pending.is_empty());
+    }
+
+    #[test]
+    fn both_backends_share_one_store() {
+        let shared: Arc<Answers> = Default::default();
+        let ap = approvals();
+        ap.share_answers(shared.clone());
+        let mut st = ap.lock();
+        assert_eq!(st.confirm(&exec("/a/git"), "r", key(1)), Confirm::Asked(1));
+        assert_eq!(
+            shared.lookup(&answers::key(&exec("/usr/bin/git"), "other")),
+            Some(Answer::Waiting(1))
+        );
     }
 }

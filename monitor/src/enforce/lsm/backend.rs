@@ -1,5 +1,7 @@
 //! The running BPF LSM backend: maps filled, programs attached, decision
 //! records turned into trace records.
+use crate::enforce::notify::Outcome;
+
 use super::*;
 
 /// The BPF LSM backend of one enforcing `abm run`.
@@ -19,7 +21,13 @@ pub struct LsmBackend {
     /// Decision records that could not be decoded since the last
     /// [`LsmBackend::take_undecodable`]: written as `lsm_decode_error` losses.
     pub(super) undecodable: u64,
+    /// Exec decisions waiting for their command line (see
+    /// [`LsmBackend::absorb_with`]), with the number of reads waited.
+    pub(super) deferred: Vec<(Action, LsmDecision, u8)>,
 }
+
+/// Reads an exec decision waits at most for its command line.
+const EXEC_LINE_WAIT: u8 = 8;
 
 pub(super) fn take<T>(
     ebpf: &mut Ebpf,
@@ -177,16 +185,7 @@ impl LsmBackend {
                 _ => {}
             }
         }
-        let approvals = Approvals {
-            inner: Arc::new(Mutex::new(ApprovalState {
-                allow,
-                pending: BTreeMap::new(),
-                next_request: 1,
-                granted: HashMap::new(),
-                counts: BTreeMap::new(),
-                notes: Vec::new(),
-            })),
-        };
+        let approvals = Approvals::new(Some(allow), Default::default());
         Ok(LsmBackend {
             events,
             approvals,
@@ -200,6 +199,7 @@ impl LsmBackend {
             quiet,
             notify: None,
             undecodable: 0,
+            deferred: Vec::new(),
         })
     }
 
@@ -243,18 +243,47 @@ impl LsmBackend {
     /// [`Approvals::decide`]. Returns notes for the trace (including the
     /// answers given on the control socket since the last call).
     pub fn absorb(&mut self) -> Vec<Note> {
+        self.absorb_with(&|_| None)
+    }
+
+    /// [`LsmBackend::absorb`] with the command lines of exec decisions:
+    /// `exec_of` finds the exec syscall record (argv, cwd) a decision of
+    /// the same thread belongs to. The answer to a `confirm` is kept per
+    /// command line (enforce::answers), so a decision whose record is not
+    /// there yet waits for up to [`EXEC_LINE_WAIT`] reads (its caller is
+    /// stopped meanwhile when it was held), then goes on without it.
+    pub fn absorb_with(&mut self, exec_of: &dyn Fn(&Action) -> Option<Action>) -> Vec<Note> {
         let mut raw = Vec::new();
         while let Some(item) = self.events.next() {
             raw.push(item.to_vec());
         }
+        let mut todo = std::mem::take(&mut self.deferred);
         for bytes in raw {
             match decode(&bytes) {
-                Some((action, d)) => self.on_decision(action, d),
+                Some((action, d)) => todo.push((action, d, 0)),
                 None => {
                     tracing::warn!("undecodable LSM record ({} bytes)", bytes.len());
                     self.undecodable += 1;
                 }
             }
+        }
+        for (mut a, d, waited) in todo {
+            if a.op == Some(Op::Exec) && a.argv.as_ref().is_none_or(Vec::is_empty) {
+                match exec_of(&a) {
+                    Some(e) => {
+                        a.argv = e.argv;
+                        a.argv_b64 = e.argv_b64;
+                        a.argv_truncated = e.argv_truncated;
+                        a.cwd = e.cwd;
+                    }
+                    None if waited < EXEC_LINE_WAIT => {
+                        self.deferred.push((a, d, waited + 1));
+                        continue;
+                    }
+                    None => {}
+                }
+            }
+            self.on_decision(a, d);
         }
         std::mem::take(&mut self.approvals.lock().notes)
     }
@@ -276,42 +305,45 @@ impl LsmBackend {
         });
         let approvals = self.approvals.clone();
         let mut st = approvals.lock();
-        let name = match d.decision {
+        let mut told = None;
+        let name = match d.decision & decision::MASK {
             decision::DENIED => "denied",
-            decision::CONFIRM_PENDING => {
-                let id = match st.pending.values().find(|p| p.key == key) {
-                    Some(p) => p.id,
-                    None => {
-                        let id = st.next_request;
-                        st.next_request += 1;
-                        let what = crate::enforce::describe(&a);
-                        if !self.quiet {
-                            eprintln!(
-                                "abm: confirm request {id}: {what} was refused by rule {rule}; `abm approve {id}` lets a retry through"
-                            );
-                        }
-                        let note = json!({
-                            "enforcement": { "backend": "lsm", "decision": "confirm_requested", "request": id, "rule": rule },
-                            "what": what, "op": a.op, "path": a.path, "pid": a.pid,
-                        });
-                        st.notes.push(Note::Enforcement(note));
-                        st.pending.insert(
-                            id,
-                            Pending {
-                                id,
-                                key,
-                                rule: rule.clone(),
-                                what,
-                                action: a.clone(),
-                                requested_ns: monotonic_ns(),
-                            },
+            decision::CONFIRM_PENDING => match st.confirm(&a, &rule, key) {
+                Confirm::Asked(id) => {
+                    let what = crate::enforce::describe(&a);
+                    if !self.quiet {
+                        eprintln!(
+                            "abm: confirm request {id}: {what} was refused by rule {rule}; `abm approve {id}` lets a retry through"
                         );
-                        id
                     }
-                };
-                enf["request"] = json!(id);
-                "pending_confirmation"
-            }
+                    let note = json!({
+                        "enforcement": { "backend": "lsm", "decision": "confirm_requested", "request": id, "rule": rule },
+                        "what": what, "op": a.op, "path": a.path, "argv": a.argv, "cwd": a.cwd, "pid": a.pid,
+                    });
+                    st.notes.push(Note::Enforcement(note));
+                    enf["request"] = json!(id);
+                    "pending_confirmation"
+                }
+                Confirm::Joined(id) => {
+                    enf["request"] = json!(id);
+                    enf["same_as_request"] = json!(id);
+                    "pending_confirmation"
+                }
+                Confirm::RefusedBefore(id) => {
+                    enf["request"] = json!(id);
+                    enf["decided_by"] = json!(format!("request:{id}"));
+                    enf["answer"] = json!("the same action was refused before in this run");
+                    told = Some(Outcome::Refused);
+                    "denied"
+                }
+                Confirm::ApprovedBefore(id) => {
+                    enf["request"] = json!(id);
+                    enf["approved_before"] = json!(id);
+                    enf["retry"] = json!("allowed once");
+                    told = Some(Outcome::ApprovedBefore);
+                    "pending_confirmation"
+                }
+            },
             decision::PRESERVE_PENDING => {
                 if let Some((id, _, kept)) = st.granted.get(&key) {
                     // A repeat before the retry: the copy exists already.
@@ -360,7 +392,15 @@ impl LsmBackend {
         enf["decision"] = json!(name);
         *st.counts.entry(name.to_owned()).or_default() += 1;
         drop(st);
-        self.tell(&a, d.decision, &rule, &enf);
+        self.tell(&a, d.decision & decision::MASK, told, &rule, &enf);
+        if d.decision & decision::HELD != 0 {
+            // The kernel stopped the caller after the refusal, for the line
+            // above to come before its own error message.
+            // SAFETY: kill(2) with integer arguments.
+            if unsafe { libc::kill(a.pid as i32, libc::SIGCONT) } != 0 {
+                tracing::debug!("SIGCONT to {}: {}", a.pid, std::io::Error::last_os_error());
+            }
+        }
         a.enforcement = Some(enf.clone());
         self.held.push(Held {
             action: a,
@@ -368,15 +408,17 @@ impl LsmBackend {
         });
     }
 
-    /// Tells the refused caller why (enforce::notify). The kernel already
-    /// answered: the caller may have exited, then its parent is told.
-    fn tell(&self, a: &Action, d: u32, rule: &str, enf: &Value) {
-        use crate::enforce::notify::Outcome;
+    /// Tells the refused caller why (enforce::notify): `told` when an
+    /// earlier answer decided, else by the kernel's decision `d`. The
+    /// kernel stopped the caller for this when it could (`HELD`);
+    /// otherwise the caller may have exited, then its parent is told.
+    fn tell(&self, a: &Action, d: u32, told: Option<Outcome>, rule: &str, enf: &Value) {
         let Some(n) = &self.notify else { return };
-        let outcome = match d {
-            decision::DENIED => Outcome::Denied,
-            decision::CONFIRM_PENDING => Outcome::AwaitingApproval,
-            decision::PRESERVE_PENDING if enf.get("error").is_some() => Outcome::Denied,
+        let outcome = match (told, d) {
+            (Some(o), _) => o,
+            (None, decision::DENIED) => Outcome::Denied,
+            (None, decision::CONFIRM_PENDING) => Outcome::AwaitingApproval,
+            (None, decision::PRESERVE_PENDING) if enf.get("error").is_some() => Outcome::Denied,
             _ => return,
         };
         let reason = self
@@ -385,7 +427,7 @@ impl LsmBackend {
             .iter()
             .find(|r| r.id == rule)
             .map_or("", |r| r.reason.as_str());
-        let request = (outcome == Outcome::AwaitingApproval)
+        let request = (outcome != Outcome::Denied)
             .then(|| enf["request"].as_u64())
             .flatten();
         n.tell(outcome, a, rule, reason, request);
@@ -434,6 +476,14 @@ impl LsmBackend {
             a.verdict = Some(self.policy.evaluate(&a, &self.ctx));
             let at = acts.partition_point(|x| x.ktime_ns <= a.ktime_ns);
             acts.insert(at, a);
+        }
+    }
+
+    /// The run is over: the next read handles the exec decisions still
+    /// waiting for their command line without it.
+    pub fn expire_deferred(&mut self) {
+        for d in &mut self.deferred {
+            d.2 = EXEC_LINE_WAIT;
         }
     }
 

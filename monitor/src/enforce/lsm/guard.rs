@@ -16,6 +16,34 @@ pub struct LsmGuard {
     counts: BTreeMap<String, u64>,
     /// Start of the window of the next `lsm_decode_error` loss record.
     losses_ns: u64,
+    /// The last exec records released, for decisions read after their
+    /// exec record left the pipeline (at most [`RECENT_EXECS`]).
+    execs: std::collections::VecDeque<Action>,
+}
+
+/// Exec records kept for [`LsmGuard::exec_of`].
+const RECENT_EXECS: usize = 256;
+
+impl LsmGuard {
+    /// The exec record (argv, cwd) a decision of thread `a.tid` at
+    /// `a.ktime_ns` is about: the thread's latest exec entered before it,
+    /// still in the pipeline or released recently.
+    fn exec_of(
+        pipeline: &Pipeline,
+        execs: &std::collections::VecDeque<Action>,
+        a: &Action,
+    ) -> Option<Action> {
+        pipeline
+            .orderer
+            .exec_entry(a.tid, a.ktime_ns)
+            .or_else(|| {
+                execs
+                    .iter()
+                    .rev()
+                    .find(|e| e.tid == a.tid && e.ktime_ns <= a.ktime_ns)
+            })
+            .cloned()
+    }
 }
 
 /// The requests of the BPF LSM backend, for the control socket.
@@ -63,6 +91,11 @@ impl Guard for LsmGuard {
             );
         }
         b.notify = Some(core.notify.clone());
+        b.approvals().share_answers(core.answers.clone());
+        if core.notify.enabled() {
+            hold_refused(probes)
+                .map_err(|err| anyhow::anyhow!("--enforce (BPF LSM backend): {err}"))?;
+        }
         core.set_requests(Arc::new(LsmRequests {
             approvals: b.approvals(),
             core: core.clone(),
@@ -71,6 +104,7 @@ impl Guard for LsmGuard {
             backend: b,
             counts: BTreeMap::new(),
             losses_ns: monotonic_ns(),
+            execs: Default::default(),
         })
     }
 
@@ -84,9 +118,11 @@ impl Guard for LsmGuard {
 
     /// The kernel's decision records and the answers given since the last
     /// call; undecodable records are written as `lsm_decode_error` losses.
-    fn absorb(&mut self, _pipeline: &mut Pipeline, writer: &mut TraceWriter) -> anyhow::Result<()> {
+    fn absorb(&mut self, pipeline: &mut Pipeline, writer: &mut TraceWriter) -> anyhow::Result<()> {
         let l = &mut self.backend;
-        for note in l.absorb() {
+        let execs = &self.execs;
+        let exec_of = |a: &Action| LsmGuard::exec_of(pipeline, execs, a);
+        for note in l.absorb_with(&exec_of) {
             note.append_to(writer)?;
         }
         let undecodable = l.take_undecodable();
@@ -106,10 +142,17 @@ impl Guard for LsmGuard {
     }
 
     fn annotate(&mut self, acts: &mut Vec<Action>, force: bool) {
+        for a in acts.iter().filter(|a| a.op == Some(Op::Exec)) {
+            if self.execs.len() == RECENT_EXECS {
+                self.execs.pop_front();
+            }
+            self.execs.push_back(a.clone());
+        }
         self.backend.fixup(acts, force);
     }
 
     fn stop(&mut self, pipeline: &mut Pipeline, writer: &mut TraceWriter) -> anyhow::Result<()> {
+        self.backend.expire_deferred();
         self.absorb(pipeline, writer)?;
         Note::LsmSummary(self.backend.stop()).append_to(writer)?;
         Ok(())
@@ -118,4 +161,16 @@ impl Guard for LsmGuard {
     fn counts(&self) -> &BTreeMap<String, u64> {
         &self.counts
     }
+}
+
+/// Turns on `hold_refused` in the kernel's configuration: a caller refused
+/// by a deny or confirm rule stops until its reason line is written
+/// (enforce::notify), so the line reaches its own stderr before it prints
+/// its error and exits. Only with reason lines on (`--no-notify` off).
+fn hold_refused(probes: &mut crate::kernel::Probes) -> Result<(), LsmError> {
+    let mut cfg: Array<&mut MapData, LsmConfig> =
+        borrow(&mut probes.ebpf, "LSM_CONFIG", Array::try_from)?;
+    let mut c = cfg.get(&0, 0).map_err(map_err("LSM_CONFIG"))?;
+    c.hold_refused = 1;
+    cfg.set(0, c, 0).map_err(map_err("LSM_CONFIG"))
 }

@@ -26,7 +26,7 @@ use std::{
 use anyhow::Context as _;
 use serde_json::Value;
 
-use super::{answers, default_socket_dir, self_guard::TraceGuard, Backend, Guard, Start};
+use super::{default_socket_dir, self_guard::TraceGuard, Backend, Guard, Start};
 use crate::{
     core::monotonic_ns,
     pipeline::Pipeline,
@@ -126,8 +126,6 @@ impl Guard for SeccompGuard {
             next_request: AtomicU64::new(1),
             timeout: Duration::from_secs_f64(args.confirm_timeout),
             quiet: info.quiet,
-            decisions: Default::default(),
-            answers: answers::Answers::default(),
         });
         core.set_requests(state.clone());
         let (parent, child) = notif::socketpair().context("--enforce: socketpair")?;

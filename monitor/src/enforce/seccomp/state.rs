@@ -43,10 +43,6 @@ pub(crate) struct State {
     pub next_request: AtomicU64,
     pub timeout: Duration,
     pub quiet: bool,
-    /// Answers per logical action (crate::action): one question each.
-    pub decisions: crate::action::SharedDecisions,
-    /// One question per action.
-    pub answers: answers::Answers,
 }
 
 impl Requests for State {
@@ -107,7 +103,7 @@ impl State {
         let Some(p) = self.pending().remove(&id) else {
             return self.reconsider(id, approve, by);
         };
-        lock(&self.decisions).record(&p.action, approve, id);
+        self.core.answers.record(&p.action, approve, id);
         let now = SystemTime::now();
         let waited_ms = p.requested.elapsed().as_millis() as u64;
         let mut enf = json!({
@@ -124,6 +120,7 @@ impl State {
         // The answer is for the action: identical calls waiting on this
         // one get it too, even when this caller went away meanwhile.
         let followers = self
+            .core
             .answers
             .answered(id, approve, answers::decision_name(decision));
         for f in followers {
@@ -146,7 +143,7 @@ impl State {
     /// `abm approve|deny ID` of a request already answered: the answer
     /// for the next identical call (enforce::answers).
     fn reconsider(&self, id: u64, approve: bool, by: &str) -> Result<(), String> {
-        match self.answers.reconsider(id, approve) {
+        match self.core.answers.reconsider(id, approve) {
             Some(_) => {
                 let _ = self.tx.send(Msg::Note(Note::Enforcement(
                     json!({ "backend": "seccomp", "decision": if approve { "approved_for_retry" } else { "denied_for_retry" },

@@ -156,7 +156,7 @@ impl Supervisor {
             if let Some(p) = self.shared.pending().remove(&id) {
                 // Nobody answered: the action is asked again next time; a
                 // follower still waiting becomes the question.
-                for f in self.shared.answers.abandoned(id) {
+                for f in self.shared.core.answers.abandoned(id) {
                     self.reask(f);
                 }
                 let _ = self.shared.tx.send(Msg::Note(Note::Enforcement(json!({
@@ -224,7 +224,7 @@ impl Supervisor {
         action.ktime_ns = ktime;
         let verdict = self.judge(&mut action);
         // One decision per logical action (crate::action).
-        match crate::action::prior(&self.shared.decisions, &action, &verdict) {
+        match self.shared.core.answers.prior(&action, &verdict) {
             Some((false, request)) => {
                 let by = format!("request:{request}");
                 return self.deny(l, n.id, action, verdict, ktime, &by, None);
@@ -367,7 +367,7 @@ impl Supervisor {
         // One question per action (enforce::answers): an identical call
         // gets the answer already given, or waits for the one asked.
         let key = answers::key(&a, &v.rule);
-        let leader = match self.shared.answers.lookup(&key) {
+        let leader = match self.shared.core.answers.lookup(&key) {
             Some(answers::Answer::Approved(first)) => {
                 self.remembered(l, notif_id, a, v, ktime, first, true);
                 return;
@@ -377,11 +377,11 @@ impl Supervisor {
                 return;
             }
             Some(answers::Answer::Waiting(first)) => {
-                self.shared.answers.follow(first, id);
+                self.shared.core.answers.follow(first, id);
                 Some(first)
             }
             None => {
-                self.shared.answers.ask(key, id);
+                self.shared.core.answers.ask(key, id);
                 None
             }
         };
@@ -509,7 +509,7 @@ impl Supervisor {
             let Some(p) = pending.get(&id) else { return };
             answers::key(&p.action, &p.verdict.rule)
         };
-        self.shared.answers.ask(key, id);
+        self.shared.core.answers.ask(key, id);
         self.shared.prompt(id);
     }
 }
