@@ -89,7 +89,8 @@ grep -i "error\|warn" "$D/daemon.log" | sed 's/^/ABM-VM-INFO   /' | head -n 20
 cat "$D/c1.stderr" "$D/c2.stderr" | sed 's/^/ABM-VM-INFO   /' | head -n 10
 T1=$OUT/daemon-c1.jsonl T2=$OUT/daemon-c2.jsonl
 W1=$D/c1/ws W2=$D/c2/ws
-t daemon-lsm-deny "c1 (enforcing): rm of a protected file refused in the container (rc $(rc c1 unlink-protected)), scratch removed; rule ct.unlink from path_unlink in c1's trace" all \
+t daemon-lsm-deny "c1 (enforcing): rm of a protected file refused in the container (rc $(rc c1 unlink-protected); its pid 1: $(rc c1 pid1)), scratch removed; rule ct.unlink from path_unlink in c1's trace" all \
+    '[ "$(rc c1 pid1)" = sh ]' \
     '[ "$(rc c1 unlink-protected)" != 0 ]' 'exists $W1/protected/c1' '[ "$(rc c1 unlink-scratch)" = 0 ]' 'gone $W1/scratch/c1' \
     'denial $T1 ct.unlink path_unlink' 'grep -q "\"backends\":\[\"tracepoint\",\"lsm\"\]" $T1' \
     'grep "\"op\":\"unlink\"" $T1 | grep "\"errno\":\"EPERM\"" | grep -q "\"verdict\":{\"rule\":\"ct.unlink\""'
