@@ -90,7 +90,7 @@ pub struct TailArgs {
 
 /// How long `abm watch add` waits for its answer: the first enforcing
 /// target loads and attaches the BPF LSM programs first.
-const WATCH_ADD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+const WATCH_ADD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// One request, one answer; an error answer becomes an error.
 pub fn request(sock: &std::path::Path, req: &Value) -> anyhow::Result<Value> {

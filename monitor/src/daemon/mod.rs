@@ -12,6 +12,8 @@
 //! - [`control`]: the control socket; [`cmd`]: `abm status`, `abm watch`,
 //!   `abm tail`.
 //! - [`metrics`]: the Prometheus endpoint and health checks.
+//! - `enforce`: targets watched with `enforce`, guarded by the BPF LSM
+//!   backend (deny, confirm answered on the control socket, preserve).
 //!
 //! The cgroup hierarchy ([`crate::kernel::cgroup`]) and the mount-namespace
 //! views of paths ([`crate::pipeline::mounts`]) are shared with `abm run`.
