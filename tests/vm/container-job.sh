@@ -13,7 +13,12 @@ rm /ws/confirm/y; echo "confirm-other $?" >> $L
 rm /ws/keep/a; echo "preserve-first $?" >> $L
 # The daemon keeps the copy when it reads the refusal, then lets one retry through.
 i=0
-until rm /ws/keep/a || [ $i -ge 50 ]; do sleep 0.2; i=$((i + 1)); done
+until rm /ws/keep/a; do
+    echo "preserve-attempt 1" >> $L
+    i=$((i + 1))
+    [ $i -ge 50 ] && break
+    sleep 0.2
+done
 echo "preserve-retry $([ -e /ws/keep/a ] && echo 1 || echo 0)" >> $L
 echo "pid1 $(cat /proc/1/comm)" >> $L
 echo "done 0" >> $L

@@ -88,6 +88,13 @@ done
 grep -i "error\|warn" "$D/daemon.log" | sed 's/^/ABM-VM-INFO   /' | head -n 20
 cat "$D/c1.stderr" "$D/c2.stderr" | sed 's/^/ABM-VM-INFO   /' | head -n 10
 T1=$OUT/daemon-c1.jsonl T2=$OUT/daemon-c2.jsonl
+# Deletions performed in each container (one unlinkat each) vs unlink records in its trace.
+for f in c1 c2; do
+    done_n=$(grep -c "^\(unlink\|confirm\|preserve\)-" "$OUT/$f.log")
+    rec_n=$(grep -c '"op":"unlink"' "$OUT/daemon-$f.jsonl")
+    lsm_n=$(grep '"op":"unlink"' "$OUT/daemon-$f.jsonl" | grep -c '"backend":"lsm"')
+    echo "ABM-VM-INFO daemon $f: rm calls $done_n (the retry that succeeded logged as preserve-retry), unlink records $rec_n, with an LSM decision $lsm_n"
+done
 W1=$D/c1/ws W2=$D/c2/ws
 t daemon-lsm-deny "c1 (enforcing): rm of a protected file refused in the container (rc $(rc c1 unlink-protected); its pid 1: $(rc c1 pid1)), scratch removed; rule ct.unlink from path_unlink in c1's trace" all \
     '[ "$(rc c1 pid1)" = sh ]' \
