@@ -91,9 +91,9 @@ T1=$OUT/daemon-c1.jsonl T2=$OUT/daemon-c2.jsonl
 # Deletions performed in each container (one unlinkat each) vs unlink records in its trace.
 for f in c1 c2; do
     done_n=$(grep -c "^\(unlink\|confirm\|preserve\)-" "$OUT/$f.log")
-    rec_n=$(grep -c '"op":"unlink"' "$OUT/daemon-$f.jsonl")
-    lsm_n=$(grep '"op":"unlink"' "$OUT/daemon-$f.jsonl" | grep -c '"backend":"lsm"')
-    echo "ABM-VM-INFO daemon $f: rm calls $done_n (the retry that succeeded logged as preserve-retry), unlink records $rec_n, with an LSM decision $lsm_n"
+    rec_n=$(grep '"type":"event"' "$OUT/daemon-$f.jsonl" | grep -c '"op":"unlink"')
+    lsm_n=$(grep '"type":"event"' "$OUT/daemon-$f.jsonl" | grep '"op":"unlink"' | grep -c '"backend":"lsm"')
+    echo "ABM-VM-INFO daemon $f: rm calls $done_n, unlink event records $rec_n, of which with an LSM decision $lsm_n"
 done
 W1=$D/c1/ws W2=$D/c2/ws
 t daemon-lsm-deny "c1 (enforcing): rm of a protected file refused in the container (rc $(rc c1 unlink-protected); its pid 1: $(rc c1 pid1)), scratch removed; rule ct.unlink from path_unlink in c1's trace" all \
