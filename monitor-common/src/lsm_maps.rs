@@ -23,6 +23,8 @@ pub mod lsm {
     pub const MAX_PROTECT: u32 = 4096;
     /// Entries of the `LSM_EXEC_TOKENS` map (argument tokens).
     pub const MAX_TOKENS: u32 = 256;
+    /// Scope targets the rules apply to at once (`LSM_TARGETS`).
+    pub const MAX_ENFORCED_TARGETS: u32 = 1024;
     /// One-shot allowances granted at once (`LSM_ALLOW`).
     pub const MAX_ALLOW: u32 = 1024;
     /// How long the thread that used an allowance may pass the later hooks

@@ -179,3 +179,4 @@ t sensitive-read "cat of a sensitive file recorded as read (abm exit $status), t
     '[ $status = 0 ]' 'grep "\"op\":\"read\"" $R | grep -q "\"path\":\"$WS/sens/id_rsa\""' \
     '! grep -q "\"path\":\"$WS/sens/notes\"" $R'
 . /tests/feedback.sh
+. /tests/daemon.sh

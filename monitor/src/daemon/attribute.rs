@@ -66,6 +66,15 @@ impl Attribution {
             .collect()
     }
 
+    /// The target of a process known by pid or cgroup, without
+    /// bookkeeping (for decision records of the BPF LSM backend).
+    pub fn owner(&self, pid: u32, cgroup_id: u64) -> Option<u32> {
+        self.pids
+            .get(&pid)
+            .or_else(|| self.cgroups.get(&cgroup_id))
+            .copied()
+    }
+
     /// The target of a record, and the bookkeeping its kind implies.
     pub fn attribute(
         &mut self,

@@ -62,6 +62,12 @@ pub struct WatchAddArgs {
     /// `${home}` for policies (default /root).
     #[arg(long, value_name = "DIR")]
     pub home: Option<PathBuf>,
+    /// Block what the policy denies in this target, with the BPF LSM
+    /// backend (confirm: `abm approve|deny ID --socket` of the daemon;
+    /// preserve: a copy first). Refused where BPF LSM programs cannot
+    /// load (see `abm doctor`).
+    #[arg(long)]
+    pub enforce: bool,
     #[command(flatten)]
     pub socket: SocketArg,
 }
@@ -82,10 +88,41 @@ pub struct TailArgs {
     pub socket: SocketArg,
 }
 
+/// How long `abm watch add` waits for its answer: the first enforcing
+/// target loads and attaches the BPF LSM programs first.
+const WATCH_ADD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
+
 /// One request, one answer; an error answer becomes an error.
 pub fn request(sock: &std::path::Path, req: &Value) -> anyhow::Result<Value> {
     let v = crate::enforce::control::request(sock, req)
         .map_err(|e| anyhow::anyhow!("{e:#} (is `abm daemon` running? see docs/daemon.md)"))?;
+    answer(v)
+}
+
+/// [`request`] waiting up to `timeout` for the answer.
+fn request_waiting(
+    sock: &std::path::Path,
+    req: &Value,
+    timeout: std::time::Duration,
+) -> anyhow::Result<Value> {
+    let mut s = UnixStream::connect(sock).with_context(|| {
+        format!(
+            "cannot connect to {} (is `abm daemon` running? see docs/daemon.md)",
+            sock.display()
+        )
+    })?;
+    s.set_read_timeout(Some(timeout))?;
+    writeln!(s, "{req}")?;
+    let mut line = String::new();
+    BufReader::new(s)
+        .read_line(&mut line)
+        .with_context(|| format!("no answer from {} within {timeout:?}", sock.display()))?;
+    let v = serde_json::from_str(&line)
+        .with_context(|| format!("bad answer from {}: {line:?}", sock.display()))?;
+    answer(v)
+}
+
+fn answer(v: Value) -> anyhow::Result<Value> {
     if v["ok"] != true {
         bail!(
             "{}",
@@ -163,17 +200,24 @@ pub fn watch(a: WatchArgs) -> anyhow::Result<i32> {
                 pod_uid: None,
                 workspace: a.workspace,
                 home: a.home,
+                enforce: a.enforce,
             };
             spec.validate()?;
-            let v = request(
+            let v = request_waiting(
                 &a.socket.socket,
                 &json!({ "op": "watch_add", "target": spec }),
+                WATCH_ADD_TIMEOUT,
             )?;
             let t = &v["target"];
             println!(
-                "{} {}{}",
+                "{} {}{}{}",
                 t["name"].as_str().unwrap_or("?"),
                 t["state"].as_str().unwrap_or("?"),
+                if t["enforce"] == true {
+                    ", enforcing (BPF LSM)"
+                } else {
+                    ""
+                },
                 t["trace"]
                     .as_str()
                     .map(|p| format!(", trace {p}"))

@@ -109,6 +109,15 @@ pub struct TargetSpec {
     /// `${home}` for policies. Default: /root.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub home: Option<PathBuf>,
+    /// Block what the policy denies in this target, with the BPF LSM
+    /// backend (deny, confirm through the control socket, preserve). A
+    /// target asking for it where BPF LSM programs cannot load is refused.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub enforce: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// Kubernetes: watch the pods of this node that match a label selector.
@@ -339,6 +348,26 @@ mod tests {
         assert_eq!(c.ringbuf_kib, 16384);
         assert!(c.targets.is_empty());
         assert!(!c.stdout);
+    }
+
+    #[test]
+    fn enforce_is_a_target_key_off_by_default() {
+        let c = Config::parse(
+            "[[target]]\nname = \"a\"\ncgroup = \"x\"\nenforce = true\n[[target]]\nname = \"b\"\npid = 3\n",
+            "x",
+        )
+        .unwrap();
+        assert!(c.targets[0].enforce);
+        assert!(!c.targets[1].enforce);
+        let text = toml::to_string_pretty(&c).unwrap();
+        assert_eq!(text.matches("enforce = true").count(), 1, "{text}");
+        let e = Config::parse(
+            "[[target]]\nname = \"a\"\npid = 3\nenforce = \"yes\"\n",
+            "c",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.starts_with("c:4:"), "{e}");
     }
 
     #[test]

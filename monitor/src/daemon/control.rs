@@ -15,8 +15,8 @@
 //! {"op":"watch_remove","name":"a"}              -> {"ok":true,"target":{..}}
 //! {"op":"reload"}                               -> {"ok":true,"policy_digest":".."} | {"ok":false,"error":"file:line:col: .."}
 //! {"op":"tail","targets":["a"]}                 -> {"ok":true} then one line per event/loss/target change
-//! {"op":"pending"}                              -> {"ok":true,"run":"daemon","pending":[]}
-//! {"op":"approve","id":3} / {"op":"deny",..}    -> {"ok":false,"error":".."}
+//! {"op":"pending"}                              -> {"ok":true,"run":"daemon","pending":[..]}
+//! {"op":"approve","id":3} / {"op":"deny",..}    -> {"ok":true,"run":"daemon","id":3} (enforcing targets' requests)
 //! ```
 use std::{
     io,
@@ -39,6 +39,8 @@ const MAX_REQUEST: u64 = 64 * 1024;
 /// A request for the daemon's main loop, with the channel for its answer.
 pub struct Call {
     pub req: Value,
+    /// The client's uid (SO_PEERCRED), for `decided_by` of answers.
+    pub uid: u32,
     pub reply: oneshot::Sender<Value>,
 }
 
@@ -156,7 +158,15 @@ pub async fn serve(
         }
     }
     let (tx, rx) = oneshot::channel();
-    if calls.send(Call { req, reply: tx }).await.is_err() {
+    if calls
+        .send(Call {
+            req,
+            uid,
+            reply: tx,
+        })
+        .await
+        .is_err()
+    {
         let r = json!({ "ok": false, "error": "the daemon is shutting down" });
         return w.write_all(format!("{r}\n").as_bytes()).await;
     }

@@ -37,17 +37,28 @@ impl Daemon {
         if spec.pid.is_none() && self.hier.is_none() {
             anyhow::bail!("no cgroup v2 hierarchy: only pid targets can be watched");
         }
+        self.prepare_enforcement(&spec)?;
         let id = self.next_id;
         self.next_id += 1;
         // A name reused after its target ended replaces the old entry.
         self.targets.retain(|_, t| {
             t.spec.name != spec.name || matches!(t.state, State::Active | State::Waiting)
         });
+        let enforce = spec.enforce;
         self.targets
             .insert(id, Target::new(id, spec, self.policy.clone()));
+        // Before the target enters the kernel's scope: enforced from its
+        // first call.
+        if enforce {
+            if let Err(e) = self.set_enforced(id, true) {
+                self.targets.remove(&id);
+                return Err(e);
+            }
+        }
         if let Err(e) = self.try_activate(id) {
             if self.targets[&id].state == State::Waiting {
                 self.targets.remove(&id);
+                let _ = self.set_enforced(id, false);
             }
             return Err(e);
         }
@@ -85,7 +96,8 @@ impl Daemon {
     /// Starts watching a waiting target if its cgroup or process exists.
     pub(super) fn try_activate(&mut self, id: u32) -> anyhow::Result<()> {
         let spec = self.targets[&id].spec.clone();
-        let header = self.header();
+        let mut header = self.header();
+        self.enforcement_header(&spec, &mut header);
         if let Some(pid) = spec.pid {
             if !Path::new(&format!("/proc/{pid}")).exists() {
                 anyhow::bail!("no process {pid}");
@@ -165,6 +177,29 @@ impl Daemon {
             cgroup::disarm_follow(&mut self.probes);
             self.following = false;
         }
+        // Fail closed while an enforcing container target waits: a new
+        // container cgroup is enforced from its first process, before the
+        // daemon knows whose it is (the policy then applies for the
+        // milliseconds until an unnamed container leaves the scope).
+        let enforce_pending = self.following
+            && self
+                .targets
+                .values()
+                .any(|t| t.state == State::Waiting && t.spec.container.is_some() && t.spec.enforce);
+        if self
+            .lsm
+            .as_ref()
+            .is_some_and(|e| e.pending != enforce_pending)
+        {
+            match self.set_enforced(PENDING_TARGET, enforce_pending) {
+                Ok(()) => {
+                    if let Some(e) = self.lsm.as_mut() {
+                        e.pending = enforce_pending;
+                    }
+                }
+                Err(e) => tracing::error!("new container cgroups: {e:#}"),
+            }
+        }
     }
 
     /// A new container cgroup (the kernel put it in scope already): the
@@ -220,7 +255,8 @@ impl Daemon {
             .strip_prefix(h.root.strip_prefix("/").unwrap_or(&h.root))
             .unwrap_or(rel);
         let path = h.mount.join(rel);
-        let header = self.header();
+        let mut header = self.header();
+        self.enforcement_header(&self.targets[&id].spec, &mut header);
         let t = self.targets.get_mut(&id).expect("target");
         t.cgroup = Some((path.clone(), cg.id));
         if let Err(e) = t.open_trace(&self.cfg.trace_dir, self.key.clone(), header) {
@@ -230,6 +266,18 @@ impl Daemon {
         }
         if let Err(e) = self.probes.add_cgroup(cg.id, id) {
             tracing::error!("target {id}: {e}");
+        }
+        // Processes forked while the cgroup was pending inherited the
+        // pending entry in the pid table: they are the target's now.
+        for p in cgroup::procs_recursive(&path) {
+            if self
+                .probes
+                .scope
+                .get(&p, 0)
+                .is_ok_and(|e| e.target == PENDING_TARGET)
+            {
+                let _ = self.probes.add_pid(p, id);
+            }
         }
         *self.levels.entry(cg.level).or_default() += 1;
         self.write_levels();
@@ -328,6 +376,10 @@ impl Daemon {
             self.write_levels();
         }
         self.purge_scope(id);
+        if let Err(e) = self.set_enforced(id, false) {
+            tracing::error!("target {id}: {e:#}");
+        }
+        self.absorb_decisions()?;
         self.release_one(id, true)?;
         let t = self.targets.get_mut(&id).expect("target");
         let target = t.spec.name.clone();

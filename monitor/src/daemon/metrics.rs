@@ -266,7 +266,7 @@ impl Metrics {
             &mut o,
             "abm_pending_confirmations",
             "gauge",
-            "Calls waiting for a human decision (the daemon observes only: always 0).",
+            "Confirm requests of enforcing targets waiting for a human decision.",
         );
         let _ = writeln!(o, "abm_pending_confirmations {}", r.pending_confirmations);
         head(
@@ -357,8 +357,12 @@ impl super::Daemon {
                 )
             })
             .collect();
-        // The daemon observes only: no call ever waits for a decision.
-        m.refresh(targets, 0);
+        // Enforcing targets' confirm requests waiting for `abm approve|deny`.
+        let pending = self
+            .lsm
+            .as_ref()
+            .map_or(0, |e| e.backend.approvals().pending_list().len() as u64);
+        m.refresh(targets, pending);
     }
 }
 

@@ -12,6 +12,8 @@
 //! - [`control`]: the control socket; [`cmd`]: `abm status`, `abm watch`,
 //!   `abm tail`.
 //! - [`metrics`]: the Prometheus endpoint and health checks.
+//! - `enforce`: targets watched with `enforce`, guarded by the BPF LSM
+//!   backend (deny, confirm answered on the control socket, preserve).
 //!
 //! The cgroup hierarchy ([`crate::kernel::cgroup`]) and the mount-namespace
 //! views of paths ([`crate::pipeline::mounts`]) are shared with `abm run`.
@@ -63,6 +65,7 @@ pub mod attribute;
 pub mod cmd;
 pub mod config;
 pub mod control;
+mod enforce;
 mod lifecycle;
 pub mod metrics;
 mod pods;
@@ -161,6 +164,8 @@ struct Daemon {
     following: bool,
     /// New container cgroups no target has claimed yet, with their records.
     pending: HashMap<u64, Pending>,
+    /// The BPF LSM backend, once a target enforces.
+    lsm: Option<enforce::Enforcing>,
 }
 
 async fn run(cfg: Config, config_path: PathBuf, policy: Policy) -> anyhow::Result<i32> {
@@ -239,12 +244,22 @@ async fn run(cfg: Config, config_path: PathBuf, policy: Policy) -> anyhow::Resul
         last_retention: Instant::now(),
         following: false,
         pending: HashMap::new(),
+        lsm: None,
     };
     if let Some(k) = &d.cfg.kubernetes {
         publish_selector(&k.selector_file, &k.pod_selector);
     }
     for spec in d.cfg.targets.clone() {
         if let Err(e) = d.add_target(spec.clone()) {
+            // Never watched unenforced when enforcement was asked for.
+            if spec.enforce {
+                let _ = std::fs::remove_file(&d.cfg.socket);
+                return Err(e.context(format!(
+                    "{}: target {:?} asks for enforcement",
+                    d.config_path.display(),
+                    spec.name
+                )));
+            }
             tracing::error!("target {}: {e:#}", spec.name);
         }
     }
@@ -275,6 +290,7 @@ async fn run(cfg: Config, config_path: PathBuf, policy: Policy) -> anyhow::Resul
 
     // Shutdown: everything the kernel produced so far, then seal all.
     drain(&mut ring, &mut d);
+    d.absorb_decisions()?;
     d.release(true)?;
     d.account_losses()?;
     let ids: Vec<u32> = d.targets.keys().copied().collect();
@@ -346,7 +362,7 @@ impl Driver for Loop {
             }
             Wake::Connection(Err(e)) => tracing::warn!("control socket: accept: {e}"),
             Wake::Call(call) => {
-                let resp = self.d.call(&call.req, ring);
+                let resp = self.d.call(&call.req, call.uid, ring);
                 let _ = call.reply.send(resp);
             }
             Wake::Reload => {
@@ -362,6 +378,7 @@ impl Driver for Loop {
 
     async fn turn(&mut self, ring: &mut Ring) -> anyhow::Result<Flow> {
         let d = &mut self.d;
+        d.absorb_decisions()?;
         d.release(false)?;
         d.switch_policy();
         if self.last_flush.elapsed() >= Duration::from_millis(500) {
@@ -430,10 +447,14 @@ impl Daemon {
         if t.writer.is_none() || t.pipeline.orderer.is_empty() {
             return Ok(());
         }
-        let acts = t.pipeline.release(force);
+        let mut acts = t.pipeline.release(force);
         if acts.is_empty() {
             return Ok(());
         }
+        if t.spec.enforce {
+            self.annotate(id, &mut acts, force);
+        }
+        let t = self.targets.get_mut(&id).expect("target");
         let written = t.write(acts)?;
         if let Some(m) = &self.metrics {
             m.written(t.name(), &written, crate::core::monotonic_ns());

@@ -16,7 +16,7 @@ impl Daemon {
     /// SIGHUP: loads the policy files again; all targets switch at once, or
     /// none does.
     pub(super) fn reload(&mut self) -> Value {
-        match load_policy(&self.cfg.policy) {
+        match load_policy(&self.cfg.policy).and_then(|p| self.check_enforceable(&p).map(|()| p)) {
             Ok(p) => {
                 let digest = p.digest();
                 self.reload_error = None;
@@ -54,6 +54,7 @@ impl Daemon {
         let changed = digest != self.policy.digest();
         self.policy = p;
         self.policy_loaded = rfc3339(SystemTime::now());
+        self.recompile_enforcement();
         for t in self.targets.values_mut() {
             t.pipeline.policy = self.policy.clone();
             if t.is_live() {
@@ -74,7 +75,7 @@ impl Daemon {
     }
 
     /// A control socket request.
-    pub(super) fn call(&mut self, req: &Value, ring: &mut Ring) -> Value {
+    pub(super) fn call(&mut self, req: &Value, uid: u32, ring: &mut Ring) -> Value {
         match req["op"].as_str().unwrap_or("") {
             "status" => self.status(),
             "reload" => self.reload(),
@@ -104,11 +105,10 @@ impl Daemon {
                     Err(e) => json!({ "ok": false, "error": format!("{e:#}") }),
                 }
             }
-            "pending" => json!({ "ok": true, "run": "daemon", "pending": [] }),
-            "approve" | "deny" => json!({
-                "ok": false,
-                "error": "the abm daemon observes only and holds no pending request (approve and deny apply to `abm run --enforce`)"
-            }),
+            "pending" => {
+                json!({ "ok": true, "run": "daemon", "pending": self.pending_requests() })
+            }
+            "approve" | "deny" => self.answer(req, uid),
             op => {
                 json!({ "ok": false, "error": format!("unknown op {op:?} (status, watch_add, watch_remove, reload, tail, pending)") })
             }
@@ -127,7 +127,7 @@ impl Daemon {
                 "config": self.config_path,
                 "socket": self.cfg.socket,
                 "trace_dir": self.cfg.trace_dir,
-                "backends": ["tracepoint"],
+                "backends": if self.lsm.is_some() { json!(["tracepoint", "lsm"]) } else { json!(["tracepoint"]) },
                 "ringbuf_kib": self.cfg.ringbuf_kib,
                 "cgroup_root": self.hier.as_ref().map(|h| h.mount.clone()),
                 "stdout": self.stdout,

@@ -422,6 +422,7 @@ impl Target {
             "started": self.started,
             "ended": self.ended,
             "policy_digest": self.pipeline.policy.digest(),
+            "enforce": self.spec.enforce,
         });
         let o = v.as_object_mut().expect("object");
         if let Some(c) = &self.spec.cgroup {

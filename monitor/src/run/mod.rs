@@ -125,7 +125,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
     }
     if args.enforce.enforce && cgroup::is_container_client(&program) {
         tracing::warn!(
-            "--enforce guards the processes of the watched tree ({program} itself); the processes of the containers it starts are followed and recorded, not enforced (docs/harness.md)"
+            "--enforce guards {program} and the processes it starts itself; the containers it asks the runtime for are not its children (the runtime starts them), so their processes are followed and recorded but NOT enforced, with either backend. To enforce inside a container, watch it with `abm daemon` and `abm watch add NAME --container NAME-OR-ID --enforce` (BPF LSM; docs/daemon.md#enforcement)"
         );
     }
     if let Some(cg) = &run_cgroup {
@@ -340,7 +340,7 @@ fn search_path(prog: &std::ffi::OsStr) -> PathBuf {
 }
 
 /// The target id of the launched command's tree in the kernel's scope maps.
-const TARGET: u32 = 1;
+const TARGET: u32 = crate::enforce::lsm::RUN_TARGET;
 /// The target id of followed containers' processes: recorded like the
 /// tree's, never terminated by the run (their runtime owns them).
 const CONTAINERS: u32 = 2;

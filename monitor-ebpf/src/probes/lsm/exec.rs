@@ -123,7 +123,7 @@ pub fn sys_enter_exec_rules(ctx: RawTracePointContext) -> i32 {
         return 0;
     }
     let pid_tgid = bpf_get_current_pid_tgid();
-    if current_scope((pid_tgid >> 32) as u32).is_none() {
+    if !enforced((pid_tgid >> 32) as u32) {
         return 0;
     }
     let Some(cfg) = LSM_CONFIG.get(0) else {

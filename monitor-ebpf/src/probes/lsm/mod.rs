@@ -45,7 +45,7 @@ use monitor_common::{
     field_tag::{FD_PATH, ROOT},
     lsm::{
         decision, field, hook, treatment, ALLOW_GRACE_NS, EXEC_CLAUSES, FNV_OFFSET, FNV_PRIME,
-        MAX_ALLOW, MAX_EXEC_RULES, MAX_PROTECT, MAX_TOKEN, MAX_TOKENS, MAX_WALK,
+        MAX_ALLOW, MAX_ENFORCED_TARGETS, MAX_EXEC_RULES, MAX_PROTECT, MAX_TOKEN, MAX_TOKENS, MAX_WALK,
     },
     open_flags::O_TRUNC,
     AllowKey, Allowance, EventHeader, EventKind, ExecRule, ExecVerdict, FieldHeader, InodeKey,
@@ -100,6 +100,13 @@ static LSM_EXEC_PROGRAMS: HashMap<u64, u32> = HashMap::with_max_entries(64, 0);
 /// Hash of an argument -> bits `rule * EXEC_CLAUSES + clause` it satisfies.
 #[map]
 static LSM_EXEC_TOKENS: HashMap<u64, u64> = HashMap::with_max_entries(MAX_TOKENS, 0);
+
+/// Scope targets (`ScopeEntry::target`) whose processes the rules apply
+/// to; processes of other targets are only traced. The value is reserved
+/// (0). `abm run --enforce` puts its one target here, the daemon its
+/// targets watched with `enforce`.
+#[map]
+static LSM_TARGETS: HashMap<u32, u32> = HashMap::with_max_entries(MAX_ENFORCED_TARGETS, 0);
 
 /// Thread id -> exec rule matched by its pending execve (LRU: threads that
 /// exit mid-exec leave no garbage behind).
@@ -466,8 +473,7 @@ fn check_file(op: EventKind, hook: u32, d1: u64, m1: u64, d2: u64, m2: u64) -> i
     if cand == 0 {
         return 0;
     }
-    let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
-    if current_scope(tgid).is_none() {
+    if !enforced((bpf_get_current_pid_tgid() >> 32) as u32) {
         return 0;
     }
     let init = cand & cfg.any_path;
@@ -496,6 +502,17 @@ fn check_file(op: EventKind, hook: u32, d1: u64, m1: u64, d2: u64, m2: u64) -> i
         return 0;
     };
     apply(op as u32, hook, bit_index(low), treat, d1, m1, d2, m2)
+}
+
+/// Whether the rules apply to process `tgid`: it is in scope, and its
+/// target enforces.
+#[inline(always)]
+fn enforced(tgid: u32) -> bool {
+    match current_scope(tgid) {
+        // SAFETY: a map lookup; only its presence is used.
+        Some(s) => unsafe { LSM_TARGETS.get(&s.target) }.is_some(),
+        None => false,
+    }
 }
 
 /// An earlier BPF LSM program's refusal (`retval` is the phony last

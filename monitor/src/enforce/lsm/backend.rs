@@ -69,13 +69,27 @@ pub(super) fn map_err(name: &'static str) -> impl Fn(aya::maps::MapError) -> Lsm
 impl LsmBackend {
     /// Compiles the policy into the kernel maps of the loaded tracepoint
     /// backend, then loads and attaches the LSM programs and the exec-rule
-    /// matcher. Call before the command starts.
+    /// matcher, enforcing for `abm run`'s scope target ([`RUN_TARGET`]).
+    /// Call before the command starts.
     pub fn start(
         probes: &mut Probes,
         policy: &Policy,
         ctx: &Context,
         quarantine: crate::enforce::preserve::Quarantine,
         quiet: bool,
+    ) -> Result<LsmBackend, LsmError> {
+        Self::start_for(probes, policy, ctx, quarantine, quiet, &[RUN_TARGET])
+    }
+
+    /// [`LsmBackend::start`] for the scope targets `targets` (more can be
+    /// added and removed with [`set_target`]).
+    pub fn start_for(
+        probes: &mut Probes,
+        policy: &Policy,
+        ctx: &Context,
+        quarantine: crate::enforce::preserve::Quarantine,
+        quiet: bool,
+        targets: &[u32],
     ) -> Result<LsmBackend, LsmError> {
         available().map_err(LsmError::Unavailable)?;
         let compiled = compile(policy, ctx)?;
@@ -121,6 +135,10 @@ impl LsmBackend {
                 tokens.insert(k, v, 0).map_err(map_err("LSM_EXEC_TOKENS"))?;
             }
         }
+        for t in targets {
+            set_target(probes, *t, true)?;
+        }
+        let ebpf = &mut probes.ebpf;
         // Taken (and kept alive by the backend): read and written during the run.
         let allow = take(ebpf, "LSM_ALLOW", BpfHashMap::try_from)?;
         let events = take(ebpf, "LSM_EVENTS", RingBuf::try_from)?;
@@ -201,6 +219,70 @@ impl LsmBackend {
             undecodable: 0,
             deferred: Vec::new(),
         })
+    }
+
+    /// Puts a new policy (or context) in force: compiles it, then rewrites
+    /// the kernel tables in place (entries that stay are overwritten, the
+    /// others removed). On an error nothing was changed. Decision records
+    /// made under the old tables must be absorbed before (their rule
+    /// indices name the old rules).
+    pub fn recompile(
+        &mut self,
+        probes: &mut Probes,
+        policy: &Policy,
+        ctx: &Context,
+    ) -> Result<(), LsmError> {
+        let new = compile(policy, ctx)?;
+        let ebpf = &mut probes.ebpf;
+        {
+            let mut protect: BpfHashMap<&mut MapData, InodeKey, PathRuleBits> =
+                borrow(ebpf, "LSM_PROTECT", BpfHashMap::try_from)?;
+            for k in self.compiled.protect.keys() {
+                if !new.protect.contains_key(k) {
+                    let _ = protect.remove(k);
+                }
+            }
+            for (k, v) in &new.protect {
+                protect.insert(k, v, 0).map_err(map_err("LSM_PROTECT"))?;
+            }
+        }
+        {
+            let mut rules: Array<&mut MapData, ExecRule> =
+                borrow(ebpf, "LSM_EXEC_RULES", Array::try_from)?;
+            for i in 0..MAX_EXEC_RULES {
+                let r = new.exec_rules.get(i as usize).copied().unwrap_or_default();
+                rules.set(i, r, 0).map_err(map_err("LSM_EXEC_RULES"))?;
+            }
+        }
+        sync_map(
+            ebpf,
+            "LSM_EXEC_PROGRAMS",
+            &self.compiled.exec_programs,
+            &new.exec_programs,
+        )?;
+        sync_map(
+            ebpf,
+            "LSM_EXEC_TOKENS",
+            &self.compiled.exec_tokens,
+            &new.exec_tokens,
+        )?;
+        {
+            let mut cfg: Array<&mut MapData, LsmConfig> =
+                borrow(ebpf, "LSM_CONFIG", Array::try_from)?;
+            cfg.set(0, new.config, 0).map_err(map_err("LSM_CONFIG"))?;
+        }
+        self.compiled = new;
+        self.policy = policy.clone();
+        self.ctx = ctx.clone();
+        Ok(())
+    }
+
+    /// Drops held decisions `stray` says belong to no one (a process whose
+    /// target ended); returns how many.
+    pub fn drop_held(&mut self, stray: impl Fn(&Action) -> bool) -> usize {
+        let before = self.held.len();
+        self.held.retain(|h| !stray(&h.action));
+        before - self.held.len()
     }
 
     /// Undecodable decision records since the last call (a loss each: the
@@ -438,6 +520,18 @@ impl LsmBackend {
     /// syscall record (io_uring requests, which bypass the syscall
     /// tracepoints). `force`: the run is over, nothing more will come.
     pub fn fixup(&mut self, acts: &mut Vec<Action>, force: bool) {
+        self.fixup_for(acts, force, |_| true)
+    }
+
+    /// [`LsmBackend::fixup`] with the held decisions of which `mine` says
+    /// they belong to `acts` (the daemon releases each target's records
+    /// on their own); the others stay held.
+    pub fn fixup_for(
+        &mut self,
+        acts: &mut Vec<Action>,
+        force: bool,
+        mine: impl Fn(&Action) -> bool,
+    ) {
         if self.held.is_empty() {
             return;
         }
@@ -445,6 +539,10 @@ impl LsmBackend {
         let mut keep = Vec::new();
         let mut alone = Vec::new();
         for h in std::mem::take(&mut self.held) {
+            if !mine(&h.action) {
+                keep.push(h);
+                continue;
+            }
             let target = acts
                 .iter_mut()
                 .filter(|a| {
@@ -500,6 +598,39 @@ impl LsmBackend {
     /// Decision counts so far, by decision name.
     pub fn counts(&self) -> BTreeMap<String, u64> {
         self.approvals.lock().counts.clone()
+    }
+}
+
+/// Rewrites hash map `name` from the entries `old` to `new`.
+fn sync_map<V: aya::Pod + PartialEq>(
+    ebpf: &mut Ebpf,
+    name: &'static str,
+    old: &HashMap<u64, V>,
+    new: &HashMap<u64, V>,
+) -> Result<(), LsmError> {
+    let mut m: BpfHashMap<&mut MapData, u64, V> = borrow(ebpf, name, BpfHashMap::try_from)?;
+    for k in old.keys().filter(|k| !new.contains_key(k)) {
+        let _ = m.remove(k);
+    }
+    for (k, v) in new {
+        if old.get(k) != Some(v) {
+            m.insert(k, v, 0).map_err(map_err(name))?;
+        }
+    }
+    Ok(())
+}
+
+/// Makes the rules apply (`on`) or stop applying to the processes of scope
+/// target `target` (`LSM_TARGETS`).
+pub fn set_target(probes: &mut Probes, target: u32, on: bool) -> Result<(), LsmError> {
+    let mut m: BpfHashMap<&mut MapData, u32, u32> =
+        borrow(&mut probes.ebpf, "LSM_TARGETS", BpfHashMap::try_from)?;
+    if on {
+        m.insert(target, 0, 0).map_err(map_err("LSM_TARGETS"))
+    } else if m.get(&target, 0).is_ok() {
+        m.remove(&target).map_err(map_err("LSM_TARGETS"))
+    } else {
+        Ok(())
     }
 }
 

@@ -61,7 +61,8 @@ pub(super) fn kernel_treatment(t: Treatment) -> u32 {
     }
 }
 
-pub(super) fn blocks(t: Treatment) -> bool {
+/// Whether the kernel refuses calls under treatment `t`.
+pub fn blocks(t: Treatment) -> bool {
     kernel_treatment(t) != treatment::ALLOW
 }
 

@@ -73,6 +73,9 @@ pub const PROGRAMS: [(&str, &str, bool); 9] = [
 /// The exec-rule matcher, a raw tracepoint attached only with this backend.
 pub const EXEC_RULES_PROGRAM: &str = "sys_enter_exec_rules";
 
+/// The scope target id of `abm run`'s command (`ScopeEntry::target`).
+pub const RUN_TARGET: u32 = 1;
+
 /// Kernel rule indices at or above this are exec rules.
 pub const EXEC_INDEX_BASE: u32 = MAX_FILE_RULES;
 
