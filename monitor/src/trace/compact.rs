@@ -433,6 +433,8 @@ pub(crate) enum PackError {
 
 /// The decoded content of one frame: rebuilds canonical lines one by one.
 pub(crate) struct FrameDecoder {
+    /// What is known of the last line rebuilt.
+    last: Option<Restored>,
     stored: Vec<u8>,
     at: usize,
     /// Each dictionary entry's place in `stored`, and whether it is one
@@ -446,6 +448,7 @@ pub(crate) struct FrameDecoder {
 impl FrameDecoder {
     pub(crate) fn new(h: &BlockHeader, stored: Vec<u8>) -> FrameDecoder {
         FrameDecoder {
+            last: None,
             stored,
             at: 0,
             dict: Vec::new(),
@@ -458,6 +461,12 @@ impl FrameDecoder {
     /// The seq the next record will have.
     pub(crate) fn next_seq(&self) -> u64 {
         self.next_seq
+    }
+
+    /// True when every record was rebuilt and nothing is left over (the
+    /// next line would be the end, not an error).
+    pub(crate) fn is_done(&self) -> bool {
+        self.remaining == 0 && self.at == self.stored.len()
     }
 
     /// Appends the next canonical line (without newline) to `out` and,
@@ -517,6 +526,7 @@ impl FrameDecoder {
             .try_into()
             .expect("32 bytes");
         at += DIGEST_LEN;
+        let start = line.len();
         line.extend_from_slice(b"{\"type\":\"");
         line.extend_from_slice(kind);
         line.extend_from_slice(b"\",\"seq\":");
@@ -524,6 +534,7 @@ impl FrameDecoder {
         line.extend_from_slice(b",\"prev\":\"");
         push_hex(line, &self.prev);
         line.push(b'"');
+        let envelope_len = line.len() - start;
         let nfields = read_varint(b, &mut at).ok_or_else(short)?;
         for _ in 0..nfields {
             let r = read_varint(b, &mut at).ok_or_else(short)?;
@@ -567,11 +578,66 @@ impl FrameDecoder {
         line.extend_from_slice(format::HASH_KEY);
         push_hex(line, &hash);
         line.extend_from_slice(format::HASH_END);
+        self.last = Some(Restored {
+            event: kind_byte == 1,
+            seq: self.next_seq,
+            prev: self.prev,
+            hash,
+            envelope_len,
+            nfields,
+        });
         self.at = at;
         self.remaining -= 1;
         self.next_seq = self.next_seq.wrapping_add(1);
         self.prev = hash;
         Ok(true)
+    }
+
+    /// What is known of the last line rebuilt.
+    pub(crate) fn last(&self) -> Option<Restored> {
+        self.last
+    }
+}
+
+/// What the decoder knows of a line it rebuilt, so that it need not be
+/// taken apart again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Restored {
+    /// Stored with the `event` kind byte.
+    event: bool,
+    seq: u64,
+    prev: [u8; DIGEST_LEN],
+    hash: [u8; DIGEST_LEN],
+    /// Bytes of the line up to the closing quote of `prev`, included.
+    envelope_len: usize,
+    nfields: u64,
+}
+
+impl Restored {
+    /// The parts of `line` (the line rebuilt) that [`split_canonical`]
+    /// finds, when the line is an event it can vouch for without looking;
+    /// `None` when it cannot (then ask [`split_canonical`]).
+    pub(crate) fn event_parts<'a>(&self, line: &'a [u8]) -> Option<LineParts<'a>> {
+        if !self.event {
+            return None;
+        }
+        let prefix_end = line.len().checked_sub(format::SUFFIX_LEN)?;
+        let body = if self.nfields == 0 {
+            &line[..0]
+        } else {
+            line.get(self.envelope_len + 1..prefix_end)?
+        };
+        // One empty field: `split_canonical` refuses the lone comma.
+        if self.nfields > 0 && body.is_empty() {
+            return None;
+        }
+        Some(LineParts {
+            kind: &KINDS[1].as_bytes()[..],
+            seq: self.seq,
+            prev: self.prev,
+            body,
+            hash: self.hash,
+        })
     }
 }
 

@@ -173,6 +173,8 @@ pub(crate) struct BodyChecker<'a> {
     /// Fields of the last body found valid, with their ids (see
     /// [`check_fields`](Self::check_fields)).
     last: Vec<(&'a [u8], u32)>,
+    /// The keys of `last`.
+    last_keys: Vec<&'a [u8]>,
     fields: Vec<(&'a [u8], u32)>,
     keys: Vec<&'a [u8]>,
     /// The fields to decode: key and value text.
@@ -182,9 +184,15 @@ pub(crate) struct BodyChecker<'a> {
     text: Vec<u8>,
 }
 
-/// True when two fields are the same bytes: the same id says so at once.
+/// True when two fields are known to be the same bytes: by their ids when
+/// both have one (different ids are taken as different fields, which at
+/// worst decodes a field that did not change), else by their bytes.
 fn same(a: (&[u8], u32), b: (&[u8], u32)) -> bool {
-    (a.1 != NO_ID && a.1 == b.1) || a.0 == b.0
+    if a.1 != NO_ID && b.1 != NO_ID {
+        a.1 == b.1
+    } else {
+        a.0 == b.0
+    }
 }
 
 impl<'a> BodyChecker<'a> {
@@ -215,6 +223,7 @@ impl<'a> BodyChecker<'a> {
             return Ok(facts);
         }
         self.last.clear();
+        self.last_keys.clear();
         decode_full(body, &mut self.text)
     }
 
@@ -227,15 +236,22 @@ impl<'a> BodyChecker<'a> {
         // is known to be complete and without repeats.
         let mut same_keys = !self.last.is_empty() && self.fields.len() == self.last.len();
         for (i, &f) in self.fields.iter().enumerate() {
-            let key = field_key(f.0)?;
-            self.keys.push(key);
             let last = self.last.get(i).copied();
             if last.is_some_and(|l| same(f, l)) {
+                // The same field as in the last valid body: the same key.
+                let key = self.last_keys[i];
+                self.keys.push(key);
                 if !is_read_key(key) {
                     continue;
                 }
-            } else if same_keys {
-                same_keys = last.and_then(|l| field_key(l.0)) == Some(key);
+                self.decoded
+                    .push((std::str::from_utf8(key).ok()?, &f.0[key.len() + 3..]));
+                continue;
+            }
+            let key = field_key(f.0)?;
+            self.keys.push(key);
+            if same_keys {
+                same_keys = self.last_keys.get(i) == Some(&key);
             }
             let value = &f.0[key.len() + 3..];
             if value.len() >= MAX_BRACKETS
@@ -272,6 +288,7 @@ impl<'a> BodyChecker<'a> {
         };
         let a = Action::deserialize(FieldMapDe(map)).ok()?;
         std::mem::swap(&mut self.last, &mut self.fields);
+        std::mem::swap(&mut self.last_keys, &mut self.keys);
         Some(a.into())
     }
 }

@@ -285,6 +285,22 @@ impl PieceLines {
         }
     }
 
+    /// What the block decoder knows of the last line (compact form).
+    pub(crate) fn restored(&self) -> Option<compact::Restored> {
+        match self {
+            PieceLines::Plain { .. } => None,
+            PieceLines::Frame(f) => f.last(),
+        }
+    }
+
+    /// True when no line is left (the next call returns `Ok(false)`).
+    pub(crate) fn is_done(&self) -> bool {
+        match self {
+            PieceLines::Plain { text, at } => *at == text.len(),
+            PieceLines::Frame(f) => f.is_done(),
+        }
+    }
+
     /// The seq after the last line returned (compact form).
     pub(crate) fn next_seq(&self) -> Option<u64> {
         match self {
@@ -326,6 +342,7 @@ impl PieceReader {
 
     fn next_plain(&mut self) -> Result<Option<Piece>, TraceError> {
         let mut buf = std::mem::take(&mut self.carry);
+        buf.reserve(PLAIN_PIECE as usize);
         loop {
             let before = buf.len();
             let got = std::io::Read::read_to_end(
@@ -494,7 +511,7 @@ impl TraceReader {
     /// True while lines of a piece already read are waiting to be
     /// returned.
     pub(crate) fn has_buffered_lines(&self) -> bool {
-        self.current.is_some()
+        self.current.as_ref().is_some_and(|(l, _)| !l.is_done())
     }
 
     /// The rest of the trace as pieces, once no lines are buffered (see
@@ -502,7 +519,7 @@ impl TraceReader {
     /// the piece already read ahead, the lines returned and the seq after
     /// the last record returned.
     pub(crate) fn into_pieces(self) -> (PieceReader, Option<Option<Piece>>, u64, Option<u64>) {
-        debug_assert!(self.current.is_none(), "lines are buffered");
+        debug_assert!(!self.has_buffered_lines(), "lines are buffered");
         let pieces = if self.done {
             PieceReader {
                 done: true,

@@ -184,7 +184,7 @@ impl Verifier<'_> {
     /// lines; `next_seq` is the seq after the last record read.
     fn walk_pieces(
         mut self,
-        pipe: &mut pipeline::Pipeline,
+        pipe: &mut pipeline::Pipeline<'_, '_>,
         mut lines: u64,
         mut next_seq: Option<u64>,
     ) -> Result<(VerifyReport, Option<[u8; DIGEST_LEN]>), TraceError> {
@@ -275,7 +275,7 @@ fn find_seq_in(checked: &pipeline::Checked, from: usize, at: u64, seq: u64) -> O
 /// Scans the pieces still to come for a line with `seq` (up to the first
 /// damage or the end); `lines` lines came before them.
 fn find_seq_pieces(
-    pipe: &mut pipeline::Pipeline,
+    pipe: &mut pipeline::Pipeline<'_, '_>,
     mut lines: u64,
     seq: u64,
 ) -> Result<Option<u64>, TraceError> {

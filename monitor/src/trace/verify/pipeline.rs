@@ -19,6 +19,9 @@ use super::super::TraceError;
 pub(super) const MAX_THREADS: usize = 4;
 /// Pieces read ahead of the one being checked, per worker.
 const AHEAD_PER_WORKER: usize = 4;
+/// Bytes of pieces read before workers are started (they are checked on
+/// the calling thread).
+const INLINE_BYTES: u64 = 2 << 20;
 /// Bytes of rebuilt lines a worker holds at once for one compact block (a
 /// large block is checked in parts of about this size).
 const REBUILT_BYTES: usize = 4 << 20;
@@ -86,6 +89,8 @@ pub(super) enum Ordered {
 }
 
 enum Slot {
+    /// Checked on the calling thread when its turn comes.
+    Inline(Piece),
     Pending {
         reply: mpsc::Receiver<Checked>,
         first_seq: Option<u64>,
@@ -98,8 +103,18 @@ struct Job {
     reply: mpsc::SyncSender<Checked>,
 }
 
-/// Pieces in flight to the workers, in file order.
-pub(super) struct Pipeline {
+/// Pieces in flight to the workers, in file order. The first
+/// [`INLINE_BYTES`] are checked on the calling thread: a small trace is
+/// verified without starting any thread.
+pub(super) struct Pipeline<'scope, 'env> {
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    rx: &'env Mutex<mpsc::Receiver<Job>>,
+    hasher: Option<&'env Hasher>,
+    threads: usize,
+    spawned: usize,
+    /// Bytes of pieces read so far.
+    read_bytes: u64,
+    z: Option<zstd::bulk::Decompressor<'static>>,
     pieces: PieceReader,
     peeked: Option<Option<Piece>>,
     queue: VecDeque<Slot>,
@@ -108,23 +123,26 @@ pub(super) struct Pipeline {
     read_all: bool,
 }
 
-/// Runs `body` with a [`Pipeline`] over `pieces` served by `threads`
+/// Runs `body` with a [`Pipeline`] over `pieces` served by up to `threads`
 /// workers; `hasher` is the chain's when digests are checked.
 pub(super) fn with_pipeline<R>(
     pieces: PieceReader,
     peeked: Option<Option<Piece>>,
     hasher: Option<&Hasher>,
     threads: usize,
-    body: impl FnOnce(&mut Pipeline) -> R,
+    body: impl FnOnce(&mut Pipeline<'_, '_>) -> R,
 ) -> R {
     let (jobs, rx) = mpsc::channel::<Job>();
     let rx = Mutex::new(rx);
     std::thread::scope(|s| {
-        for _ in 0..threads.max(1) {
-            let rx = &rx;
-            s.spawn(move || worker(rx, hasher));
-        }
         let mut p = Pipeline {
+            scope: s,
+            rx: &rx,
+            hasher,
+            threads: threads.max(1),
+            spawned: 0,
+            read_bytes: 0,
+            z: None,
             pieces,
             peeked,
             queue: VecDeque::new(),
@@ -138,34 +156,38 @@ pub(super) fn with_pipeline<R>(
     })
 }
 
-impl Pipeline {
+impl Pipeline<'_, '_> {
     /// The next piece's lines, or the end of the file, in order.
     pub(super) fn next(&mut self) -> Result<Option<Ordered>, TraceError> {
         self.fill()?;
         let Some(slot) = self.queue.pop_front() else {
             return Ok(None);
         };
-        match slot {
-            Slot::Pending { reply, .. } => {
-                let checked = reply.recv().expect("a worker answers every piece");
-                let resumes = if checked.damage.is_some() {
-                    self.fill()?;
-                    match self.queue.front() {
-                        Some(Slot::Pending { first_seq, .. }) => *first_seq,
-                        Some(Slot::End(p)) => p.first_seq(),
-                        None => None,
-                    }
-                } else {
-                    None
-                };
-                Ok(Some(Ordered::Lines { checked, resumes }))
+        let checked = match slot {
+            Slot::Inline(piece) => {
+                if self.z.is_none() {
+                    self.z = zstd::bulk::Decompressor::new().ok();
+                }
+                check_piece(piece, self.hasher, &mut self.z)
             }
-            Slot::End(Piece::Truncated(cut)) => Ok(Some(Ordered::Truncated(cut))),
+            Slot::Pending { reply, .. } => reply.recv().expect("a worker answers every piece"),
+            Slot::End(Piece::Truncated(cut)) => return Ok(Some(Ordered::Truncated(cut))),
             Slot::End(Piece::BadHeader { offset, reason }) => {
-                Ok(Some(Ordered::BadHeader { offset, reason }))
+                return Ok(Some(Ordered::BadHeader { offset, reason }))
             }
-            Slot::End(Piece::Lines(_) | Piece::Block(_)) => unreachable!("sent to the workers"),
-        }
+            Slot::End(Piece::Lines(_) | Piece::Block(_)) => unreachable!("pieces with lines"),
+        };
+        let resumes = if checked.damage.is_some() {
+            self.fill()?;
+            match self.queue.front() {
+                Some(Slot::Pending { first_seq, .. }) => *first_seq,
+                Some(Slot::Inline(p) | Slot::End(p)) => p.first_seq(),
+                None => None,
+            }
+        } else {
+            None
+        };
+        Ok(Some(Ordered::Lines { checked, resumes }))
     }
 
     fn fill(&mut self) -> Result<(), TraceError> {
@@ -178,20 +200,31 @@ impl Pipeline {
                 self.read_all = true;
                 break;
             };
-            match piece {
-                Piece::Lines(_) | Piece::Block(_) => {
-                    let first_seq = piece.first_seq();
-                    let (tx, reply) = mpsc::sync_channel(1);
-                    self.jobs
-                        .send(Job { piece, reply: tx })
-                        .expect("the workers run while the pipeline exists");
-                    self.queue.push_back(Slot::Pending { reply, first_seq });
-                }
-                end => {
+            let size = match &piece {
+                Piece::Lines(text) => text.len(),
+                Piece::Block(b) => b.data.len(),
+                Piece::Truncated(_) | Piece::BadHeader { .. } => {
                     self.read_all = true;
-                    self.queue.push_back(Slot::End(end));
+                    self.queue.push_back(Slot::End(piece));
+                    break;
                 }
+            };
+            if self.read_bytes < INLINE_BYTES {
+                self.read_bytes += size as u64;
+                self.queue.push_back(Slot::Inline(piece));
+                continue;
             }
+            if self.spawned < self.threads {
+                let (rx, hasher) = (self.rx, self.hasher);
+                self.scope.spawn(move || worker(rx, hasher));
+                self.spawned += 1;
+            }
+            let first_seq = piece.first_seq();
+            let (tx, reply) = mpsc::sync_channel(1);
+            self.jobs
+                .send(Job { piece, reply: tx })
+                .expect("the workers run while the pipeline exists");
+            self.queue.push_back(Slot::Pending { reply, first_seq });
         }
         Ok(())
     }
@@ -232,7 +265,7 @@ fn check_piece(
             let mut rest: &[u8] = &text;
             out.items.reserve(text.len() / 512);
             while let Some(n) = rest.iter().position(|&c| c == b'\n') {
-                check_line(&rest[..n], None, hasher, &mut bodies, &mut out);
+                check_line(&rest[..n], None, None, hasher, &mut bodies, &mut out);
                 rest = &rest[n + 1..];
             }
         }
@@ -260,10 +293,11 @@ fn check_piece(
 /// Rebuilds a block's lines (in parts of about [`REBUILT_BYTES`]) and
 /// prepares them.
 fn check_block(mut lines: PieceLines, hasher: Option<&Hasher>, out: &mut Checked) {
-    let mut text = Vec::with_capacity(REBUILT_BYTES + (64 << 10));
+    let mut text = Vec::new();
     let mut fields: Vec<FieldRef> = Vec::new();
-    // Per line: its end in `text` and its fields' end in `fields`.
-    let mut ends: Vec<(usize, usize)> = Vec::new();
+    // Per line: its end in `text`, its fields' end in `fields`, and what
+    // the decoder knows of it.
+    let mut ends: Vec<(usize, usize, Option<compact::Restored>)> = Vec::new();
     loop {
         text.clear();
         fields.clear();
@@ -271,7 +305,7 @@ fn check_block(mut lines: PieceLines, hasher: Option<&Hasher>, out: &mut Checked
         let mut end = false;
         while text.len() < REBUILT_BYTES {
             match lines.append_line(&mut text, Some(&mut fields)) {
-                Ok(true) => ends.push((text.len(), fields.len())),
+                Ok(true) => ends.push((text.len(), fields.len(), lines.restored())),
                 Ok(false) => {
                     end = true;
                     break;
@@ -286,7 +320,7 @@ fn check_block(mut lines: PieceLines, hasher: Option<&Hasher>, out: &mut Checked
         let mut bodies = BodyChecker::default();
         let (mut at, mut f_at) = (0, 0);
         let mut refs: Vec<(&[u8], u32)> = Vec::new();
-        for &(e, fe) in &ends {
+        for &(e, fe, restored) in &ends {
             let line_fields = &fields[f_at..fe];
             // Fields the decoder could not vouch for are split again.
             let known = line_fields.iter().all(|f| f.id != compact::UNSPLIT);
@@ -294,6 +328,7 @@ fn check_block(mut lines: PieceLines, hasher: Option<&Hasher>, out: &mut Checked
             refs.extend(line_fields.iter().map(|f| (&text[f.start..f.end], f.id)));
             check_line(
                 &text[at..e],
+                restored,
                 known.then_some(&refs[..]),
                 hasher,
                 &mut bodies,
@@ -310,16 +345,19 @@ fn check_block(mut lines: PieceLines, hasher: Option<&Hasher>, out: &mut Checked
 
 /// Prepares one line: an event in the canonical layout becomes an
 /// [`Item::Event`] (digest computed, body checked); anything else is kept
-/// for the in-order checks. `fields` are the line's body fields when the
-/// block decoder gave them.
+/// for the in-order checks. `restored` and `fields` are what the block
+/// decoder knows of the line and its body fields.
 fn check_line<'a>(
     line: &'a [u8],
+    restored: Option<compact::Restored>,
     fields: Option<&[(&'a [u8], u32)]>,
     hasher: Option<&Hasher>,
     bodies: &mut BodyChecker<'a>,
     out: &mut Checked,
 ) {
-    let event = compact::split_canonical(line).filter(|p| p.kind == b"event");
+    let event = restored
+        .and_then(|r| r.event_parts(line))
+        .or_else(|| compact::split_canonical(line).filter(|p| p.kind == b"event"));
     let Some(p) = event else {
         let start = out.others.len();
         out.others.extend_from_slice(line);
@@ -350,7 +388,7 @@ mod tests {
 
     use crate::trace::{
         compact, read_canonical, sample_action, verify, Header, ProblemKind, SealInfo, TraceFormat,
-        TraceWriter, VerifyStatus,
+        TraceReader, TraceWriter, VerifyStatus,
     };
 
     /// Events in the test trace: several pieces in either form.
@@ -415,6 +453,15 @@ mod tests {
             if form == TraceFormat::Jsonl {
                 assert!(std::fs::metadata(&path).unwrap().len() > 2 << 20);
             }
+            // Most lines are after the header's piece: they go through the
+            // pipeline.
+            let mut rd = TraceReader::open(&path).unwrap();
+            let mut line = Vec::new();
+            rd.next(&mut line).unwrap();
+            while rd.has_buffered_lines() {
+                rd.next(&mut line).unwrap();
+            }
+            assert!(rd.lines_read() < EVENTS / 3, "{form}: {}", rd.lines_read());
             let r = verify(&path, None).unwrap();
             assert_eq!(r.status, VerifyStatus::Intact, "{form}");
             assert_eq!((r.records, r.events), (EVENTS + 2, EVENTS));
@@ -492,5 +539,73 @@ mod tests {
             let d = hex::encode(h.finalize());
             l.replace_range(cut + 9..cut + 9 + 64, &d);
         }
+    }
+}
+
+#[cfg(test)]
+mod restored_tests {
+    use crate::trace::compact::{split_canonical, BlockHeader, FrameDecoder};
+
+    /// What the block decoder says of a rebuilt event line is what
+    /// `split_canonical` finds in it, for every layout a block can hold.
+    #[test]
+    fn the_decoder_takes_lines_apart_as_split_canonical_does() {
+        // (kind byte, fields) of stored records.
+        let records: &[(u8, &[&[u8]])] = &[
+            (1, &[]),
+            (1, &[b""]),
+            (1, &[b"\"a\":1", b""]),
+            (1, &[b"", b""]),
+            (1, &[b"\"op\":\"unlink\"", b"\"path\":\"/w/,a\""]),
+            (1, &[b"\"a\":1,\"b\":2"]),
+            (2, &[b"\"cause\":\"x\""]),
+            (4, &[]),
+        ];
+        let mut stored = Vec::new();
+        for (i, (kind, fields)) in records.iter().enumerate() {
+            stored.push(*kind);
+            stored.extend_from_slice(&[i as u8; 32]);
+            stored.push(fields.len() as u8);
+            for f in *fields {
+                stored.push(0);
+                stored.push(f.len() as u8);
+                stored.extend_from_slice(f);
+            }
+        }
+        // The same record as a KIND_OTHER named "event".
+        stored.push(255);
+        stored.push(5);
+        stored.extend_from_slice(b"event");
+        stored.extend_from_slice(&[9; 32]);
+        stored.extend_from_slice(&[1, 0, 5]);
+        stored.extend_from_slice(b"\"a\":1");
+        let h = BlockHeader {
+            first_seq: 7,
+            records: records.len() as u32 + 1,
+            stored_len: stored.len() as u32,
+            zlen: 0,
+            prev: [3; 32],
+        };
+        let mut d = FrameDecoder::new(&h, stored);
+        let mut vouched = 0;
+        for _ in 0..=records.len() {
+            let mut line = Vec::new();
+            assert!(d.append_line(&mut line, Some(&mut Vec::new())).unwrap());
+            let r = d.last().unwrap();
+            let split = split_canonical(&line);
+            if let Some(p) = r.event_parts(&line) {
+                vouched += 1;
+                let s = split.expect("split_canonical takes it apart too");
+                assert_eq!(
+                    (p.kind, p.seq, p.prev, p.body, p.hash),
+                    (s.kind, s.seq, s.prev, s.body, s.hash),
+                    "{}",
+                    String::from_utf8_lossy(&line)
+                );
+            }
+        }
+        assert!(d.is_done());
+        // All the events but the one with a lone empty field.
+        assert_eq!(vouched, 5);
     }
 }
