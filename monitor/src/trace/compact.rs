@@ -632,7 +632,7 @@ impl Restored {
             return None;
         }
         Some(LineParts {
-            kind: &KINDS[1].as_bytes()[..],
+            kind: KINDS[1].as_bytes(),
             seq: self.seq,
             prev: self.prev,
             body,

@@ -353,14 +353,13 @@ impl PieceReader {
             let Some(nl) = buf[before..].iter().rposition(|&c| c == b'\n') else {
                 if got == 0 {
                     // The end: what is left is an incomplete line.
-                    return Ok((!buf.is_empty()).then(|| {
-                        Piece::Truncated(Cut {
-                            bytes: buf.len() as u64,
-                            block_offset: None,
-                            block_len: None,
-                            first_seq: None,
-                        })
-                    }));
+                    let cut = Piece::Truncated(Cut {
+                        bytes: buf.len() as u64,
+                        block_offset: None,
+                        block_len: None,
+                        first_seq: None,
+                    });
+                    return Ok((!buf.is_empty()).then_some(cut));
                 }
                 continue;
             };
