@@ -47,7 +47,7 @@ const HASH_EVENTS: u32 = 200_000;
 /// dropped; a dropped record costs the kernel less than a delivered one and
 /// would flatter the number.
 const LOOP_RINGBUF_KIB: u32 = 256 * 1024;
-const WORKLOADS: [&str; 5] = ["burst", "git", "build", "outside", "report"];
+const WORKLOADS: [&str; 6] = ["burst", "git", "build", "outside", "report", "verify"];
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Config {
@@ -412,13 +412,21 @@ pub fn bench(abm: &Path, runs: usize, only: &[String]) -> Result<()> {
             .is_ok_and(|s| s.success());
     // `report` measures abm report's page, not a monitored workload.
     let report = selected.contains(&"report");
-    let selected: Vec<&'static str> = selected.into_iter().filter(|w| *w != "report").collect();
+    // `verify` alone records its own burst; with `burst` the report has it.
+    let verify = selected.contains(&"verify") && !selected.contains(&"burst");
+    let selected: Vec<&'static str> = selected
+        .into_iter()
+        .filter(|w| *w != "report" && *w != "verify")
+        .collect();
     let mut result = Ok(());
     if !selected.is_empty() {
         result = bench_in(&abm, &scripts, &dir, &logs, runs, &selected, bench_start);
     }
     if report && result.is_ok() {
         result = report::bench(&abm, &dir);
+    }
+    if verify && result.is_ok() {
+        result = trace_size::bench_alone(&abm, &scripts, &dir);
     }
     remove_tree(&dir);
     if mounted {

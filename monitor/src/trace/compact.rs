@@ -199,41 +199,92 @@ pub(crate) fn split_canonical(line: &[u8]) -> Option<LineParts<'_>> {
 
 /// Splits a record body at its top-level commas (outside strings, objects
 /// and arrays).
-pub(crate) fn split_fields(body: &[u8]) -> impl Iterator<Item = &[u8]> {
-    let mut start = 0;
+pub(crate) fn split_fields(body: &[u8]) -> Fields<'_> {
+    Fields {
+        body,
+        at: (!body.is_empty()).then_some(0),
+    }
+}
+
+/// True when `f` is exactly one field of [`split_fields`] wherever it
+/// stands in a body: no top-level comma in it, and it ends outside strings,
+/// objects and arrays (so the fields around it are split the same).
+pub(crate) fn is_one_field(f: &[u8]) -> bool {
     let mut depth = 0i32;
-    let mut cuts = Vec::new();
     let mut i = 0;
-    while i < body.len() {
-        match body[i] {
+    while i < f.len() {
+        match f[i] {
             b'"' => {
-                // Skip the string: to the next quote not escaped.
                 i += 1;
-                while i < body.len() {
-                    match body[i..].iter().position(|&c| c == b'"' || c == b'\\') {
-                        Some(n) if body[i + n] == b'\\' => i += n + 2,
+                loop {
+                    match f[i.min(f.len())..]
+                        .iter()
+                        .position(|&c| c == b'"' || c == b'\\')
+                    {
+                        Some(n) if f[i + n] == b'\\' => i += n + 2,
                         Some(n) => {
                             i += n;
                             break;
                         }
-                        None => i = body.len(),
+                        // The field ends inside a string.
+                        None => return false,
                     }
                 }
             }
             b'{' | b'[' => depth += 1,
             b'}' | b']' => depth -= 1,
-            b',' if depth == 0 => {
-                cuts.push((start, i));
-                start = i + 1;
-            }
+            b',' if depth == 0 => return false,
             _ => {}
         }
         i += 1;
     }
-    if !body.is_empty() {
-        cuts.push((start, body.len()));
+    depth == 0
+}
+
+/// The iterator of [`split_fields`].
+pub(crate) struct Fields<'a> {
+    body: &'a [u8],
+    /// Where the next field starts; `None` after the last one.
+    at: Option<usize>,
+}
+
+impl<'a> Iterator for Fields<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let body = self.body;
+        let start = self.at?;
+        let mut depth = 0i32;
+        let mut i = start;
+        while i < body.len() {
+            match body[i] {
+                b'"' => {
+                    // Skip the string: to the next quote not escaped.
+                    i += 1;
+                    while i < body.len() {
+                        match body[i..].iter().position(|&c| c == b'"' || c == b'\\') {
+                            Some(n) if body[i + n] == b'\\' => i += n + 2,
+                            Some(n) => {
+                                i += n;
+                                break;
+                            }
+                            None => i = body.len(),
+                        }
+                    }
+                }
+                b'{' | b'[' => depth += 1,
+                b'}' | b']' => depth -= 1,
+                b',' if depth == 0 => {
+                    self.at = Some(i + 1);
+                    return Some(&body[start..i]);
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        self.at = None;
+        Some(&body[start..])
     }
-    cuts.into_iter().map(move |(a, b)| &body[a..b])
 }
 
 /// Builds the stored content of one frame from canonical lines.
@@ -382,9 +433,13 @@ pub(crate) enum PackError {
 
 /// The decoded content of one frame: rebuilds canonical lines one by one.
 pub(crate) struct FrameDecoder {
+    /// What is known of the last line rebuilt.
+    last: Option<Restored>,
     stored: Vec<u8>,
     at: usize,
-    dict: Vec<(usize, usize)>,
+    /// Each dictionary entry's place in `stored`, and whether it is one
+    /// field (see [`is_one_field`]; worked out when fields are asked for).
+    dict: Vec<(usize, usize, Option<bool>)>,
     remaining: u32,
     next_seq: u64,
     prev: [u8; DIGEST_LEN],
@@ -393,6 +448,7 @@ pub(crate) struct FrameDecoder {
 impl FrameDecoder {
     pub(crate) fn new(h: &BlockHeader, stored: Vec<u8>) -> FrameDecoder {
         FrameDecoder {
+            last: None,
             stored,
             at: 0,
             dict: Vec::new(),
@@ -407,10 +463,37 @@ impl FrameDecoder {
         self.next_seq
     }
 
-    /// Rebuilds the next canonical line (without newline) into `line`.
-    /// `Ok(false)` at the end of the frame; an error when the stored
-    /// content is malformed.
-    pub(crate) fn next_line(&mut self, line: &mut Vec<u8>) -> Result<bool, String> {
+    /// True when every record was rebuilt and nothing is left over (the
+    /// next line would be the end, not an error).
+    pub(crate) fn is_done(&self) -> bool {
+        self.remaining == 0 && self.at == self.stored.len()
+    }
+
+    /// Appends the next canonical line (without newline) to `out` and,
+    /// with `fields`, where each of its body fields is. `Ok(false)` at the
+    /// end of the frame; on an error `out` and `fields` are left as they
+    /// were.
+    pub(crate) fn append_line(
+        &mut self,
+        out: &mut Vec<u8>,
+        mut fields: Option<&mut Vec<FieldRef>>,
+    ) -> Result<bool, String> {
+        let (start, nf) = (out.len(), fields.as_ref().map_or(0, |f| f.len()));
+        let r = self.restore(out, fields.as_deref_mut());
+        if r.is_err() {
+            out.truncate(start);
+            if let Some(f) = fields {
+                f.truncate(nf);
+            }
+        }
+        r
+    }
+
+    fn restore(
+        &mut self,
+        line: &mut Vec<u8>,
+        mut fields: Option<&mut Vec<FieldRef>>,
+    ) -> Result<bool, String> {
         if self.remaining == 0 {
             if self.at != self.stored.len() {
                 return Err(format!(
@@ -443,54 +526,156 @@ impl FrameDecoder {
             .try_into()
             .expect("32 bytes");
         at += DIGEST_LEN;
-        line.clear();
+        let start = line.len();
         line.extend_from_slice(b"{\"type\":\"");
         line.extend_from_slice(kind);
         line.extend_from_slice(b"\",\"seq\":");
-        line.extend_from_slice(self.next_seq.to_string().as_bytes());
+        push_decimal(line, self.next_seq);
         line.extend_from_slice(b",\"prev\":\"");
         push_hex(line, &self.prev);
         line.push(b'"');
+        let envelope_len = line.len() - start;
         let nfields = read_varint(b, &mut at).ok_or_else(short)?;
         for _ in 0..nfields {
             let r = read_varint(b, &mut at).ok_or_else(short)?;
-            let (s, e) = if r == 0 {
+            let id = if r == 0 {
                 let n = read_varint(b, &mut at).ok_or_else(short)? as usize;
                 let e = at
                     .checked_add(n)
                     .filter(|&e| e <= b.len())
                     .ok_or_else(short)?;
-                self.dict.push((at, e));
-                let r = (at, e);
+                self.dict.push((at, e, None));
                 at = e;
-                r
+                self.dict.len() - 1
             } else {
-                *self.dict.get((r - 1) as usize).ok_or_else(|| {
-                    format!(
+                let id = (r - 1) as usize;
+                if id >= self.dict.len() {
+                    return Err(format!(
                         "a field refers to dictionary entry {} of {}",
                         r - 1,
                         self.dict.len()
-                    )
-                })?
+                    ));
+                }
+                id
             };
+            let (s, e, one) = &mut self.dict[id];
+            let (s, e) = (*s, *e);
             line.push(b',');
+            if let Some(f) = fields.as_deref_mut() {
+                let one = *one.get_or_insert_with(|| is_one_field(&b[s..e]));
+                f.push(FieldRef {
+                    start: line.len(),
+                    end: line.len() + (e - s),
+                    id: if one && id < UNSPLIT as usize {
+                        id as u32
+                    } else {
+                        UNSPLIT
+                    },
+                });
+            }
             line.extend_from_slice(&b[s..e]);
         }
         line.extend_from_slice(format::HASH_KEY);
         push_hex(line, &hash);
         line.extend_from_slice(format::HASH_END);
+        self.last = Some(Restored {
+            event: kind_byte == 1,
+            seq: self.next_seq,
+            prev: self.prev,
+            hash,
+            envelope_len,
+            nfields,
+        });
         self.at = at;
         self.remaining -= 1;
         self.next_seq = self.next_seq.wrapping_add(1);
         self.prev = hash;
         Ok(true)
     }
+
+    /// What is known of the last line rebuilt.
+    pub(crate) fn last(&self) -> Option<Restored> {
+        self.last
+    }
+}
+
+/// What the decoder knows of a line it rebuilt, so that it need not be
+/// taken apart again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Restored {
+    /// Stored with the `event` kind byte.
+    event: bool,
+    seq: u64,
+    prev: [u8; DIGEST_LEN],
+    hash: [u8; DIGEST_LEN],
+    /// Bytes of the line up to the closing quote of `prev`, included.
+    envelope_len: usize,
+    nfields: u64,
+}
+
+impl Restored {
+    /// The parts of `line` (the line rebuilt) that [`split_canonical`]
+    /// finds, when the line is an event it can vouch for without looking;
+    /// `None` when it cannot (then ask [`split_canonical`]).
+    pub(crate) fn event_parts<'a>(&self, line: &'a [u8]) -> Option<LineParts<'a>> {
+        if !self.event {
+            return None;
+        }
+        let prefix_end = line.len().checked_sub(format::SUFFIX_LEN)?;
+        let body = if self.nfields == 0 {
+            &line[..0]
+        } else {
+            line.get(self.envelope_len + 1..prefix_end)?
+        };
+        // One empty field: `split_canonical` refuses the lone comma.
+        if self.nfields > 0 && body.is_empty() {
+            return None;
+        }
+        Some(LineParts {
+            kind: KINDS[1].as_bytes(),
+            seq: self.seq,
+            prev: self.prev,
+            body,
+            hash: self.hash,
+        })
+    }
+}
+
+/// The `id` of a [`FieldRef`] that may not be one field of
+/// [`split_fields`] (a stored field holding a top-level comma, say): the
+/// body must then be split again.
+pub(crate) const UNSPLIT: u32 = u32::MAX;
+
+/// A body field of a restored line: its bytes are `line[start..end]`, and
+/// two fields of one frame with the same `id` have the same bytes (they are
+/// the same dictionary entry).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct FieldRef {
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+    pub(crate) id: u32,
+}
+
+fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&buf[i..]);
 }
 
 fn push_hex(out: &mut Vec<u8>, d: &[u8; DIGEST_LEN]) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    for &x in d {
-        out.push(HEX[(x >> 4) as usize]);
-        out.push(HEX[(x & 15) as usize]);
+    let mut buf = [0u8; 2 * DIGEST_LEN];
+    for (pair, &x) in buf.chunks_exact_mut(2).zip(d) {
+        pair[0] = HEX[(x >> 4) as usize];
+        pair[1] = HEX[(x & 15) as usize];
     }
+    out.extend_from_slice(&buf);
 }

@@ -1,8 +1,9 @@
 //! Verifies a trace: chain, sequence, seal, and (with the key) authenticity.
 //!
-//! This file walks the records (in parallel batches for the digests) and
-//! checks each one's position in the chain; `header` checks the header and
-//! the seal.
+//! This file walks the records and checks each one's position in the
+//! chain; `pipeline` prepares the records after the header on several
+//! threads (rebuilding, digests, event bodies); `header` checks the header
+//! and the seal.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -11,16 +12,20 @@ use serde_json::Value;
 
 use super::anchor::{self, AnchorPoint};
 use super::compact::{self, LineParts};
-use super::event_check::{decode_full, BodyChecker, EventFacts};
+use super::event_check::{decode_full, EventFacts};
 use super::format::{self, ChainAlg, Hasher, Split, DIGEST_LEN, ZERO_DIGEST};
 use super::read::{decode_body, take_envelope};
 use super::report::EventTime;
+use super::source::{bad_header, Damage};
 use super::{
     key_id, Authentication, Header, Next, Problem, ProblemKind, SealRecord, TraceError,
     TraceReader, TraceRecord, TruncatedTail, VerifyReport, VerifyStatus,
 };
 
 mod header;
+mod pipeline;
+
+use pipeline::{EventItem, Item, Ordered};
 
 /// How record digests are checked.
 enum Mode {
@@ -67,23 +72,6 @@ struct Verifier<'k> {
     anchor_found: Option<[u8; DIGEST_LEN]>,
     report: VerifyReport,
 }
-
-/// What can be worked out for a line without the chain state, computed for
-/// a batch of lines on several threads before the lines are checked in
-/// order: the digest of an event record and its decoded body.
-#[derive(Default)]
-struct Pre {
-    /// The digest of the line's own `prev` and prefix (events in the
-    /// canonical layout only).
-    digest: Option<[u8; DIGEST_LEN]>,
-    /// The event body, checked.
-    event: Option<Result<EventFacts, String>>,
-}
-
-/// Lines checked per batch once the header is known.
-const BATCH: usize = 8192;
-/// Most threads used to precompute a batch.
-const MAX_THREADS: usize = 4;
 
 /// Verifies the trace at `path`. With `key`, a keyed (`hmac-sha256`) trace
 /// is authenticated; an unkeyed trace is then reported as broken (kind
@@ -150,44 +138,16 @@ fn walk(
         report: VerifyReport::new(),
     };
     v.report.format = Some(reader.form());
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .clamp(1, MAX_THREADS);
-    // Lines of the current batch: (line number, bytes); buffers are reused.
-    let mut batch: Vec<(u64, Vec<u8>)> = Vec::new();
-    let mut pre: Vec<Pre> = Vec::new();
-    let mut tail: Option<TruncatedTail> = None;
-    loop {
-        // Read a batch (one line until the header is known: it decides how
-        // digests are computed).
-        let want = if matches!(v.mode, Mode::Start) {
-            1
-        } else {
-            BATCH
+    // The header and the rest of the piece it is in, line by line: the
+    // header decides how digests are computed.
+    let mut line = Vec::new();
+    while matches!(v.mode, Mode::Start) || reader.has_buffered_lines() {
+        let next = match reader.next(&mut line)? {
+            None => return Ok(v.end(None)),
+            Some(n) => n,
         };
-        let mut filled = 0;
-        let mut stop: Option<Next> = None;
-        while filled < want {
-            if batch.len() == filled {
-                batch.push((0, Vec::new()));
-            }
-            let slot = &mut batch[filled];
-            match reader.next(&mut slot.1)? {
-                None => break,
-                Some(Next::Line) => {
-                    slot.0 = reader.lines_read();
-                    filled += 1;
-                }
-                Some(other) => {
-                    stop = Some(other);
-                    break;
-                }
-            }
-        }
-        let lines = &batch[..filled];
-        v.precompute(lines, threads, &mut pre);
-        for (i, (line_no, line)) in lines.iter().enumerate() {
-            match v.check_line(*line_no, line, pre.get_mut(i)) {
+        match next {
+            Next::Line => match v.check_line(reader.lines_read(), &line) {
                 Ok(()) => {}
                 Err(Fail::Problem(p)) => return Ok(v.end_broken(p)),
                 Err(Fail::SeqAhead {
@@ -195,56 +155,140 @@ fn walk(
                     found,
                     expected,
                 }) => {
-                    let later = match lines[i + 1..]
-                        .iter()
-                        .find(|(_, l)| lenient_seq(l) == Some(expected))
-                    {
-                        Some((n, _)) => Some(*n),
-                        None if stop.is_none() => find_seq(&mut reader, expected)?,
-                        None => None,
-                    };
+                    let later = find_seq(&mut reader, expected)?;
                     return Ok(v.end_broken(seq_ahead(line, found, expected, later)));
                 }
-            }
-        }
-        match stop {
-            None if filled < want => break,
-            None => {}
-            Some(Next::Line) => unreachable!("lines are batched"),
-            Some(Next::Truncated(t)) => {
-                tail = Some(t);
-                break;
-            }
-            Some(Next::Damaged(d)) if v.sealed_at.is_some() => {
-                let p = Problem {
-                    line: d.line,
-                    seq: None,
-                    kind: ProblemKind::AfterSeal,
-                    detail: format!(
-                        "bytes after the seal (from byte {}) that are not a valid block: a \
-                         sealed trace ends with its seal",
-                        d.offset
-                    ),
-                };
-                return Ok(v.end_broken(p));
-            }
-            Some(Next::Damaged(d)) => {
-                let p = Problem {
-                    line: d.line,
-                    seq: d.first_seq,
-                    kind: ProblemKind::DamagedFrame,
-                    detail: format!(
-                        "the compressed block at byte {} {}: {}",
-                        d.offset,
-                        d.reason,
-                        d.lost_records()
-                    ),
-                };
+            },
+            Next::Truncated(t) => return Ok(v.end(Some(t))),
+            Next::Damaged(d) => {
+                let p = v.damaged(d);
                 return Ok(v.end_broken(p));
             }
         }
     }
-    Ok(v.end(tail))
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, pipeline::MAX_THREADS);
+    let hasher = match &v.mode {
+        Mode::Full(h) => Some(h.clone()),
+        Mode::Start | Mode::LinkageOnly => None,
+    };
+    let (pieces, peeked, lines, next_seq) = reader.into_pieces();
+    pipeline::with_pipeline(pieces, peeked, hasher.as_ref(), threads, |pipe| {
+        v.walk_pieces(pipe, lines, next_seq)
+    })
+}
+
+impl Verifier<'_> {
+    /// Checks the records the pipeline prepared, in order, after `lines`
+    /// lines; `next_seq` is the seq after the last record read.
+    fn walk_pieces(
+        mut self,
+        pipe: &mut pipeline::Pipeline<'_, '_>,
+        mut lines: u64,
+        mut next_seq: Option<u64>,
+    ) -> Result<(VerifyReport, Option<[u8; DIGEST_LEN]>), TraceError> {
+        while let Some(o) = pipe.next()? {
+            let (mut checked, resumes) = match o {
+                Ordered::Lines { checked, resumes } => (checked, resumes),
+                Ordered::Truncated(cut) => return Ok(self.end(Some(cut.report(lines + 1)))),
+                Ordered::BadHeader { offset, reason } => {
+                    let p = self.damaged(bad_header(lines + 1, offset, &reason, next_seq));
+                    return Ok(self.end_broken(p));
+                }
+            };
+            for i in 0..checked.items.len() {
+                lines += 1;
+                let r = match &mut checked.items[i] {
+                    Item::Event(e) => self.check_item(lines, e),
+                    &mut Item::Other { start, end } => {
+                        self.check_line(lines, checked.other(start, end))
+                    }
+                };
+                match r {
+                    Ok(()) => {}
+                    Err(Fail::Problem(p)) => return Ok(self.end_broken(p)),
+                    Err(Fail::SeqAhead {
+                        line,
+                        found,
+                        expected,
+                    }) => {
+                        let later = find_seq_in(&checked, i + 1, line, expected);
+                        let later = match later {
+                            Some(n) => Some(n),
+                            None if checked.damage.is_none() => {
+                                let after = lines + (checked.items.len() - i - 1) as u64;
+                                find_seq_pieces(pipe, after, expected)?
+                            }
+                            None => None,
+                        };
+                        return Ok(self.end_broken(seq_ahead(line, found, expected, later)));
+                    }
+                }
+            }
+            next_seq = checked.next_seq.or(next_seq);
+            if let Some(d) = checked.damage {
+                let (offset, first_seq) = checked.block.unwrap_or((0, 0));
+                let p = self.damaged(d.report(lines + 1, offset, first_seq, resumes));
+                return Ok(self.end_broken(p));
+            }
+        }
+        Ok(self.end(None))
+    }
+
+    /// The problem for a damaged block.
+    fn damaged(&self, d: Damage) -> Problem {
+        if self.sealed_at.is_some() {
+            return Problem {
+                line: d.line,
+                seq: None,
+                kind: ProblemKind::AfterSeal,
+                detail: format!(
+                    "bytes after the seal (from byte {}) that are not a valid block: a sealed \
+                     trace ends with its seal",
+                    d.offset
+                ),
+            };
+        }
+        Problem {
+            line: d.line,
+            seq: d.first_seq,
+            kind: ProblemKind::DamagedFrame,
+            detail: format!(
+                "the compressed block at byte {} {}: {}",
+                d.offset,
+                d.reason,
+                d.lost_records()
+            ),
+        }
+    }
+}
+
+/// The line number of the first item from `from` of `checked` with `seq`;
+/// item `from - 1` is at line `at`.
+fn find_seq_in(checked: &pipeline::Checked, from: usize, at: u64, seq: u64) -> Option<u64> {
+    (from..checked.items.len())
+        .find(|&j| checked.seq_of(j) == Some(seq))
+        .map(|j| at + (j + 1 - from) as u64)
+}
+
+/// Scans the pieces still to come for a line with `seq` (up to the first
+/// damage or the end); `lines` lines came before them.
+fn find_seq_pieces(
+    pipe: &mut pipeline::Pipeline<'_, '_>,
+    mut lines: u64,
+    seq: u64,
+) -> Result<Option<u64>, TraceError> {
+    while let Some(Ordered::Lines { checked, .. }) = pipe.next()? {
+        if let Some(n) = find_seq_in(&checked, 0, lines, seq) {
+            return Ok(Some(n));
+        }
+        if checked.damage.is_some() {
+            return Ok(None);
+        }
+        lines += checked.items.len() as u64;
+    }
+    Ok(None)
 }
 
 /// The problem for a record whose seq is ahead of the expected one:
@@ -282,43 +326,7 @@ fn seq_ahead(line: u64, found: u64, expected: u64, later: Option<u64>) -> Proble
     }
 }
 
-/// Precomputes the digest and body of each event line of `lines`.
-fn precompute_lines(lines: &[(u64, Vec<u8>)], hasher: Option<&Hasher>, out: &mut [Pre]) {
-    let mut bodies = BodyChecker::default();
-    for ((_, line), pre) in lines.iter().zip(out) {
-        *pre = Pre::default();
-        let Some(p) = compact::split_canonical(line).filter(|p| p.kind == b"event") else {
-            continue;
-        };
-        let prefix = &line[..line.len() - format::SUFFIX_LEN];
-        pre.digest = hasher.map(|h| h.digest(&p.prev, prefix));
-        pre.event = Some(bodies.check(p.body));
-    }
-}
-
 impl Verifier<'_> {
-    /// Fills `pre` for `lines` (on up to `threads` threads), once the
-    /// header has decided how digests are computed; empty before.
-    fn precompute(&self, lines: &[(u64, Vec<u8>)], threads: usize, pre: &mut Vec<Pre>) {
-        pre.clear();
-        let hasher = match &self.mode {
-            Mode::Start => return,
-            Mode::Full(h) => Some(h),
-            Mode::LinkageOnly => None,
-        };
-        pre.resize_with(lines.len(), Pre::default);
-        let per = lines.len().div_ceil(threads).max(1024);
-        if lines.len() <= per {
-            precompute_lines(lines, hasher, pre);
-            return;
-        }
-        std::thread::scope(|s| {
-            for (l, p) in lines.chunks(per).zip(pre.chunks_mut(per)) {
-                s.spawn(move || precompute_lines(l, hasher, p));
-            }
-        });
-    }
-
     fn end_broken(self, p: Problem) -> (VerifyReport, Option<[u8; DIGEST_LEN]>) {
         let found = self.anchor_found;
         (self.broken(p), found)
@@ -415,17 +423,9 @@ impl Verifier<'_> {
         problem(line, seq, ProblemKind::Malformed, why)
     }
 
-    fn check_line(&mut self, line_no: u64, line: &[u8], pre: Option<&mut Pre>) -> Result<(), Fail> {
+    fn check_line(&mut self, line_no: u64, line: &[u8]) -> Result<(), Fail> {
         if let Some(seal_line) = self.sealed_at {
-            return Err(problem(
-                line_no,
-                lenient_seq(line),
-                ProblemKind::AfterSeal,
-                format!(
-                    "a line after the seal at line {seal_line}: a sealed trace ends with its \
-                     seal, so this was appended or inserted"
-                ),
-            ));
+            return Err(after_seal(line_no, lenient_seq(line), seal_line));
         }
         let (prefix, hash) = match format::split_line(line) {
             Split::Ok { prefix, hash } => (prefix, hash),
@@ -456,7 +456,7 @@ impl Verifier<'_> {
         };
         if !matches!(self.mode, Mode::Start) {
             if let Some(p) = compact::split_canonical(line).filter(|p| p.kind == b"event") {
-                return self.check_event(line_no, prefix, hash, &p, pre);
+                return self.check_event(line_no, prefix, hash, &p);
             }
         }
         let mut obj = match format::parse_prefix(prefix) {
@@ -501,8 +501,7 @@ impl Verifier<'_> {
     }
 
     /// An event record in the writer's layout, checked without building a
-    /// generic JSON object (most records are events: this is what makes
-    /// verification fast). The checks and their order are the same as in
+    /// generic JSON object. The checks and their order are the same as in
     /// [`check_line`](Self::check_line).
     fn check_event(
         &mut self,
@@ -510,18 +509,28 @@ impl Verifier<'_> {
         prefix: &[u8],
         hash: [u8; DIGEST_LEN],
         p: &LineParts<'_>,
-        pre: Option<&mut Pre>,
     ) -> Result<(), Fail> {
-        let (digest, event) = match pre {
-            Some(pre) => (pre.digest.take(), pre.event.take()),
-            None => (None, None),
-        };
-        self.check_position_with(line_no, prefix, &hash, "event", p.seq, &p.prev, digest)?;
-        let facts = event
-            .unwrap_or_else(|| decode_full(p.body, &mut Vec::new()))
+        self.check_position(line_no, prefix, &hash, "event", p.seq, &p.prev)?;
+        let facts = decode_full(p.body, &mut Vec::new())
             .map_err(|why| problem(line_no, Some(p.seq), ProblemKind::Malformed, why))?;
         self.count_event(p.seq, facts);
         self.accept(hash);
+        Ok(())
+    }
+
+    /// An event record prepared by the pipeline (most records): the checks
+    /// of [`check_event`](Self::check_event), with the digest and the body
+    /// already worked out. Takes the item's facts.
+    fn check_item(&mut self, line_no: u64, e: &mut EventItem) -> Result<(), Fail> {
+        if let Some(seal_line) = self.sealed_at {
+            return Err(after_seal(line_no, Some(e.seq), seal_line));
+        }
+        let digest = e.digest;
+        self.check_position_with(line_no, &e.hash, "event", e.seq, &e.prev, |_| digest)?;
+        let facts = std::mem::replace(&mut e.facts, Err(String::new()))
+            .map_err(|why| problem(line_no, Some(e.seq), ProblemKind::Malformed, why))?;
+        self.count_event(e.seq, facts);
+        self.accept(e.hash);
         Ok(())
     }
 
@@ -536,26 +545,26 @@ impl Verifier<'_> {
         found: u64,
         own_prev: &[u8; DIGEST_LEN],
     ) -> Result<(), Fail> {
-        self.check_position_with(line_no, prefix, hash, kind, found, own_prev, None)
+        self.check_position_with(line_no, hash, kind, found, own_prev, |h| {
+            Some(h.digest(own_prev, prefix))
+        })
     }
 
     /// [`check_position`](Self::check_position) with the line's digest
-    /// when it was already computed.
-    #[expect(clippy::too_many_arguments, reason = "the parts of one line")]
+    /// from `digest` (`None`: not known, which fails the check).
     fn check_position_with(
         &self,
         line_no: u64,
-        prefix: &[u8],
         hash: &[u8; DIGEST_LEN],
         kind: &str,
         found: u64,
         own_prev: &[u8; DIGEST_LEN],
-        digest: Option<[u8; DIGEST_LEN]>,
+        digest: impl FnOnce(&Hasher) -> Option<[u8; DIGEST_LEN]>,
     ) -> Result<(), Fail> {
         let seq = Some(found);
         // 1. Content: the line's bytes against its digest.
         if let Mode::Full(h) = &self.mode {
-            if digest.unwrap_or_else(|| h.digest(own_prev, prefix)) != *hash {
+            if digest(h) != Some(*hash) {
                 let why = if matches!(
                     self.report.authentication,
                     Authentication::Authenticated { .. }
@@ -669,4 +678,17 @@ fn find_seq(reader: &mut TraceReader, seq: u64) -> Result<Option<u64>, TraceErro
         }
     }
     Ok(None)
+}
+
+/// A record after the seal.
+fn after_seal(line_no: u64, seq: Option<u64>, seal_line: u64) -> Fail {
+    problem(
+        line_no,
+        seq,
+        ProblemKind::AfterSeal,
+        format!(
+            "a line after the seal at line {seal_line}: a sealed trace ends with its seal, so \
+             this was appended or inserted"
+        ),
+    )
 }
