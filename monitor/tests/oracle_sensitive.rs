@@ -30,17 +30,20 @@ ops = ["read"]
 paths = ["${home}/.ssh/**"]
 "#;
 
-/// `abm run` with HOME set to `home`, the trace in `dir`.
+/// `abm run OPTIONS` with HOME set to `home`, the trace in `dir`.
 fn run_in_home(
     dir: &TempDir,
     ws: &Path,
     home: &Path,
     name: &str,
+    options: &[&str],
     script: &str,
 ) -> (Vec<Value>, String) {
     let trace = dir.join(&format!("{name}.jsonl"));
     let out = Command::new(ABM)
-        .args(["run", "--quiet", "--trace"])
+        .args(["run", "--quiet"])
+        .args(options)
+        .arg("--trace")
         .arg(&trace)
         .arg("--workspace")
         .arg(ws)
@@ -98,6 +101,7 @@ fn reads_of_sensitive_files_are_recorded_judged_and_scored() {
         ws.path(),
         home.path(),
         "exposed",
+        &[],
         "cat \"$HOME/.ssh/id_rsa\" README > out.txt; \
          /usr/bin/python3 -c 'open(\".env\").read(); open(\"README\").read()'",
     );
@@ -130,6 +134,7 @@ fn reads_of_sensitive_files_are_recorded_judged_and_scored() {
         ws.path(),
         home.path(),
         "clean",
+        &[],
         "cat README \"$HOME/.ssh/id_rsa.pub\" > out.txt",
     );
     assert!(
@@ -205,35 +210,18 @@ fn extra_patterns_add_files_and_the_default_set_can_be_left_out() {
         "mkdir -p conf && echo 'db: secret' > conf/db.yaml && echo x > conf/app.yaml",
         ws.path(),
     );
-    let trace = t.join("extra.jsonl");
-    let out = Command::new(ABM)
-        .args([
-            "run",
-            "--quiet",
+    let (records, _) = run_in_home(
+        &t,
+        ws.path(),
+        home.path(),
+        "extra",
+        &[
             "--no-default-sensitive",
             "--sensitive",
             "${workspace}/conf/db.*",
-        ])
-        .arg("--trace")
-        .arg(&trace)
-        .arg("--workspace")
-        .arg(ws.path())
-        .args([
-            "--",
-            "sh",
-            "-c",
-            "cat conf/db.yaml conf/app.yaml \"$HOME/.aws/credentials\" > /dev/null",
-        ])
-        .env("HOME", home.path())
-        .current_dir(ws.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        ],
+        "cat conf/db.yaml conf/app.yaml \"$HOME/.aws/credentials\" > /dev/null",
     );
-    let records = read_records(&trace);
     let reads: Vec<String> = events(&records)
         .filter(|e| e["op"] == "read")
         .map(|e| e["path"].as_str().unwrap().to_owned())
@@ -272,34 +260,18 @@ fn created_and_policy_named_files_join_the_sensitive_set() {
         "version = 1\n[scopes]\nsensitive = [\"${workspace}/vault/*.txt\"]\n",
     )
     .unwrap();
-    let trace = t.join("new.jsonl");
     // The .env is written while the run lasts, then read after the
-    // records' ordering window; a .env.pub-like name never counts.
-    let out = Command::new(ABM)
-        .args(["run", "--quiet", "--policy"])
-        .arg(&policy)
-        .arg("--trace")
-        .arg(&trace)
-        .arg("--workspace")
-        .arg(ws.path())
-        .args([
-            "--",
-            "sh",
-            "-c",
-            "echo TOKEN=2 > sub/.env; echo k > sub/tmp.key.part; \
-             mv sub/tmp.key.part sub/server.key; sleep 1; \
-             cat sub/.env sub/server.key vault/a.txt vault/b.md > /dev/null",
-        ])
-        .env("HOME", home.path())
-        .current_dir(ws.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    // records' ordering window; the key is renamed into place.
+    let (records, _) = run_in_home(
+        &t,
+        ws.path(),
+        home.path(),
+        "new",
+        &["--policy", policy.to_str().unwrap()],
+        "echo TOKEN=2 > sub/.env; echo k > sub/tmp.key.part; \
+         mv sub/tmp.key.part sub/server.key; sleep 1; \
+         cat sub/.env sub/server.key vault/a.txt vault/b.md > /dev/null",
     );
-    let records = read_records(&trace);
     assert_eq!(records[0]["extra"]["sensitive_files"], 1, "vault/a.txt");
     let mut reads: Vec<String> = events(&records)
         .filter(|e| e["op"] == "read")

@@ -284,14 +284,7 @@ impl Supervisor {
         by: &str,
         extra: Option<(&str, String)>,
     ) {
-        let mut enf = json!({
-            "backend": "seccomp",
-            "decision": "denied",
-            "rule": v.rule,
-            "treatment": v.treatment,
-            "decided_by": by,
-            "decided_at": rfc3339(SystemTime::now()),
-        });
+        let mut enf = denied_enforcement(&v, by);
         if let Some((k, val)) = extra {
             enf[k] = json!(val);
         }
@@ -483,15 +476,8 @@ impl Supervisor {
                 &v.reason,
                 Some(first),
             );
-            let mut enf = json!({
-                "backend": "seccomp",
-                "decision": "denied",
-                "rule": v.rule,
-                "treatment": v.treatment,
-                "decided_by": by,
-                "decided_at": rfc3339(SystemTime::now()),
-                "request": first,
-            });
+            let mut enf = denied_enforcement(&v, &by);
+            enf["request"] = json!(first);
             enf["answer"] = json!("the same action was refused before in this run");
             let mut rec = a;
             denied_record(&mut rec, v, ktime, enf);
@@ -512,6 +498,18 @@ impl Supervisor {
         self.shared.core.answers.ask(key, id);
         self.shared.prompt(id);
     }
+}
+
+/// The `enforcement` of a call the supervisor refused.
+fn denied_enforcement(v: &Verdict, by: &str) -> serde_json::Value {
+    json!({
+        "backend": "seccomp",
+        "decision": "denied",
+        "rule": v.rule,
+        "treatment": v.treatment,
+        "decided_by": by,
+        "decided_at": rfc3339(SystemTime::now()),
+    })
 }
 
 /// Under `--enforce` a path that is not known exactly (`path_issues`: cut,
