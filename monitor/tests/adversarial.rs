@@ -108,6 +108,32 @@ if libc.process_vm_readv(int(sys.argv[1]), ctypes.byref(loc), 1, ctypes.byref(re
     open("owned", "w").write("read")
 ' $PPID"#;
 
+/// Reads 8 bytes of abm's stack through `/proc/<abm pid>/mem`.
+const PY_MEM_READ: &str = r#"python3 -c '
+import sys
+for l in open("/proc/%s/maps" % sys.argv[1]):
+    if "[stack]" in l:
+        addr = int(l.split("-")[0], 16)
+with open("/proc/%s/mem" % sys.argv[1], "rb") as m:
+    m.seek(addr)
+    if len(m.read(8)) == 8:
+        open("owned", "w").write("read")
+' $PPID"#;
+
+/// Opens `/proc/<abm pid>/mem` for writing.
+const PY_MEM_WRITE: &str = r#"python3 -c '
+import os, sys
+os.open("/proc/%s/mem" % sys.argv[1], os.O_WRONLY)
+open("owned", "w").write("open for writing")
+' $PPID"#;
+
+/// SIGKILL through a descriptor of abm's `/proc` directory (a pidfd).
+const PY_PIDFD_DIR: &str = r#"python3 -c '
+import os, signal, sys
+fd = os.open("/proc/%s" % sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+signal.pidfd_send_signal(fd, signal.SIGKILL)
+' $PPID; sleep 1"#;
+
 const PY_KILL: &str = r#"python3 -c 'import os, sys; os.kill(int(sys.argv[1]), 9)' $PPID; sleep 1"#;
 
 /// openat2(O_WRONLY|O_TRUNC) whose `open_how` sits in a file-backed page
@@ -185,6 +211,38 @@ fn attacks() -> Vec<Attack> {
             name: "process_vm_readv of abm's memory",
             script: PY_VM_READ,
             effect: Effect::Test("test -e owned"),
+            shows: None,
+            expect: [Blocked, Blocked],
+            gap: "",
+        },
+        Attack {
+            name: "read abm's memory through /proc/<abm pid>/mem",
+            script: PY_MEM_READ,
+            effect: Effect::Test("test -e owned"),
+            shows: None,
+            expect: [Blocked, Blocked],
+            gap: "",
+        },
+        Attack {
+            name: "open /proc/<abm pid>/mem for writing",
+            script: PY_MEM_WRITE,
+            effect: Effect::Test("test -e owned"),
+            shows: None,
+            expect: [Blocked, Blocked],
+            gap: "",
+        },
+        Attack {
+            name: "reach abm's descriptors (trace, anchor) through /proc/<abm pid>/fd",
+            script: "for f in /proc/$PPID/fd/*; do readlink \"$f\" >/dev/null && touch owned; done; true",
+            effect: Effect::Test("test -e owned"),
+            shows: None,
+            expect: [Blocked, Blocked],
+            gap: "",
+        },
+        Attack {
+            name: "pidfd_send_signal(SIGKILL) on a descriptor of /proc/<abm pid>",
+            script: PY_PIDFD_DIR,
+            effect: Effect::Unsealed,
             shows: None,
             expect: [Blocked, Blocked],
             gap: "",

@@ -8,9 +8,18 @@
 //!   process (`-1`) or of the caller's own group (`0`, which is abm's);
 //!   `tkill` (obsolete; `tgkill` is what libc uses); `tgkill`, `ptrace`,
 //!   `process_vm_readv`/`writev`, `pidfd_open` aimed at abm's pid or one of
-//!   its threads. The same numbers of the ia32 table are checked for
-//!   `int 0x80`. Threads abm creates after the command started are not in
-//!   the filter (their ids were not known), see docs/security.md.
+//!   its threads; `pidfd_send_signal` fails with `ENOSYS` for every target
+//!   (a descriptor opened on `/proc/<abm pid>` is a pidfd the filter cannot
+//!   tell apart; callers such as Go's runtime fall back to `kill`). The
+//!   same numbers of the ia32 table are checked for `int 0x80`. Threads abm
+//!   creates after the command started are not in the filter (their ids
+//!   were not known), see docs/security.md.
+//! - [`drop_ptrace_capability`]: the command loses `CAP_SYS_PTRACE` before
+//!   exec (bounding, permitted, effective, inheritable and ambient sets), so
+//!   even as root it fails the kernel's ptrace access check on abm, whose
+//!   capabilities are not a subset of its own: `/proc/<abm pid>/mem`,
+//!   `environ`, `fd/N` (the trace and the anchor) and `pidfd_getfd` are
+//!   refused, in every mode. Its own descendants it can still trace.
 //! - [`TraceGuard`]: under `--enforce` the supervisor refuses writes,
 //!   truncation, links, renames, attribute, flag, time and mode changes of
 //!   the trace's inode, and renames of its directory or any ancestor,
@@ -35,7 +44,7 @@ pub const RULE_TRACE_IDENTITY: &str = "builtin.trace-identity";
 const MAX_IDS: usize = 24;
 
 /// Syscall numbers per ABI: kill, tkill, tgkill, ptrace,
-/// process_vm_readv, process_vm_writev, pidfd_open.
+/// process_vm_readv, process_vm_writev, pidfd_open, pidfd_send_signal.
 struct Abi {
     arch: u32,
     kill: u32,
@@ -45,6 +54,7 @@ struct Abi {
     vm_readv: u32,
     vm_writev: u32,
     pidfd_open: u32,
+    pidfd_send_signal: u32,
 }
 
 const ABIS: [Abi; 2] = [
@@ -57,6 +67,7 @@ const ABIS: [Abi; 2] = [
         vm_readv: 310,
         vm_writev: 311,
         pidfd_open: 434,
+        pidfd_send_signal: 424,
     },
     Abi {
         arch: AUDIT_ARCH_I386,
@@ -67,6 +78,7 @@ const ABIS: [Abi; 2] = [
         vm_readv: 347,
         vm_writev: 348,
         pidfd_open: 434,
+        pidfd_send_signal: 424,
     },
 ];
 
@@ -87,6 +99,7 @@ impl SelfGuard {
         let mut kill_vals = ids.clone();
         kill_vals.extend([pgid.wrapping_neg(), u32::MAX, 0]);
         let refuse = ret_errno(libc::EPERM);
+        let no_such_call = ret_errno(libc::ENOSYS);
         let mut p = Program::new();
         for abi in &ABIS {
             // Per ABI: arch check, then per-syscall tests, each jumping to
@@ -104,6 +117,8 @@ impl SelfGuard {
             p.load(OFF_ARCH);
             p.jump(Cmp::Eq, abi.arch, To::Next, other_abi);
             p.load(OFF_NR);
+            let unsupported = p.label();
+            p.jump(Cmp::Eq, abi.pidfd_send_signal, unsupported, To::Next);
             let blocks: Vec<To> = calls
                 .iter()
                 .map(|(nr, _, _)| {
@@ -113,6 +128,8 @@ impl SelfGuard {
                 })
                 .collect();
             p.ret(RET_ALLOW);
+            p.mark(unsupported);
+            p.ret(no_such_call);
             for ((_, arg, vals), block) in calls.iter().zip(blocks) {
                 p.mark(block);
                 if vals.is_empty() {
@@ -164,6 +181,74 @@ impl SelfGuard {
     pub fn run(&self, arch: u32, nr: u32, args: [u64; 6]) -> u32 {
         filter::run_filter(&self.filter, arch, nr, args)
     }
+}
+
+/// `CAP_SYS_PTRACE` (linux/capability.h).
+const CAP_SYS_PTRACE: u32 = 19;
+
+/// Removes `CAP_SYS_PTRACE` from the calling process for good: from its
+/// bounding set (so no exec, setuid or file capability brings it back),
+/// its ambient set, and its effective, permitted and inheritable sets.
+/// Called between fork and exec: raw syscalls only, no allocation.
+///
+/// A root process without it fails the ptrace access check on any process
+/// whose permitted set is not a subset of its own, such as abm: reading
+/// or writing `/proc/<pid>/mem`, opening `/proc/<pid>/fd/N` or `environ`,
+/// `ptrace`, `process_vm_readv`, `pidfd_getfd`. Processes with the same or
+/// fewer capabilities (the command's own descendants) stay traceable.
+pub fn drop_ptrace_capability() -> std::io::Result<()> {
+    // SAFETY: prctl with integer arguments has no memory effects.
+    if unsafe { libc::prctl(libc::PR_CAPBSET_DROP, CAP_SYS_PTRACE as libc::c_ulong, 0, 0, 0) } != 0
+    {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: as above. EINVAL (no ambient sets before Linux 4.3) is fine:
+    // there is then nothing to lower.
+    unsafe {
+        libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_LOWER as libc::c_ulong,
+            CAP_SYS_PTRACE as libc::c_ulong,
+            0,
+            0,
+        )
+    };
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: i32,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    const VERSION_3: u32 = 0x2008_0522;
+    let mut hdr = Header {
+        version: VERSION_3,
+        pid: 0,
+    };
+    let mut data = [Data {
+        effective: 0,
+        permitted: 0,
+        inheritable: 0,
+    }; 2];
+    // SAFETY: capget writes two `Data` (version 3) into `data`, which lives
+    // for the call; the header is read and may be written.
+    if unsafe { libc::syscall(libc::SYS_capget, &mut hdr as *mut Header, data.as_mut_ptr()) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let bit = !(1u32 << CAP_SYS_PTRACE);
+    data[0].effective &= bit;
+    data[0].permitted &= bit;
+    data[0].inheritable &= bit;
+    // SAFETY: capset only reads the header and the two `Data`.
+    if unsafe { libc::syscall(libc::SYS_capset, &mut hdr as *mut Header, data.as_ptr()) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// (device, inode) of a path, following symlinks (as an open does).
@@ -326,6 +411,14 @@ mod tests {
         assert_eq!(g.run(x, 310, [1002, 0, 0, 0, 0, 0]), ERRNO);
         assert_eq!(g.run(x, 310, [5, 0, 0, 0, 0, 0]), SECCOMP_RET_ALLOW);
         assert_eq!(g.run(x, 434, [1000, 0, 0, 0, 0, 0]), ERRNO);
+        // pidfd_send_signal: unsupported for every descriptor, in both ABIs.
+        for fd in [3, 1000, 7] {
+            assert_eq!(g.run(x, 424, [fd, 9, 0, 0, 0, 0]), ret_errno(libc::ENOSYS));
+            assert_eq!(
+                g.run(AUDIT_ARCH_I386, 424, [fd, 9, 0, 0, 0, 0]),
+                ret_errno(libc::ENOSYS)
+            );
+        }
         // Unrelated syscalls.
         for nr in [0, 1, 39, 87, 59] {
             assert_eq!(g.run(x, nr, [1000, 1000, 0, 0, 0, 0]), SECCOMP_RET_ALLOW);

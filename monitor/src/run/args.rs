@@ -66,6 +66,14 @@ pub struct RunArgs {
     /// then on) instead of terminating them.
     #[arg(long)]
     pub keep_orphans: bool,
+    /// Leave CAP_SYS_PTRACE to the command. By default it is removed from
+    /// the command's capability sets, bounding set included, so that even
+    /// a root command cannot read or write abm's memory or descriptors
+    /// through /proc/<pid>/ or attach to processes outside its own tree;
+    /// debuggers and strace of its own descendants keep working
+    /// (docs/security.md).
+    #[arg(long)]
+    pub allow_ptrace: bool,
     /// Also put CMD in a fresh cgroup v2 child (under the hierarchy found in
     /// /proc/self/mountinfo) and watch it by cgroup id, so a process that
     /// joins the cgroup from outside the tree is in scope too; everything

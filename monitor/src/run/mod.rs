@@ -238,6 +238,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
     let child_setup = enforcer.as_ref().and_then(|e| e.child_setup());
     // In every mode the command may not signal, trace or read abm.
     let self_guard = crate::enforce::self_guard::SelfGuard::for_self();
+    let drop_ptrace = !args.allow_ptrace;
     // SAFETY: the closure only makes raw syscalls (async-signal-safe).
     unsafe {
         cmd.pre_exec(move || {
@@ -246,6 +247,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
             }
             probes::self_into_scope(scope_fd, TARGET)?;
             crate::lifeline::child_setup()?;
+            if drop_ptrace {
+                crate::enforce::self_guard::drop_ptrace_capability()?;
+            }
             self_guard.install()?;
             if let Some(s) = &child_setup {
                 s.install()?;
