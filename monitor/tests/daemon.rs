@@ -363,8 +363,9 @@ impl Drop for Daemon {
 
 fn config(dir: &TempDir, extra: &str) -> String {
     format!(
-        "trace_dir = \"{}\"\nsocket = \"{}\"\nringbuf_kib = 4096\npoll_interval = \"200ms\"\n{extra}",
+        "trace_dir = \"{}\"\nanchor_dir = \"{}\"\nsocket = \"{}\"\nringbuf_kib = 4096\npoll_interval = \"200ms\"\n{extra}",
         dir.s("traces"),
+        dir.s("anchors"),
         dir.s("run/daemon.sock"),
     )
 }
@@ -535,6 +536,44 @@ fn daemon_attributes_two_containers_and_ignores_a_third() {
     assert_ne!(ta, tb);
     verify(&ta);
     verify(&tb);
+    // Each trace file has its anchor in the anchor directory, named in its
+    // header; it pins that trace and rejects the other.
+    let anchor_of = |trace: &str| {
+        let a = records(trace)[0]["extra"]["anchor"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{trace}: no anchor in the header"))
+            .to_owned();
+        let name = Path::new(trace)
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        assert_eq!(a, format!("{}/{name}.anchor", dir.s("anchors")));
+        a
+    };
+    let (aa, ab) = (anchor_of(&ta), anchor_of(&tb));
+    let verify_anchor = |trace: &str, anchor: &str| {
+        let o = Command::new(ABM)
+            .args(["verify", trace, "--anchor", anchor])
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+        )
+    };
+    for (t, a) in [(&ta, &aa), (&tb, &ab)] {
+        let (code, out) = verify_anchor(t, a);
+        assert_eq!(code, Some(0), "{out}");
+        assert!(out.contains("anchor: matches: the seal"), "{out}");
+    }
+    let (code, out) = verify_anchor(&tb, &aa);
+    assert_eq!(
+        code,
+        Some(1),
+        "another target's anchor must reject the trace: {out}"
+    );
+    assert!(out.contains("REJECTED"), "{out}");
 
     for (trace, name, ctr, other, third) in
         [(&ta, "agent-a", &a, &b, &c), (&tb, "agent-b", &b, &a, &c)]

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 pub const DEFAULT_SOCKET: &str = "/run/abm/daemon.sock";
 /// Default trace directory; the daemon owns it (retention prunes it).
 pub const DEFAULT_TRACE_DIR: &str = "/var/lib/abm/daemon";
+pub const DEFAULT_ANCHOR_DIR: &str = "/var/lib/abm/anchors";
 
 /// `abm daemon --config FILE`.
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -20,6 +21,14 @@ pub struct Config {
     /// mode 0700. The daemon owns it: retention deletes old `*.abmt` and `*.jsonl` traces here.
     #[serde(default = "default_trace_dir")]
     pub trace_dir: PathBuf,
+    /// Directory of the anchors: for every trace file the daemon writes,
+    /// `<anchor_dir>/<trace file name>.anchor` receives the chain head after
+    /// every flush and the seal at the end, so that `abm verify TRACE
+    /// --anchor FILE` rejects a trace rewritten after the daemon wrote it.
+    /// Created with mode 0700; keep it out of every container's mounts (or
+    /// on another machine's file system). An empty string turns anchors off.
+    #[serde(default = "default_anchor_dir")]
+    pub anchor_dir: PathBuf,
     /// Control socket (mode 0600; its directory is created with mode 0700).
     #[serde(default = "default_socket")]
     pub socket: PathBuf,
@@ -147,6 +156,9 @@ pub struct Kubernetes {
 fn default_trace_dir() -> PathBuf {
     PathBuf::from(DEFAULT_TRACE_DIR)
 }
+fn default_anchor_dir() -> PathBuf {
+    PathBuf::from(DEFAULT_ANCHOR_DIR)
+}
 fn default_socket() -> PathBuf {
     PathBuf::from(DEFAULT_SOCKET)
 }
@@ -227,6 +239,22 @@ impl Config {
                 "rotate_bytes = {}: 0 (no rotation) or at least 4096",
                 self.rotate_bytes
             );
+        }
+        if !self.anchor_dir.as_os_str().is_empty() {
+            if !self.anchor_dir.is_absolute() {
+                bail!(
+                    "anchor_dir = {:?}: give an absolute path (or \"\" for no anchors)",
+                    self.anchor_dir
+                );
+            }
+            if crate::core::absolute(&self.anchor_dir) == crate::core::absolute(&self.trace_dir) {
+                bail!(
+                    "anchor_dir = {:?} is the trace directory: whoever can rewrite a trace could \
+                     then rewrite its anchor too; give a directory of its own (default {})",
+                    self.anchor_dir,
+                    DEFAULT_ANCHOR_DIR
+                );
+            }
         }
         if self.poll_interval < Duration::from_millis(100) {
             bail!("poll_interval must be at least 100ms");
@@ -399,5 +427,19 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("c:1:"), "{e}");
+        let e = Config::parse("anchor_dir = \"anchors\"\n", "c")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("anchor_dir") && e.contains("absolute"), "{e}");
+        let e = Config::parse("trace_dir = \"/srv/t\"\nanchor_dir = \"/srv/t/\"\n", "c")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("is the trace directory"), "{e}");
+        let c = Config::parse("anchor_dir = \"\"\n", "c").unwrap();
+        assert!(c.anchor_dir.as_os_str().is_empty());
+        assert_eq!(
+            Config::parse("", "c").unwrap().anchor_dir,
+            PathBuf::from(DEFAULT_ANCHOR_DIR)
+        );
     }
 }

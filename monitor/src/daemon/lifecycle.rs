@@ -45,8 +45,11 @@ impl Daemon {
             t.spec.name != spec.name || matches!(t.state, State::Active | State::Waiting)
         });
         let enforce = spec.enforce;
-        self.targets
-            .insert(id, Target::new(id, spec, self.policy.clone()));
+        self.targets.insert(id, {
+            let mut t = Target::new(id, spec, self.policy.clone());
+            t.anchor_dir = Some(self.cfg.anchor_dir.clone()).filter(|d| !d.as_os_str().is_empty());
+            t
+        });
         // Before the target enters the kernel's scope: enforced from its
         // first call.
         if enforce {

@@ -180,6 +180,18 @@ async fn run(cfg: Config, config_path: PathBuf, policy: Policy) -> anyhow::Resul
         .mode(0o700)
         .create(&cfg.trace_dir)
         .with_context(|| format!("cannot create trace directory {}", cfg.trace_dir.display()))?;
+    if !cfg.anchor_dir.as_os_str().is_empty() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&cfg.anchor_dir)
+            .with_context(|| {
+                format!(
+                    "cannot create the anchor directory {} (anchor_dir; \"\" turns anchors off)",
+                    cfg.anchor_dir.display()
+                )
+            })?;
+    }
     let hier = match &cfg.cgroup_root {
         Some(p) => Some(Hierarchy::at(p).with_context(|| format!("cgroup_root {}", p.display()))?),
         None => match Hierarchy::detect() {

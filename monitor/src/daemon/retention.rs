@@ -8,6 +8,23 @@ use std::{
 use super::Daemon;
 
 impl Daemon {
+    /// Removes the anchor of a trace file retention removed.
+    fn remove_anchor_of(&self, trace: &std::path::Path) {
+        let (dir, Some(name)) = (&self.cfg.anchor_dir, trace.file_name()) else {
+            return;
+        };
+        if dir.as_os_str().is_empty() {
+            return;
+        }
+        let anchor = dir.join(format!("{}.anchor", name.to_string_lossy()));
+        if anchor.exists() {
+            crate::protect::release_trace(&anchor);
+            if let Err(e) = std::fs::remove_file(&anchor) {
+                tracing::warn!("retention: {}: {e}", anchor.display());
+            }
+        }
+    }
+
     /// Deletes old traces in the trace directory (never live ones).
     pub(super) fn prune(&mut self) {
         self.last_retention = Instant::now();
@@ -50,6 +67,7 @@ impl Daemon {
                     Ok(()) => {
                         tracing::info!("retention: removed {}", p.display());
                         keep -= 1;
+                        self.remove_anchor_of(p);
                     }
                     Err(e) => tracing::warn!("retention: {}: {e}", p.display()),
                 }

@@ -111,6 +111,25 @@ pub struct Target {
     /// next file first.
     unwritten: Option<Loss>,
     held_losses: Vec<Loss>,
+    /// Where each trace file's anchor goes (`anchor_dir`), if anywhere.
+    pub anchor_dir: Option<PathBuf>,
+    /// The current file's anchor.
+    pub anchor: Option<PathBuf>,
+}
+
+/// Creates a trace file's anchor: a new file (never an old one), mode
+/// 0600, append-only while the trace is live.
+fn open_anchor(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let f = std::fs::OpenOptions::new()
+        .append(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)?;
+    if let Err(e) = crate::protect::protect_trace(path) {
+        tracing::debug!("anchor {} left unprotected: {e}", path.display());
+    }
+    Ok(f)
 }
 
 /// Loss cause of records that had no open trace file to go to.
@@ -143,6 +162,8 @@ impl Target {
             next: None,
             unwritten: None,
             held_losses: Vec::new(),
+            anchor_dir: None,
+            anchor: None,
         }
     }
 
@@ -299,10 +320,45 @@ impl Target {
             if path.exists() {
                 continue;
             }
-            match TraceWriter::create(&path, key.clone(), header.clone()) {
-                Ok(w) => {
+            let anchor = self.anchor_dir.as_ref().and_then(|d| {
+                let name = path.file_name()?.to_string_lossy().into_owned();
+                Some(d.join(format!("{name}.anchor")))
+            });
+            let mut header = header.clone();
+            if let Some(a) = &anchor {
+                header
+                    .extra
+                    .insert("anchor".into(), json!(a.to_string_lossy()));
+            }
+            match TraceWriter::create(&path, key.clone(), header) {
+                Ok(mut w) => {
                     if let Err(e) = crate::protect::protect_trace(&path) {
                         tracing::debug!("trace {} left unprotected: {e}", path.display());
+                    }
+                    self.anchor = None;
+                    if let Some(a) = anchor {
+                        match open_anchor(&a) {
+                            Ok(f) => {
+                                w.set_anchor(crate::trace::anchor::AnchorWriter::from_file(f));
+                                self.anchor = Some(a);
+                            }
+                            Err(e) => {
+                                tracing::error!(
+                                    "target {}: cannot create the anchor {}: {e}; the trace {} \
+                                     has none",
+                                    self.spec.name,
+                                    a.display(),
+                                    path.display()
+                                );
+                                w.append_note(
+                                    "warning",
+                                    json!({
+                                        "anchor": a.to_string_lossy(),
+                                        "error": format!("cannot create the anchor: {e}"),
+                                    }),
+                                )?;
+                            }
+                        }
                     }
                     self.pipeline.ctx.trace_path = Some(path.clone());
                     self.writer = Some(w);
@@ -401,7 +457,7 @@ impl Target {
             lost_by_cause: std::mem::take(&mut self.file_lost),
             exit_code: None,
         })?;
-        if let Some(p) = &self.trace {
+        for p in [&self.trace, &self.anchor].into_iter().flatten() {
             crate::protect::release_trace(p);
         }
         Ok(summary)
@@ -419,6 +475,7 @@ impl Target {
             "events_per_sec_1m": round2(self.rate.per_sec(60.0, self.events)),
             "lost": self.lost,
             "trace": self.trace.as_ref().map(|p| p.to_string_lossy()),
+            "anchor": self.anchor.as_ref().map(|p| p.to_string_lossy()),
             "started": self.started,
             "ended": self.ended,
             "policy_digest": self.pipeline.policy.digest(),

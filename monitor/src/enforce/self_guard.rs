@@ -198,7 +198,15 @@ const CAP_SYS_PTRACE: u32 = 19;
 /// fewer capabilities (the command's own descendants) stay traceable.
 pub fn drop_ptrace_capability() -> std::io::Result<()> {
     // SAFETY: prctl with integer arguments has no memory effects.
-    if unsafe { libc::prctl(libc::PR_CAPBSET_DROP, CAP_SYS_PTRACE as libc::c_ulong, 0, 0, 0) } != 0
+    if unsafe {
+        libc::prctl(
+            libc::PR_CAPBSET_DROP,
+            CAP_SYS_PTRACE as libc::c_ulong,
+            0,
+            0,
+            0,
+        )
+    } != 0
     {
         return Err(std::io::Error::last_os_error());
     }

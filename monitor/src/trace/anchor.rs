@@ -85,6 +85,16 @@ impl AnchorWriter {
         })
     }
 
+    /// An anchor written to a file abm opened itself (the daemon's anchor
+    /// directory).
+    pub fn from_file(file: File) -> AnchorWriter {
+        AnchorWriter {
+            file,
+            last: None,
+            failed: false,
+        }
+    }
+
     /// Sends the head `seq`/`digest` unless it was the last one sent.
     pub fn head(&mut self, seq: u64, digest: &[u8; DIGEST_LEN]) {
         if self.last != Some(seq) {
