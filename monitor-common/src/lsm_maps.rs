@@ -13,6 +13,12 @@ pub mod lsm {
     pub const MAX_EXEC_RULES: u32 = 16;
     /// Conditions (clauses) of one exec rule; a clause holds alternatives.
     pub const EXEC_CLAUSES: u32 = 4;
+    /// Arguments of an exec the exec rules read (argv[1..]). An exec with
+    /// more is refused when a rule naming its program could still match
+    /// on the arguments not read ([`EXEC_INDEX_ARGV_UNREAD`]).
+    pub const MAX_EXEC_ARGS: u32 = 1024;
+    /// The rule index of that refusal (after every exec rule's).
+    pub const EXEC_INDEX_ARGV_UNREAD: u32 = MAX_FILE_RULES + MAX_EXEC_RULES;
     /// Levels walked from a target up to the root when matching protected
     /// directories (mount crossings included).
     pub const MAX_WALK: u32 = 64;
@@ -247,8 +253,12 @@ pub struct TokenScratch {
     pub buf: [u8; 512],
     /// Letters of the short-option cluster just hashed (128-bit ASCII set).
     pub letters: [u64; 2],
+    /// Clause bits (`LSM_EXEC_TOKENS` values) of the arguments read so far.
+    pub seen: u64,
+    /// Letters of every short-option cluster read so far.
+    pub all_letters: [u64; 2],
 }
-const _: () = assert!(size_of::<TokenScratch>() == 528);
+const _: () = assert!(size_of::<TokenScratch>() == 552);
 
 #[cfg(feature = "user")]
 mod lsm_pod {

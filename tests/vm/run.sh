@@ -113,6 +113,12 @@ t lsm-exec-git "git push --force and -f refused, git push and --force-with-lease
     '[ "$(rc deny git-push-force)" != 0 ]' '[ "$(rc deny git-push-f)" != 0 ]' '! grep -q "git push --force origin" $E' \
     '! grep -q "git push -f" $E' 'grep -q "git push origin main" $E' 'grep -q "git push --force-with-lease" $E' \
     'denial $T vm.git-force-push bprm_check_security'
+t lsm-exec-late-arg "git push with --force after 41 arguments refused, rule vm.git-force-push" all \
+    '[ "$(rc deny git-push-force-late)" != 0 ]' '! grep -q "40 --force" $E' \
+    '[ "$(grep "\"rule\":\"vm.git-force-push\"" $T | grep -c "\"decision\":\"denied\"")" -ge 3 ]'
+t lsm-exec-argv-unread "git push with 1101 arguments refused (builtin.enforce-argv-unread); env true with 1101 ran" all \
+    '[ "$(rc deny git-push-unread)" != 0 ]' '! grep -q "git push origin 1 2 3" $E' \
+    'denial $T builtin.enforce-argv-unread bprm_check_security' '[ "$(rc deny unnamed-unread)" = 0 ]'
 t trace-verifies "abm verify accepts the enforcing run's trace" sh -c "abm verify $T > /dev/null 2>&1"
 
 # --- benign: no denials -----------------------------------------------------

@@ -31,4 +31,9 @@ step git-push-force git push --force origin main
 step git-push-f git push -f origin main
 step git-push git push origin main
 step git-push-lease git push --force-with-lease origin main
+# Arguments past the 32 the trace records still count; past the 1024 the
+# exec rules read, a rule that could still match refuses.
+step git-push-force-late git push origin $(seq 1 40) --force
+step git-push-unread git push origin $(seq 1 1100)
+step unnamed-unread env true $(seq 1 1100)
 exit 0

@@ -102,6 +102,35 @@ pub extern "C" fn lsm_hash_token(ptr: u64, basename: u64) -> u64 {
     h
 }
 
+/// Reads the argument at `slot` (the address of an `argv[i]`): 0 at the
+/// end of argv (or an unreadable slot); otherwise hashes it and adds its
+/// clause bits and option letters to this CPU's scratch (`seen`,
+/// `all_letters`), and returns 1. A function of its own so that the
+/// verifier checks the argument loop's body once.
+// SAFETY: a symbol name used once in the object.
+#[unsafe(no_mangle)]
+#[inline(never)]
+pub extern "C" fn lsm_scan_arg(slot: u64) -> u64 {
+    // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
+    let p = unsafe { bpf_probe_read_user(slot as *const u64) }.unwrap_or(0);
+    if p == 0 {
+        return 0;
+    }
+    let h = lsm_hash_token(p, 0);
+    // SAFETY: a map lookup; the value is read at once, within this program run.
+    let bits = unsafe { LSM_EXEC_TOKENS.get(&h) }.copied().unwrap_or(0);
+    let Some(s) = LSM_TOKEN_SCRATCH.get_ptr_mut(0) else {
+        return 0;
+    };
+    // SAFETY: this CPU's scratch entry, written by lsm_hash_token above;
+    // programs do not nest on one CPU.
+    let s = unsafe { &mut *s };
+    s.seen |= bits;
+    s.all_letters[0] |= s.letters[0];
+    s.all_letters[1] |= s.letters[1];
+    1
+}
+
 /// x86_64 `struct pt_regs` offsets of rdi, rsi, rdx (see syscalls.rs).
 const REG_OFFSETS: [usize; 3] = [112, 104, 96];
 
@@ -163,29 +192,30 @@ pub fn sys_enter_exec_rules(ctx: RawTracePointContext) -> i32 {
         return 0;
     }
 
-    // Which clauses the arguments satisfy.
-    let mut seen = 0u64;
-    let mut letters = [0u64; 2];
+    // Which clauses the arguments satisfy: every argument up to
+    // MAX_EXEC_ARGS.
+    let Some(scratch) = LSM_TOKEN_SCRATCH.get_ptr_mut(0) else {
+        return 0;
+    };
+    // SAFETY: this CPU's scratch entry; programs do not nest on one CPU.
+    unsafe {
+        (*scratch).seen = 0;
+        (*scratch).all_letters = [0, 0];
+    }
     let mut i = 1u32;
-    while i < monitor_common::limits::MAX_ARGS {
-        // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
-        let p = unsafe { bpf_probe_read_user(argv.add(i as usize)) }.unwrap_or(0);
-        if p == 0 {
+    while i < MAX_EXEC_ARGS {
+        if lsm_scan_arg(argv as u64 + 8 * i as u64) == 0 {
             break;
-        }
-        let h = lsm_hash_token(p, 0);
-        // SAFETY: a map lookup; the value is read at once, within this program run.
-        if let Some(b) = unsafe { LSM_EXEC_TOKENS.get(&h) } {
-            seen |= *b;
-        }
-        if let Some(s) = LSM_TOKEN_SCRATCH.get_ptr(0) {
-            // SAFETY: this CPU's scratch entry, written by lsm_hash_token above.
-            let l = unsafe { (*s).letters };
-            letters[0] |= l[0];
-            letters[1] |= l[1];
         }
         i += 1;
     }
+    // More arguments than were read: a rule that could still match on
+    // them refuses the exec (fail closed).
+    // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
+    let unread = i >= MAX_EXEC_ARGS
+        && unsafe { bpf_probe_read_user(argv.add(MAX_EXEC_ARGS as usize)) }.unwrap_or(0) != 0;
+    // SAFETY: as above; lsm_scan_arg wrote the totals.
+    let (seen, letters) = unsafe { ((*scratch).seen, (*scratch).all_letters) };
 
     // The first rule whose clauses all hold decides.
     let mut verdict = ExecVerdict {
@@ -193,6 +223,7 @@ pub fn sys_enter_exec_rules(ctx: RawTracePointContext) -> i32 {
         treatment: treatment::ALLOW,
     };
     let mut found = false;
+    let mut undecided = false;
     let mut r = 0u32;
     while r < MAX_EXEC_RULES {
         if r >= nrules {
@@ -201,6 +232,9 @@ pub fn sys_enter_exec_rules(ctx: RawTracePointContext) -> i32 {
         if progs & (1 << r) != 0 {
             if let Some(rule) = LSM_EXEC_RULES.get(r) {
                 let mut ok = true;
+                // A negated clause already contradicted: no unread
+                // argument can make the rule match.
+                let mut excluded = false;
                 let mut c = 0u32;
                 while c < EXEC_CLAUSES {
                     if rule.used & (1 << c) != 0 {
@@ -212,6 +246,9 @@ pub fn sys_enter_exec_rules(ctx: RawTracePointContext) -> i32 {
                         let negated = rule.negated & (1 << c) != 0;
                         if sat == negated {
                             ok = false;
+                            if negated {
+                                excluded = true;
+                            }
                         }
                     }
                     c += 1;
@@ -224,9 +261,19 @@ pub fn sys_enter_exec_rules(ctx: RawTracePointContext) -> i32 {
                     found = true;
                     break;
                 }
+                if unread && !excluded && rule.treatment != treatment::ALLOW {
+                    undecided = true;
+                }
             }
         }
         r += 1;
+    }
+    if undecided && (!found || verdict.treatment == treatment::ALLOW) {
+        verdict = ExecVerdict {
+            rule: EXEC_INDEX_ARGV_UNREAD,
+            treatment: treatment::DENY,
+        };
+        found = true;
     }
     if found && verdict.treatment != treatment::ALLOW {
         let _ = LSM_EXEC_VERDICT.insert(&tid, &verdict, 0);

@@ -44,7 +44,8 @@ use aya_ebpf::{
 use monitor_common::{
     field_tag::{FD_PATH, ROOT},
     lsm::{
-        decision, field, hook, treatment, ALLOW_GRACE_NS, EXEC_CLAUSES, FNV_OFFSET, FNV_PRIME,
+        decision, field, hook, treatment, ALLOW_GRACE_NS, EXEC_CLAUSES, EXEC_INDEX_ARGV_UNREAD,
+        FNV_OFFSET, FNV_PRIME, MAX_EXEC_ARGS,
         MAX_ALLOW, MAX_ENFORCED_TARGETS, MAX_EXEC_RULES, MAX_PROTECT, MAX_TOKEN, MAX_TOKENS, MAX_WALK,
     },
     open_flags::O_TRUNC,

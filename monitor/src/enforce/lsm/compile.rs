@@ -192,6 +192,11 @@ pub(super) fn path_entries(
     }
 }
 
+/// Rule id of the kernel's refusal of an exec whose arguments it could not
+/// all read (more than `MAX_EXEC_ARGS`) while an exec rule naming the
+/// program could still match on them.
+pub const RULE_ARGV_UNREAD: &str = "builtin.enforce-argv-unread";
+
 /// Compiles the policy's rules into kernel tables. Errors only when the
 /// blocking rules do not fit the kernel tables (the policy must then be
 /// trimmed or the seccomp backend used).
@@ -228,6 +233,14 @@ pub fn compile(policy: &Policy, ctx: &Context) -> Result<Compiled, LsmError> {
         }
     }
     c.config.exec_rules = c.exec_rules.len() as u32;
+    if !c.exec_rules.is_empty() {
+        // The kernel's refusal of an exec with more arguments than it reads
+        // while a rule could still match on the rest.
+        c.rules.insert(
+            EXEC_INDEX_ARGV_UNREAD,
+            (RULE_ARGV_UNREAD.to_owned(), Treatment::Deny),
+        );
+    }
     if c.protect.len() > MAX_PROTECT as usize {
         return Err(LsmError::Capacity(format!(
             "{} protected inodes, the kernel table holds {MAX_PROTECT}",

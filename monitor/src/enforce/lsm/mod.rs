@@ -28,8 +28,8 @@ use aya::{
 };
 use monitor_common::{
     lsm::{
-        decision, field, fnv1a, hook, treatment, EXEC_CLAUSES, MAX_EXEC_RULES, MAX_FILE_RULES,
-        MAX_PROTECT, MAX_TOKEN, MAX_TOKENS,
+        decision, field, fnv1a, hook, treatment, EXEC_CLAUSES, EXEC_INDEX_ARGV_UNREAD,
+        MAX_EXEC_RULES, MAX_FILE_RULES, MAX_PROTECT, MAX_TOKEN, MAX_TOKENS,
     },
     AllowKey, Allowance, ExecRule, InodeKey, LsmConfig, LsmDecision, PathRuleBits,
 };
