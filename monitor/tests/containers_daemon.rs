@@ -7,109 +7,14 @@
 mod common;
 mod docker;
 
-use std::{
-    path::PathBuf,
-    process::{Child, Command, Stdio},
-    time::{Duration, Instant},
-};
+use std::process::Command;
 
-use common::{TempDir, ABM};
+use common::{
+    daemon::{config, Daemon},
+    TempDir, ABM,
+};
 use docker::{docker_ready, IMAGE};
 use serde_json::Value;
-
-struct Daemon {
-    child: Child,
-    socket: PathBuf,
-    log: PathBuf,
-}
-
-impl Daemon {
-    fn start(dir: &TempDir) -> Daemon {
-        let cfg = dir.join("abm.toml");
-        let socket = dir.join("run/daemon.sock");
-        std::fs::write(
-            &cfg,
-            format!(
-                "trace_dir = \"{}\"\nsocket = \"{}\"\nringbuf_kib = 4096\npoll_interval = \"200ms\"\n",
-                dir.s("traces"),
-                socket.display()
-            ),
-        )
-        .unwrap();
-        let log = dir.join("daemon.log");
-        let child = Command::new(ABM)
-            .args(["daemon", "--config"])
-            .arg(&cfg)
-            .env("ABM_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap();
-        let d = Daemon { child, socket, log };
-        wait_for("the daemon's socket", || d.status().is_some(), &d);
-        d
-    }
-
-    fn abm(&self, args: &[&str]) -> std::process::Output {
-        Command::new(ABM)
-            .args(args)
-            .arg("--socket")
-            .arg(&self.socket)
-            .output()
-            .unwrap()
-    }
-
-    fn status(&self) -> Option<Value> {
-        let o = self.abm(&["status", "--json"]);
-        o.status
-            .success()
-            .then(|| serde_json::from_slice(&o.stdout).unwrap())
-    }
-
-    fn target(&self, name: &str) -> Value {
-        self.status().unwrap()["targets"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .rev()
-            .find(|t| t["name"] == name)
-            .cloned()
-            .unwrap_or(Value::Null)
-    }
-
-    fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        // SAFETY: kill(2) takes no pointers; the pid is a process this test started.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let end = Instant::now() + Duration::from_secs(15);
-        while Instant::now() < end {
-            if self.child.try_wait().ok().flatten().is_some() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn wait_for(what: &str, mut f: impl FnMut() -> bool, d: &Daemon) {
-    let end = Instant::now() + Duration::from_secs(30);
-    while !f() {
-        assert!(
-            Instant::now() < end,
-            "timed out waiting for {what}; daemon log:\n{}",
-            d.log_text()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
 
 struct Removed(String);
 impl Drop for Removed {
@@ -139,15 +44,11 @@ fn in_container<'a>(recs: &'a [Value], op: &str, cpath: &str) -> Vec<&'a Value> 
 }
 
 fn sealed_trace(d: &Daemon, name: &str) -> String {
-    wait_for(
-        "the target's trace to be sealed",
-        || {
-            d.target(name)["state"]
-                .as_str()
-                .is_some_and(|s| s != "active" && s != "waiting")
-        },
-        d,
-    );
+    d.wait("the target's trace to be sealed", || {
+        d.target(name)["state"]
+            .as_str()
+            .is_some_and(|s| s != "active" && s != "waiting")
+    });
     let trace = d.target(name)["trace"].as_str().unwrap().to_owned();
     let v = Command::new(ABM).args(["verify", &trace]).output().unwrap();
     assert!(
@@ -165,7 +66,7 @@ fn a_container_named_before_it_exists_is_covered_from_its_first_process() {
     require_kernel!();
     docker_ready();
     let dir = TempDir::new("dc-early");
-    let d = Daemon::start(&dir);
+    let d = Daemon::start(&dir, &config(&dir, ""));
     let tag = std::process::id();
     for (how, selector) in [
         ("name", format!("abm-early-{tag}")),
@@ -233,7 +134,7 @@ fn a_running_container_is_covered_late_with_a_note_and_exec_bursts_get_both_view
     let dir = TempDir::new("dc-late");
     let ws = dir.join("ws");
     std::fs::create_dir_all(&ws).unwrap();
-    let d = Daemon::start(&dir);
+    let d = Daemon::start(&dir, &config(&dir, ""));
     let cname = format!("abm-late-{}", std::process::id());
     let _rm = Removed(cname.clone());
     let vol = format!("{}:/data", ws.display());

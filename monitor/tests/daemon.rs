@@ -18,7 +18,10 @@ use std::{
     time::{Duration, Instant},
 };
 
-use common::{TempDir, ABM};
+use common::{
+    daemon::{config, wait_for, Daemon},
+    TempDir, ABM,
+};
 use monitor::kernel::cgroup::{self, Hierarchy};
 use serde_json::Value;
 
@@ -27,17 +30,6 @@ fn nanos() -> u128 {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_nanos()
-}
-
-fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
-    let end = Instant::now() + timeout;
-    while Instant::now() < end {
-        if f() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("timed out waiting for {what}");
 }
 
 /// A cgroup v2 directory (with its subtree) removed on drop, after killing
@@ -251,125 +243,6 @@ impl Drop for Container {
 }
 
 /// A running `abm daemon`, killed on drop if the test did not stop it.
-struct Daemon {
-    child: Option<Child>,
-    socket: PathBuf,
-    log: PathBuf,
-}
-
-impl Daemon {
-    fn start(dir: &TempDir, config: &str) -> Daemon {
-        let cfg = dir.join(&format!("abm-{}.toml", nanos()));
-        std::fs::write(&cfg, config).unwrap();
-        let log = dir.join(&format!("daemon-{}.log", nanos()));
-        let socket = config
-            .lines()
-            .find_map(|l| l.strip_prefix("socket = "))
-            .map(|s| PathBuf::from(s.trim_matches('"')))
-            .expect("tests set the socket");
-        let child = Command::new(ABM)
-            .args(["daemon", "--config"])
-            .arg(&cfg)
-            .env("ABM_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap();
-        let d = Daemon {
-            child: Some(child),
-            socket,
-            log,
-        };
-        wait_for(
-            "the daemon's control socket",
-            Duration::from_secs(30),
-            || d.try_status().is_some(),
-        );
-        d
-    }
-
-    fn pid(&self) -> i32 {
-        self.child.as_ref().unwrap().id() as i32
-    }
-
-    fn abm(&self, args: &[&str]) -> std::process::Output {
-        Command::new(ABM)
-            .args(args)
-            .arg("--socket")
-            .arg(&self.socket)
-            .output()
-            .unwrap()
-    }
-
-    fn try_status(&self) -> Option<Value> {
-        let o = self.abm(&["status", "--json"]);
-        o.status
-            .success()
-            .then(|| serde_json::from_slice(&o.stdout).unwrap())
-    }
-
-    fn status(&self) -> Value {
-        self.try_status()
-            .unwrap_or_else(|| panic!("abm status failed; daemon log:\n{}", self.log_text()))
-    }
-
-    fn target(&self, name: &str) -> Value {
-        self.status()["targets"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .rev()
-            .find(|t| t["name"] == name)
-            .cloned()
-            .unwrap_or_else(|| panic!("no target {name} in status"))
-    }
-
-    fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    fn signal(&self, sig: i32) {
-        // SAFETY: kill(2) takes no pointers; the pid is a process this test started.
-        unsafe { libc::kill(self.pid(), sig) };
-    }
-
-    /// SIGTERM, and the daemon's exit code.
-    fn stop(&mut self) -> i32 {
-        self.signal(libc::SIGTERM);
-        let mut c = self.child.take().unwrap();
-        let end = Instant::now() + Duration::from_secs(20);
-        loop {
-            if let Some(st) = c.try_wait().unwrap() {
-                return st.code().unwrap_or(-1);
-            }
-            if Instant::now() > end {
-                let _ = c.kill();
-                panic!("daemon did not stop on SIGTERM; log:\n{}", self.log_text());
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-fn config(dir: &TempDir, extra: &str) -> String {
-    format!(
-        "trace_dir = \"{}\"\nanchor_dir = \"{}\"\nsocket = \"{}\"\nringbuf_kib = 4096\npoll_interval = \"200ms\"\n{extra}",
-        dir.s("traces"),
-        dir.s("anchors"),
-        dir.s("run/daemon.sock"),
-    )
-}
-
 fn verify(trace: &str) {
     let o = Command::new(ABM).args(["verify", trace]).output().unwrap();
     assert!(

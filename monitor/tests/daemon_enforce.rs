@@ -9,11 +9,14 @@ mod common;
 
 use std::{
     path::{Path, PathBuf},
-    process::{Child, Command, Output, Stdio},
+    process::{Command, Output},
     time::{Duration, Instant},
 };
 
-use common::{TempDir, ABM};
+use common::{
+    daemon::{config, Daemon},
+    TempDir, ABM,
+};
 use monitor::kernel::cgroup::Hierarchy;
 use serde_json::Value;
 
@@ -37,111 +40,6 @@ impl Drop for Cgroup {
     }
 }
 
-struct Daemon {
-    child: Option<Child>,
-    socket: PathBuf,
-    log: PathBuf,
-}
-
-impl Daemon {
-    fn spawn(dir: &TempDir, extra: &str) -> Daemon {
-        let cfg = dir.join("abm.toml");
-        let socket = dir.join("run/daemon.sock");
-        std::fs::write(&cfg, config(dir, extra)).unwrap();
-        let log = dir.join("daemon.log");
-        let child = Command::new(ABM)
-            .args(["daemon", "--config"])
-            .arg(&cfg)
-            .env("ABM_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap();
-        Daemon {
-            child: Some(child),
-            socket,
-            log,
-        }
-    }
-
-    fn start(dir: &TempDir) -> Daemon {
-        let d = Daemon::spawn(dir, "");
-        let end = Instant::now() + Duration::from_secs(30);
-        while d.status().is_none() {
-            assert!(
-                Instant::now() < end,
-                "the daemon's socket did not answer; log:\n{}",
-                d.log_text()
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        d
-    }
-
-    fn abm(&self, args: &[&str]) -> Output {
-        Command::new(ABM)
-            .args(args)
-            .arg("--socket")
-            .arg(&self.socket)
-            .output()
-            .unwrap()
-    }
-
-    fn status(&self) -> Option<Value> {
-        let o = self.abm(&["status", "--json"]);
-        o.status
-            .success()
-            .then(|| serde_json::from_slice(&o.stdout).ok())
-            .flatten()
-    }
-
-    fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// Waits up to 30 s for the daemon to exit; its exit code.
-    fn exit_code(&mut self) -> i32 {
-        let mut c = self.child.take().unwrap();
-        let end = Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Some(st) = c.try_wait().unwrap() {
-                return st.code().unwrap_or(-1);
-            }
-            if Instant::now() > end {
-                let _ = c.kill();
-                panic!("the daemon did not exit; log:\n{}", self.log_text());
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn stop(&mut self) -> i32 {
-        if let Some(c) = &self.child {
-            // SAFETY: kill(2) takes no pointers; the pid is a process this test started.
-            unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
-        }
-        self.exit_code()
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-fn config(dir: &TempDir, extra: &str) -> String {
-    format!(
-        "trace_dir = \"{}\"\nsocket = \"{}\"\nringbuf_kib = 4096\npoll_interval = \"200ms\"\n{extra}",
-        dir.s("traces"),
-        dir.s("run/daemon.sock"),
-    )
-}
-
 fn text(o: &Output) -> String {
     format!(
         "{}{}",
@@ -161,7 +59,7 @@ fn watch_add_enforce_is_refused_with_the_reason_where_bpf_lsm_cannot_load() {
     let dir = TempDir::new("daemon-enforce");
     let cg = Cgroup::new("enforce");
     let cgs = cg.0.display().to_string();
-    let mut d = Daemon::start(&dir);
+    let mut d = Daemon::start(&dir, &config(&dir, ""));
     let add = d.abm(&["watch", "add", "e", "--cgroup", &cgs, "--enforce"]);
     match lsm_unavailable() {
         Some(why) => {
@@ -173,13 +71,13 @@ fn watch_add_enforce_is_refused_with_the_reason_where_bpf_lsm_cannot_load() {
                     && out.contains("without --enforce"),
                 "the refusal names the backend, the reason and the way out: {out}"
             );
-            let st = d.status().unwrap();
+            let st = d.try_status().unwrap();
             assert_eq!(st["targets"], serde_json::json!([]), "nothing half-added");
             assert_eq!(st["daemon"]["backends"], serde_json::json!(["tracepoint"]));
             // The same target, recording only, is accepted.
             let add = d.abm(&["watch", "add", "e", "--cgroup", &cgs]);
             assert!(add.status.success(), "{}", text(&add));
-            let t = &d.status().unwrap()["targets"][0];
+            let t = &d.try_status().unwrap()["targets"][0];
             assert_eq!(t["name"], "e");
             assert_eq!(t["enforce"], false);
             // No enforcing target: nothing to answer.
@@ -194,7 +92,7 @@ fn watch_add_enforce_is_refused_with_the_reason_where_bpf_lsm_cannot_load() {
         None => {
             assert!(add.status.success(), "{}", text(&add));
             assert!(text(&add).contains("enforcing (BPF LSM)"), "{}", text(&add));
-            let st = d.status().unwrap();
+            let st = d.try_status().unwrap();
             assert_eq!(st["targets"][0]["enforce"], true);
             assert_eq!(
                 st["daemon"]["backends"],
@@ -220,15 +118,15 @@ fn a_configured_enforcing_target_stops_the_daemon_where_bpf_lsm_cannot_load() {
         "[[target]]\nname = \"agent\"\ncgroup = \"{}\"\nenforce = true\n",
         cg.0.display()
     );
-    let mut d = Daemon::spawn(&dir, &extra);
+    let mut d = Daemon::spawn(&dir, &config(&dir, &extra));
     let Some(why) = lsm_unavailable() else {
         // Where BPF LSM works, the daemon starts and the target enforces.
         let end = Instant::now() + Duration::from_secs(60);
-        while d.status().is_none() {
+        while d.try_status().is_none() {
             assert!(Instant::now() < end, "{}", d.log_text());
             std::thread::sleep(Duration::from_millis(100));
         }
-        assert_eq!(d.status().unwrap()["targets"][0]["enforce"], true);
+        assert_eq!(d.try_status().unwrap()["targets"][0]["enforce"], true);
         assert_eq!(d.stop(), 0);
         return;
     };

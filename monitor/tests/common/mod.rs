@@ -9,6 +9,8 @@ use std::{
 
 use serde_json::Value;
 
+pub mod daemon;
+
 pub const ABM: &str = env!("CARGO_BIN_EXE_abm");
 
 /// Why kernel tests cannot run here, if they cannot.
