@@ -135,7 +135,7 @@ fn a_configured_enforcing_target_stops_the_daemon_where_bpf_lsm_cannot_load() {
     assert_ne!(code, 0, "{log}");
     assert!(
         log.contains("target \"agent\" asks for enforcement")
-            && log.contains("abm.toml")
+            && log.contains(&d.config.display().to_string())
             && log.contains("--enforce needs the BPF LSM backend")
             && log.contains(&why),
         "the error names the config file, the target and the reason: {log}"

@@ -45,6 +45,8 @@ fn nanos() -> u128 {
 /// A running `abm daemon`; stopped with SIGTERM (then killed) on drop.
 pub struct Daemon {
     child: Option<Child>,
+    /// The config file it was started with.
+    pub config: PathBuf,
     pub socket: PathBuf,
     pub log: PathBuf,
 }
@@ -73,6 +75,7 @@ impl Daemon {
             .unwrap();
         Daemon {
             child: Some(child),
+            config: cfg,
             socket,
             log,
         }
