@@ -15,6 +15,19 @@
  *                                        the path, NUL-terminated), page not
  *                                        touched before the call
  *
+ * Attacks of the red-team suite in the BPF LSM test VMs (no python there):
+ *
+ *   covhelper ptrace-attach PID          ptrace(PTRACE_ATTACH, PID)
+ *   covhelper vm-read PID                process_vm_readv of 8 bytes of PID's stack
+ *   covhelper mem-read PID               8 bytes of PID's stack through /proc/PID/mem
+ *   covhelper pidfd-kill PID             pidfd_send_signal(open("/proc/PID"), SIGKILL)
+ *   covhelper set-cap FILE               setxattr(FILE, "security.capability", CAP_NET_RAW)
+ *   covhelper has-cap FILE               succeeds when FILE has a security.capability
+ *   covhelper openat2-trunc-cold FILE    openat2(FILE, O_WRONLY|O_TRUNC), open_how in a
+ *                                        file-backed page not touched before the call
+ *   covhelper handle-trunc FILE          open_by_handle_at(handle of FILE, O_WRONLY|O_TRUNC)
+ *   covhelper int80-unlink PATH          unlink(PATH) through int 0x80 (ia32 syscall 10)
+ *
  * Exit status: 0 when the action succeeded, 1 when it failed (message on
  * stderr), 2 on usage errors.
  */
@@ -26,7 +39,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/ptrace.h>
+#include <sys/uio.h>
+#include <sys/xattr.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -105,6 +122,124 @@ static int uring_result(const char *what, int res) {
     return 0;
 }
 
+/* The start of PID's stack mapping, from /proc/PID/maps (0 if none). */
+static unsigned long stack_of(const char *pid) {
+    char path[64], line[512];
+    snprintf(path, sizeof path, "/proc/%s/maps", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    unsigned long start = 0;
+    while (fgets(line, sizeof line, f))
+        if (strstr(line, "[stack]"))
+            start = strtoul(line, NULL, 16);
+    fclose(f);
+    return start;
+}
+
+struct open_how_v0 {
+    uint64_t flags, mode, resolve;
+};
+
+static int attack(const char *mode, const char *arg) {
+    if (!strcmp(mode, "ptrace-attach")) {
+        if (ptrace(PTRACE_ATTACH, (pid_t)atoi(arg), NULL, NULL) < 0)
+            return fail("ptrace");
+        return 0;
+    }
+    if (!strcmp(mode, "vm-read") || !strcmp(mode, "mem-read")) {
+        unsigned long at = stack_of(arg);
+        if (!at)
+            return fail("no stack mapping");
+        char buf[8];
+        if (mode[0] == 'v') {
+            struct iovec l = {buf, 8}, r = {(void *)at, 8};
+            if (process_vm_readv((pid_t)atoi(arg), &l, 1, &r, 1, 0) != 8)
+                return fail("process_vm_readv");
+            return 0;
+        }
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%s/mem", arg);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            return fail(path);
+        if (pread(fd, buf, 8, (off_t)at) != 8)
+            return fail("pread");
+        return 0;
+    }
+    if (!strcmp(mode, "pidfd-kill")) {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%s", arg);
+        int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+            return fail(path);
+        if (syscall(__NR_pidfd_send_signal, fd, SIGKILL, NULL, 0) < 0)
+            return fail("pidfd_send_signal");
+        return 0;
+    }
+    if (!strcmp(mode, "set-cap")) {
+        /* vfs_cap_data revision 2: CAP_NET_RAW (13) permitted. */
+        uint32_t cap[5] = {0x02000000, 1u << 13, 0, 0, 0};
+        if (setxattr(arg, "security.capability", cap, sizeof cap, 0) < 0)
+            return fail("setxattr");
+        return 0;
+    }
+    if (!strcmp(mode, "has-cap")) {
+        char v[64];
+        if (getxattr(arg, "security.capability", v, sizeof v) < 0)
+            return fail("getxattr");
+        return 0;
+    }
+    if (!strcmp(mode, "openat2-trunc-cold")) {
+        char tmpl[] = "/tmp/covhelper-how-XXXXXX";
+        int t = mkstemp(tmpl);
+        if (t < 0)
+            return fail("mkstemp");
+        unlink(tmpl);
+        struct open_how_v0 how = {O_WRONLY | O_TRUNC, 0, 0};
+        char page[4096];
+        memset(page, 0, sizeof page);
+        memcpy(page, &how, sizeof how);
+        if (write(t, page, sizeof page) != (ssize_t)sizeof page)
+            return fail("write");
+        /* Not touched by this process: the kernel faults it in. */
+        void *p = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, t, 0);
+        if (p == MAP_FAILED)
+            return fail("mmap");
+        if (syscall(__NR_openat2, AT_FDCWD, arg, p, sizeof how) < 0)
+            return fail("openat2");
+        return 0;
+    }
+    if (!strcmp(mode, "handle-trunc")) {
+        struct {
+            struct file_handle fh;
+            unsigned char bytes[128];
+        } h;
+        h.fh.handle_bytes = 128;
+        int mnt;
+        if (name_to_handle_at(AT_FDCWD, arg, &h.fh, &mnt, 0) < 0)
+            return fail("name_to_handle_at");
+        int dir = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (open_by_handle_at(dir, &h.fh, O_WRONLY | O_TRUNC) < 0)
+            return fail("open_by_handle_at");
+        return 0;
+    }
+    if (!strcmp(mode, "int80-unlink")) {
+        char *buf = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_32BIT, -1, 0);
+        if (buf == MAP_FAILED)
+            return fail("mmap");
+        strncpy(buf, arg, 4095);
+        long ret;
+        __asm__ volatile("int $0x80" : "=a"(ret) : "a"(10L), "b"((long)(uintptr_t)buf) : "memory");
+        if (ret < 0) {
+            errno = (int)-ret;
+            return fail("int 0x80 unlink");
+        }
+        return 0;
+    }
+    return -1;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2)
         goto usage;
@@ -169,6 +304,11 @@ int main(int argc, char **argv) {
         if (syscall(__NR_unlink, p) < 0)
             return fail("unlink");
         return 0;
+    }
+    if (argc == 3) {
+        int r = attack(mode, argv[2]);
+        if (r >= 0)
+            return r;
     }
 usage:
     fprintf(stderr, "usage: covhelper MODE ARGS... (see tests/coverage/helper.c)\n");
