@@ -1,35 +1,49 @@
 # The red-team suite's attacks (monitor/tests/adversarial.rs, same names)
 # under `abm run --enforce --enforce-backend lsm`, as root in the watched
-# tree. Each prints
+# tree. Each attack prints
 #   ABM-VM-ATTACK <name>|<outcome>
 # (blocked, detected, recorded, missed), which `cargo xtask vm-test` writes
-# into the BPF LSM column of docs/security.md, and a test line that passes
-# when the outcome is the one expected here. Attacks that need python3 (not
-# in the VM) are left out.
+# into docs/security.md, and a test line that passes when the outcome is
+# the one expected here. The attacks that need python3 (not in the VM) are
+# left out; C helpers (covhelper) stand in for the other python snippets.
+#
+# Loading the programs takes long under TCG, so the attacks that leave abm
+# and its trace alone share one run (each on files of its own); those that
+# kill abm or damage the trace get a run each.
 ADV=/tmp/adv
 mkdir -p $ADV
-adv_n=0
 H=/tests/bin/covhelper
-# attack NAME EXPECT EFFECT SHOWS SCRIPT
-#   EFFECT: `unsealed` (abm died), `broken` (abm verify fails) or a shell
-#   test, run in the workspace, that holds when the attack worked.
-#   SHOWS: the path (relative to the workspace, or TDIR) a record names
-#   when the attack worked, or -.
-attack() {
-    name=$1 expect=$2 effect=$3 shows=$4 script=$5
-    adv_n=$((adv_n + 1))
-    W=$ADV/ws$adv_n
-    TDIR=$ADV/traces$adv_n
+export H
+
+# adv_run NAME SCRIPT: runs SCRIPT in workspace $ADV/NAME (with protected/
+# files k1..k13, f1..f13 and a directory d5 holding a key), trace in
+# $ADV/NAME.t/run.jsonl.
+adv_run() {
+    W=$ADV/$1
+    TDIR=$ADV/$1.t
     TRACE=$TDIR/run.jsonl
-    mkdir -p $W/protected/sub $TDIR
-    echo key > $W/protected/key
-    echo data > $W/protected/f
-    export TRACE TDIR H
+    mkdir -p $W/protected/d5 $TDIR
+    for i in 1 2 3 4 6 7 8 9 11 12 13; do
+        echo key > $W/protected/k$i
+        echo data > $W/protected/f$i
+    done
+    echo key > $W/protected/d5/key
+    export TRACE TDIR
     (cd $W && abm run --enforce --enforce-backend lsm --policy /tests/adversarial.toml \
-        --workspace $W --trace $TRACE --format jsonl -q --linger 0 -- sh -c "$script") \
-        > $ADV/out$adv_n 2>&1
+        --workspace $W --trace $TRACE --format jsonl -q --linger 0 -- sh -c "$2") \
+        > $ADV/$1.out 2>&1
     T=$TRACE
     [ -e "$T" ] || T=$TDIR.moved/run.jsonl
+}
+
+adv_n=0
+# judge NAME EXPECT EFFECT SHOWS: after adv_run. EFFECT: `unsealed` (abm
+# died), `broken` (abm verify fails) or a shell test, run in the
+# workspace, that holds when the attack worked. SHOWS: the path (relative
+# to the workspace, or TDIR) a record names when the attack worked, or -.
+judge() {
+    name=$1 expect=$2 effect=$3 shows=$4
+    adv_n=$((adv_n + 1))
     worked=0
     case $effect in
         unsealed) tail -n 1 "$T" | grep -q '"type":"seal"' || worked=1 ;;
@@ -53,39 +67,63 @@ attack() {
         fi
     fi
     echo "ABM-VM-ATTACK $name|$outcome"
+    if [ "$outcome" != "$expect" ]; then
+        sed 's/^/ABM-VM-INFO   /' "$W.out" | tail -n 30
+    fi
     t "adv-$adv_n" "$name: $outcome (expected $expect)" [ "$outcome" = "$expect" ]
 }
 
-attack "kill -9 abm (the tree's parent)" blocked unsealed - 'kill -9 $PPID; sleep 1'
-attack "ptrace(PTRACE_ATTACH, abm)" blocked 'test -e owned' - '$H ptrace-attach $PPID && touch owned'
-attack "process_vm_readv of abm's memory" blocked 'test -e owned' - '$H vm-read $PPID && touch owned'
-attack "read abm's memory through /proc/<abm pid>/mem" blocked 'test -e owned' - '$H mem-read $PPID && touch owned'
-attack "open /proc/<abm pid>/mem for writing" blocked 'test -e owned' - '( exec 3<>/proc/$PPID/mem ) && touch owned'
-attack "reach abm's descriptors (trace, anchor) through /proc/<abm pid>/fd" blocked 'test -e owned' - \
-    'for f in /proc/$PPID/fd/*; do readlink "$f" >/dev/null && touch owned; done; true'
-attack "pidfd_send_signal(SIGKILL) on a descriptor of /proc/<abm pid>" blocked unsealed - '$H pidfd-kill $PPID; sleep 1'
-attack "hard link to the trace, then truncate the link" blocked broken - 'ln "$TRACE" h && : > h'
-attack "chattr -a the trace, then truncate it" blocked broken - 'chattr -a "$TRACE" && : > "$TRACE"'
-attack "truncate the trace through /proc/self/fd/N" blocked broken - \
-    'exec 3<"$TRACE"; chattr -a "$TRACE"; : > /proc/self/fd/3'
-attack "rename the trace's directory" recorded 'test ! -e "$TDIR"' TDIR 'mv "$TDIR" "$TDIR.moved"'
-attack "rm /proc/self/cwd/protected/key" blocked 'test ! -e protected/key' protected/key 'rm /proc/self/cwd/protected/key'
-attack ": > /proc/self/fd/N (reopen for truncation)" blocked 'test ! -s protected/f' protected/f \
-    'exec 3<protected/f; : > /proc/self/fd/3'
-attack ": > link (symlink to a protected file)" blocked 'test ! -s protected/f' protected/f 'ln -s protected/f link && : > link'
-attack "chmod 000 link (symlink to a protected file)" blocked 'test "$(stat -c %a protected/f)" = 0' protected/f \
-    'ln -s protected/f link && chmod 000 link'
-attack "mv protected moved; rm moved/key (rename an ancestor)" blocked \
-    'test ! -e protected/key && test ! -e moved/key' moved/key 'mv protected moved && rm moved/key'
-attack "chattr +i on a protected file" recorded 'lsattr protected/f | cut -c1-20 | grep -q i' protected/f 'chattr +i protected/f'
-attack "touch -d 2001-01-01 (timestamp forgery)" recorded 'test "$(stat -c %Y protected/f)" -lt 1000000000' protected/f \
-    'touch -d "2001-01-01 00:00:00" protected/f'
-attack "setxattr security.capability (file capability)" recorded '$H has-cap protected/f' protected/f '$H set-cap protected/f'
-attack "ln protected/f (hard link around a path rule)" recorded 'test -e hardlink' protected/f 'ln protected/f hardlink'
-attack "ln -s into a protected directory" recorded 'test -L protected/evil' protected/evil 'ln -s /etc/passwd protected/evil'
-attack "openat2(O_TRUNC) with open_how in an unfaulted page" blocked 'test ! -s protected/f' protected/f \
-    '$H openat2-trunc-cold protected/f'
-attack "open_by_handle_at(O_TRUNC)" blocked 'test ! -s protected/f' - '$H handle-trunc protected/f'
-attack "unlink through int 0x80 (32-bit compat syscall)" blocked 'test ! -e protected/key' protected/key \
-    '$H int80-unlink protected/key'
-for f in $ADV/ws*/protected; do chattr -R -i "$f" 2>/dev/null; done
+adv_run kill 'kill -9 $PPID; sleep 1'
+judge "kill -9 abm (the tree's parent)" blocked unsealed -
+
+adv_run main '
+( $H ptrace-attach $PPID && touch owned-ptrace )
+( $H vm-read $PPID && touch owned-vmread )
+( $H mem-read $PPID && touch owned-memread )
+( exec 3<>/proc/$PPID/mem ) && touch owned-memwrite
+for f in /proc/$PPID/fd/*; do readlink "$f" >/dev/null && touch owned-fd; done
+( rm /proc/self/cwd/protected/k1 )
+( exec 3<protected/f2; : > /proc/self/fd/3 )
+( ln -s protected/f3 link3 && : > link3 )
+( ln -s protected/f4 link4 && chmod 000 link4 )
+( mv protected/d5 moved5 && rm moved5/key )
+( chattr +i protected/f6 )
+( touch -d "2001-01-01 00:00:00" protected/f7 )
+( $H set-cap protected/f8 )
+( ln protected/f9 hardlink9 )
+( ln -s /etc/passwd protected/evil10 )
+( $H openat2-trunc-cold protected/f11 )
+( $H handle-trunc protected/f12 )
+( $H int80-unlink protected/k13 )
+mv "$TDIR" "$TDIR.moved"
+true'
+judge "ptrace(PTRACE_ATTACH, abm)" blocked 'test -e owned-ptrace' -
+judge "process_vm_readv of abm's memory" blocked 'test -e owned-vmread' -
+judge "read abm's memory through /proc/<abm pid>/mem" blocked 'test -e owned-memread' -
+judge "open /proc/<abm pid>/mem for writing" blocked 'test -e owned-memwrite' -
+judge "reach abm's descriptors (trace, anchor) through /proc/<abm pid>/fd" blocked 'test -e owned-fd' -
+judge "rm /proc/self/cwd/protected/key" blocked 'test ! -e protected/k1' protected/k1
+judge ": > /proc/self/fd/N (reopen for truncation)" blocked 'test ! -s protected/f2' protected/f2
+judge ": > link (symlink to a protected file)" blocked 'test ! -s protected/f3' protected/f3
+judge "chmod 000 link (symlink to a protected file)" blocked 'test "$(stat -c %a protected/f4)" = 0' protected/f4
+judge "mv protected moved; rm moved/key (rename an ancestor)" blocked \
+    'test ! -e protected/d5/key && test ! -e moved5/key' moved5/key
+judge "chattr +i on a protected file" blocked 'lsattr protected/f6 | cut -c1-16 | grep -q i' protected/f6
+judge "touch -d 2001-01-01 (timestamp forgery)" recorded 'test "$(stat -c %Y protected/f7)" -lt 1000000000' protected/f7
+judge "setxattr security.capability (file capability)" recorded '$H has-cap protected/f8' protected/f8
+judge "ln protected/f (hard link around a path rule)" recorded 'test -e hardlink9' protected/f9
+judge "ln -s into a protected directory" recorded 'test -L protected/evil10' protected/evil10
+judge "openat2(O_TRUNC) with open_how in an unfaulted page" blocked 'test ! -s protected/f11' protected/f11
+judge "open_by_handle_at(O_TRUNC)" blocked 'test ! -s protected/f12' -
+judge "unlink through int 0x80 (32-bit compat syscall)" blocked 'test ! -e protected/k13' protected/k13
+judge "rename the trace's directory" recorded 'test ! -e "$TDIR"' TDIR
+
+adv_run pidfd '$H pidfd-kill $PPID; sleep 1'
+judge "pidfd_send_signal(SIGKILL) on a descriptor of /proc/<abm pid>" blocked unsealed -
+adv_run link 'ln "$TRACE" h && : > h'
+judge "hard link to the trace, then truncate the link" blocked broken -
+adv_run chattr 'chattr -a "$TRACE" && : > "$TRACE"'
+judge "chattr -a the trace, then truncate it" blocked broken -
+adv_run procfd 'exec 3<"$TRACE"; chattr -a "$TRACE"; : > /proc/self/fd/3'
+judge "truncate the trace through /proc/self/fd/N" blocked broken -
+chattr -R -i $ADV 2>/dev/null
