@@ -36,7 +36,7 @@ const KERNELS: &[(&str, &str)] = &[
 /// Time limit of one VM (TCG is slow: loading the BPF programs takes most
 /// of it; two VMs share the machine's cores). `ABM_VM_TIMEOUT` (seconds)
 /// overrides it; `ABM_VM_KERNELS` (labels) limits the run to some kernels.
-const TIMEOUT: Duration = Duration::from_secs(1200);
+const TIMEOUT: Duration = Duration::from_secs(1800);
 
 /// `no_timer_check`: under TCG on a loaded host the kernel's check of the
 /// 8254 timer through the IO-APIC can time out and panic at boot ("IO-APIC
