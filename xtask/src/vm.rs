@@ -365,7 +365,10 @@ fn write_attack_table(attacks: &[(String, Vec<(String, String)>)]) -> Result<()>
     let new = format!("{}{t}{}", &text[..b + begin.len()], &text[e..]);
     if new != text {
         fs::write(&doc, new).with_context(|| format!("writing {}", doc.display()))?;
-        eprintln!("xtask: wrote the BPF LSM attack table into {}", doc.display());
+        eprintln!(
+            "xtask: wrote the BPF LSM attack table into {}",
+            doc.display()
+        );
     }
     Ok(())
 }
@@ -442,7 +445,7 @@ pub fn vm_test() -> Result<()> {
             };
             row.push((r.label.to_owned(), outcome.trim().to_owned()));
         }
-        complete &= any && r.done;
+        complete &= any;
         let tests: Vec<&String> = r
             .lines
             .iter()
@@ -488,7 +491,10 @@ pub fn vm_test() -> Result<()> {
     for s in &summary {
         eprintln!("xtask: vm {s}");
     }
-    if complete && failures.is_empty() {
+    // Every kernel booted and reported attacks: their outcomes are facts
+    // even when other tests failed (an attack a VM did not reach says "not
+    // run").
+    if complete {
         write_attack_table(&attacks)?;
     }
     eprintln!(
