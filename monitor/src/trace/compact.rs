@@ -217,10 +217,7 @@ pub(crate) fn is_one_field(f: &[u8]) -> bool {
             b'"' => {
                 i += 1;
                 loop {
-                    match f[i.min(f.len())..]
-                        .iter()
-                        .position(|&c| c == b'"' || c == b'\\')
-                    {
+                    match memchr::memchr2(b'"', b'\\', &f[i.min(f.len())..]) {
                         Some(n) if f[i + n] == b'\\' => i += n + 2,
                         Some(n) => {
                             i += n;
@@ -262,7 +259,7 @@ impl<'a> Iterator for Fields<'a> {
                     // Skip the string: to the next quote not escaped.
                     i += 1;
                     while i < body.len() {
-                        match body[i..].iter().position(|&c| c == b'"' || c == b'\\') {
+                        match memchr::memchr2(b'"', b'\\', &body[i..]) {
                             Some(n) if body[i + n] == b'\\' => i += n + 2,
                             Some(n) => {
                                 i += n;

@@ -19,12 +19,12 @@ use super::super::TraceError;
 pub(super) const MAX_THREADS: usize = 4;
 /// Pieces read ahead of the one being checked, per worker.
 const AHEAD_PER_WORKER: usize = 4;
-/// Bytes of pieces read before workers are started (they are checked on
-/// the calling thread).
+/// Bytes of records (JSON lines, or a block's stored records) read before
+/// workers are started (they are checked on the calling thread).
 const INLINE_BYTES: u64 = 2 << 20;
 /// Bytes of rebuilt lines a worker holds at once for one compact block (a
 /// large block is checked in parts of about this size).
-const REBUILT_BYTES: usize = 4 << 20;
+const REBUILT_BYTES: usize = 256 << 10;
 
 /// An event record in the canonical layout, as a worker left it.
 pub(super) struct EventItem {
@@ -218,7 +218,8 @@ impl Pipeline<'_, '_> {
             };
             let size = match &piece {
                 Piece::Lines(text) => text.len(),
-                Piece::Block(b) => b.data.len(),
+                // Blocks count by their records' bytes, as lines do.
+                Piece::Block(b) => b.header.stored_len as usize,
                 Piece::Truncated(_) | Piece::BadHeader { .. } => {
                     self.read_all = true;
                     self.queue.push_back(Slot::End(piece));
@@ -281,7 +282,7 @@ fn check_piece(
             let mut bodies = BodyChecker::default();
             let mut rest: &[u8] = &text;
             out.items.reserve(text.len() / 512);
-            while let Some(n) = rest.iter().position(|&c| c == b'\n') {
+            while let Some(n) = memchr::memchr(b'\n', rest) {
                 check_line(&rest[..n], None, None, hasher, &mut bodies, &mut out);
                 rest = &rest[n + 1..];
             }
