@@ -206,6 +206,14 @@ pub(crate) fn split_fields(body: &[u8]) -> Fields<'_> {
     }
 }
 
+/// The field of [`split_fields`] that starts at `at` (a field start of
+/// `body`), and where the next one starts (`None` after the last).
+pub(crate) fn field_at(body: &[u8], at: usize) -> (&[u8], Option<usize>) {
+    let mut f = Fields { body, at: Some(at) };
+    let field = f.next().unwrap_or_default();
+    (field, f.at)
+}
+
 /// True when `f` is exactly one field of [`split_fields`] wherever it
 /// stands in a body: no top-level comma in it, and it ends outside strings,
 /// objects and arrays (so the fields around it are split the same).

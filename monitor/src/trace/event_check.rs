@@ -437,6 +437,9 @@ pub(crate) struct BodyChecker<'a> {
     /// The keys of `last`, with their declared types.
     last_keys: Vec<(&'a [u8], Option<FieldType>)>,
     fields: Vec<(&'a [u8], u32)>,
+    /// Per field of `fields`: known to be the same bytes as the field of
+    /// `last` at the same place.
+    as_last: Vec<bool>,
     keys: Vec<(&'a [u8], Option<FieldType>)>,
     /// The fields left to serde: key and value text.
     decoded: Vec<(&'a str, &'a [u8])>,
@@ -461,10 +464,48 @@ fn same(a: (&[u8], u32), b: (&[u8], u32)) -> bool {
 impl<'a> BodyChecker<'a> {
     /// Checks one body; the result is the full decoder's.
     pub(crate) fn check(&mut self, body: &'a [u8]) -> Result<FactsRef<'a>, String> {
-        self.fields.clear();
-        self.fields
-            .extend(super::compact::split_fields(body).map(|f| (f, NO_ID)));
+        self.split_like_last(body);
         self.check_split(body)
+    }
+
+    /// Splits `body` into `fields` as [`split_fields`] does, sparing the
+    /// scan of the fields that are the same as the last valid body's.
+    ///
+    /// Every field of a valid body is `"key":` and a complete JSON value,
+    /// so [`split_fields`], starting a field on the same bytes, ends them
+    /// outside any string and at depth 0: when those bytes are followed by
+    /// a comma or the end of the body, that is where it ends the field too.
+    ///
+    /// [`split_fields`]: super::compact::split_fields
+    fn split_like_last(&mut self, body: &'a [u8]) {
+        self.fields.clear();
+        self.as_last.clear();
+        if body.is_empty() {
+            return;
+        }
+        let mut at = 0;
+        loop {
+            let i = self.fields.len();
+            if let Some(&(last, _)) = self.last.get(i) {
+                let end = at + last.len();
+                if body.get(at..end) == Some(last) && body.get(end).is_none_or(|&c| c == b',') {
+                    self.fields.push((&body[at..end], NO_ID));
+                    self.as_last.push(true);
+                    if end == body.len() {
+                        return;
+                    }
+                    at = end + 1;
+                    continue;
+                }
+            }
+            let (f, next) = super::compact::field_at(body, at);
+            self.fields.push((f, NO_ID));
+            self.as_last.push(false);
+            match next {
+                Some(n) => at = n,
+                None => return,
+            }
+        }
     }
 
     /// [`check`](Self::check) of a body already split into its fields
@@ -478,6 +519,7 @@ impl<'a> BodyChecker<'a> {
     ) -> Result<FactsRef<'a>, String> {
         self.fields.clear();
         self.fields.extend_from_slice(fields);
+        self.as_last.clear();
         self.check_split(body)
     }
 
@@ -512,7 +554,8 @@ impl<'a> BodyChecker<'a> {
         for i in 0..self.fields.len() {
             let f = self.fields[i];
             let (key, value);
-            if self.last.get(i).is_some_and(|&l| same(f, l)) {
+            let as_last = self.as_last.get(i).copied().unwrap_or(false);
+            if as_last || self.last.get(i).is_some_and(|&l| same(f, l)) {
                 // The same field as in the last valid body: the same key.
                 let k = self.last_keys[i];
                 self.keys.push(k);
@@ -774,6 +817,35 @@ mod tests {
             assert_eq!(quick, decode_full(body, &mut Vec::new()));
         }
         assert!(c.check(&bad).is_err());
+        // After any body, any other is split exactly as `split_fields`
+        // splits it (the fields the same as the last valid body's are not
+        // scanned again).
+        let more = [
+            format!("{base},\"path2\":\"x\""),
+            format!("{base}x"),
+            format!("{base},"),
+            format!("{base}\",\"a\":\"b"),
+            format!("{base}}}"),
+            format!("{base}]"),
+            base.replace("\"op\":\"unlink\"", "\"op\":\"unlink\"x"),
+            base.replace("\"op\":\"unlink\"", "\"op\":[\"unlink\""),
+            base.replace(",\"syscall\"", "\",\"syscall\""),
+        ];
+        let mut c = BodyChecker::default();
+        for a in cases.iter().chain(&more) {
+            for b in cases.iter().chain(&more) {
+                let _ = c.check(a.as_bytes());
+                c.split_like_last(b.as_bytes());
+                let want: Vec<&[u8]> = crate::trace::compact::split_fields(b.as_bytes()).collect();
+                let got: Vec<&[u8]> = c.fields.iter().map(|f| f.0).collect();
+                assert_eq!(got, want, "{a}\n{b}");
+                assert_eq!(
+                    c.check(b.as_bytes()).map(FactsRef::owned),
+                    decode_full(b.as_bytes(), &mut Vec::new()),
+                    "{a}\n{b}"
+                );
+            }
+        }
         assert!(decode_full(cases[4].as_bytes(), &mut Vec::new())
             .unwrap_err()
             .contains("missing field `comm`"));
