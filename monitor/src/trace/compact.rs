@@ -206,6 +206,14 @@ pub(crate) fn split_fields(body: &[u8]) -> Fields<'_> {
     }
 }
 
+/// The field of [`split_fields`] that starts at `at` (a field start of
+/// `body`), and where the next one starts (`None` after the last).
+pub(crate) fn field_at(body: &[u8], at: usize) -> (&[u8], Option<usize>) {
+    let mut f = Fields { body, at: Some(at) };
+    let field = f.next().unwrap_or_default();
+    (field, f.at)
+}
+
 /// True when `f` is exactly one field of [`split_fields`] wherever it
 /// stands in a body: no top-level comma in it, and it ends outside strings,
 /// objects and arrays (so the fields around it are split the same).
@@ -217,10 +225,7 @@ pub(crate) fn is_one_field(f: &[u8]) -> bool {
             b'"' => {
                 i += 1;
                 loop {
-                    match f[i.min(f.len())..]
-                        .iter()
-                        .position(|&c| c == b'"' || c == b'\\')
-                    {
+                    match memchr::memchr2(b'"', b'\\', &f[i.min(f.len())..]) {
                         Some(n) if f[i + n] == b'\\' => i += n + 2,
                         Some(n) => {
                             i += n;
@@ -262,7 +267,7 @@ impl<'a> Iterator for Fields<'a> {
                     // Skip the string: to the next quote not escaped.
                     i += 1;
                     while i < body.len() {
-                        match body[i..].iter().position(|&c| c == b'"' || c == b'\\') {
+                        match memchr::memchr2(b'"', b'\\', &body[i..]) {
                             Some(n) if body[i + n] == b'\\' => i += n + 2,
                             Some(n) => {
                                 i += n;

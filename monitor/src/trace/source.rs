@@ -270,7 +270,7 @@ impl PieceLines {
         match self {
             PieceLines::Plain { text, at } => {
                 let rest = &text[*at..];
-                let Some(n) = rest.iter().position(|&c| c == b'\n') else {
+                let Some(n) = memchr::memchr(b'\n', rest) else {
                     return Ok(false);
                 };
                 out.extend_from_slice(&rest[..n]);
@@ -350,7 +350,7 @@ impl PieceReader {
                 &mut buf,
             )
             .map_err(|e| TraceError::io(&self.path, "read", e))?;
-            let Some(nl) = buf[before..].iter().rposition(|&c| c == b'\n') else {
+            let Some(nl) = memchr::memrchr(b'\n', &buf[before..]) else {
                 if got == 0 {
                     // The end: what is left is an incomplete line.
                     let cut = Piece::Truncated(Cut {

@@ -5,14 +5,13 @@
 //! threads (rebuilding, digests, event bodies); `header` checks the header
 //! and the seal.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::Value;
 
 use super::anchor::{self, AnchorPoint};
 use super::compact::{self, LineParts};
-use super::event_check::{decode_full, EventFacts};
+use super::event_check::decode_full;
 use super::format::{self, ChainAlg, Hasher, Split, DIGEST_LEN, ZERO_DIGEST};
 use super::read::{decode_body, take_envelope};
 use super::report::EventTime;
@@ -21,6 +20,7 @@ use super::{
     key_id, Authentication, Header, Next, Problem, ProblemKind, SealRecord, TraceError,
     TraceReader, TraceRecord, TruncatedTail, VerifyReport, VerifyStatus,
 };
+use crate::record::Op;
 
 mod header;
 mod pipeline;
@@ -66,7 +66,10 @@ struct Verifier<'k> {
     last_ktime: Option<u64>,
     /// Events by operation, folded into the report at the end (no
     /// allocation per event).
-    ops: BTreeMap<&'static str, u64>,
+    ops: Vec<(Option<Op>, u64)>,
+    /// The seq and ktime of the last event counted, and its time.
+    last_event: Option<(u64, u64)>,
+    last_time: String,
     /// The seq an anchor names, and the digest the trace holds there.
     anchor_seq: Option<u64>,
     anchor_found: Option<[u8; DIGEST_LEN]>,
@@ -132,7 +135,9 @@ fn walk(
         prev: ZERO_DIGEST,
         sealed_at: None,
         last_ktime: None,
-        ops: BTreeMap::new(),
+        ops: Vec::new(),
+        last_event: None,
+        last_time: String::new(),
         anchor_seq,
         anchor_found: None,
         report: VerifyReport::new(),
@@ -189,7 +194,7 @@ impl Verifier<'_> {
         mut next_seq: Option<u64>,
     ) -> Result<(VerifyReport, Option<[u8; DIGEST_LEN]>), TraceError> {
         while let Some(o) = pipe.next()? {
-            let (mut checked, resumes) = match o {
+            let (checked, resumes) = match o {
                 Ordered::Lines { checked, resumes } => (checked, resumes),
                 Ordered::Truncated(cut) => return Ok(self.end(Some(cut.report(lines + 1)))),
                 Ordered::BadHeader { offset, reason } => {
@@ -199,9 +204,9 @@ impl Verifier<'_> {
             };
             for i in 0..checked.items.len() {
                 lines += 1;
-                let r = match &mut checked.items[i] {
-                    Item::Event(e) => self.check_item(lines, e),
-                    &mut Item::Other { start, end } => {
+                let r = match &checked.items[i] {
+                    Item::Event(e) => self.check_item(lines, e, &checked),
+                    &Item::Other { start, end } => {
                         self.check_line(lines, checked.other(start, end))
                     }
                 };
@@ -340,7 +345,15 @@ impl Verifier<'_> {
     /// Moves the counts kept during the walk into the report.
     fn fold(&mut self) {
         for (op, n) in std::mem::take(&mut self.ops) {
+            let op = op.map_or("unknown", |o| o.name());
             *self.report.events_by_op.entry(op.to_owned()).or_insert(0) += n;
+        }
+        if let Some((seq, ktime_ns)) = self.last_event.take() {
+            self.report.last_event = Some(EventTime {
+                seq,
+                time: std::mem::take(&mut self.last_time),
+                ktime_ns,
+            });
         }
         if self.report.records > 0 {
             self.report.final_digest = Some(hex::encode(self.prev));
@@ -480,7 +493,9 @@ impl Verifier<'_> {
             .map_err(|why| problem(line_no, seq, ProblemKind::Malformed, why))?;
         match record {
             TraceRecord::Header(_) => unreachable!("handled above"),
-            TraceRecord::Event { seq, action } => self.count_event(seq, action.into()),
+            TraceRecord::Event { seq, action } => {
+                self.count_event(seq, action.op, action.ktime_ns, &action.time)
+            }
             TraceRecord::Loss { loss, .. } => {
                 let r = &mut self.report;
                 r.loss_records += 1;
@@ -513,23 +528,37 @@ impl Verifier<'_> {
         self.check_position(line_no, prefix, &hash, "event", p.seq, &p.prev)?;
         let facts = decode_full(p.body, &mut Vec::new())
             .map_err(|why| problem(line_no, Some(p.seq), ProblemKind::Malformed, why))?;
-        self.count_event(p.seq, facts);
+        self.count_event(p.seq, facts.op, facts.ktime_ns, &facts.time);
         self.accept(hash);
         Ok(())
     }
 
     /// An event record prepared by the pipeline (most records): the checks
     /// of [`check_event`](Self::check_event), with the digest and the body
-    /// already worked out. Takes the item's facts.
-    fn check_item(&mut self, line_no: u64, e: &mut EventItem) -> Result<(), Fail> {
+    /// already worked out.
+    fn check_item(
+        &mut self,
+        line_no: u64,
+        e: &EventItem,
+        checked: &pipeline::Checked,
+    ) -> Result<(), Fail> {
         if let Some(seal_line) = self.sealed_at {
             return Err(after_seal(line_no, Some(e.seq), seal_line));
         }
         let digest = e.digest;
         self.check_position_with(line_no, &e.hash, "event", e.seq, &e.prev, |_| digest)?;
-        let facts = std::mem::replace(&mut e.facts, Err(String::new()))
-            .map_err(|why| problem(line_no, Some(e.seq), ProblemKind::Malformed, why))?;
-        self.count_event(e.seq, facts);
+        let facts = match &e.facts {
+            Ok(f) => f,
+            Err(why) => {
+                return Err(problem(
+                    line_no,
+                    Some(e.seq),
+                    ProblemKind::Malformed,
+                    why.clone(),
+                ))
+            }
+        };
+        self.count_event(e.seq, facts.op, facts.ktime_ns, checked.time(facts));
         self.accept(e.hash);
         Ok(())
     }
@@ -619,31 +648,37 @@ impl Verifier<'_> {
         Ok(())
     }
 
-    fn count_event(&mut self, seq: u64, action: EventFacts) {
-        {
-            let r = &mut self.report;
-            r.events += 1;
-            let op = action.op.map_or("unknown", |o| o.name());
-            *self.ops.entry(op).or_insert(0) += 1;
-            let k = action.ktime_ns;
-            if self.last_ktime.is_some_and(|last| k < last) {
-                r.ktime_regressions += 1;
+    fn count_event(&mut self, seq: u64, op: Option<Op>, k: u64, time: &str) {
+        let r = &mut self.report;
+        r.events += 1;
+        let n = match self.ops.iter_mut().find(|(o, _)| *o == op) {
+            Some((_, n)) => n,
+            None => {
+                self.ops.push((op, 0));
+                &mut self.ops.last_mut().expect("just pushed").1
             }
-            self.last_ktime = Some(k);
-            r.ktime_span_ns = Some(match r.ktime_span_ns {
-                None => (k, k),
-                Some((lo, hi)) => (lo.min(k), hi.max(k)),
-            });
-            let t = EventTime {
-                seq,
-                time: action.time,
-                ktime_ns: k,
-            };
-            if r.first_event.is_none() {
-                r.first_event = Some(t.clone());
-            }
-            r.last_event = Some(t);
+        };
+        *n += 1;
+        if self.last_ktime.is_some_and(|last| k < last) {
+            r.ktime_regressions += 1;
         }
+        self.last_ktime = Some(k);
+        r.ktime_span_ns = Some(match r.ktime_span_ns {
+            None => (k, k),
+            Some((lo, hi)) => (lo.min(k), hi.max(k)),
+        });
+        if r.first_event.is_none() {
+            r.first_event = Some(EventTime {
+                seq,
+                time: time.to_owned(),
+                ktime_ns: k,
+            });
+        }
+        // The last event's time is kept in a reused buffer and put into
+        // the report at the end (no allocation per event).
+        self.last_event = Some((seq, k));
+        self.last_time.clear();
+        self.last_time.push_str(time);
     }
 
     fn accept(&mut self, hash: [u8; DIGEST_LEN]) {

@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 use std::sync::{mpsc, Mutex};
 
 use super::super::compact::{self, FieldRef};
-use super::super::event_check::{BodyChecker, EventFacts};
+use super::super::event_check::BodyChecker;
 use super::super::format::{Hasher, DIGEST_LEN};
 use super::super::source::{Cut, Piece, PieceDamage, PieceLines, PieceReader};
 use super::super::TraceError;
@@ -19,12 +19,12 @@ use super::super::TraceError;
 pub(super) const MAX_THREADS: usize = 4;
 /// Pieces read ahead of the one being checked, per worker.
 const AHEAD_PER_WORKER: usize = 4;
-/// Bytes of pieces read before workers are started (they are checked on
-/// the calling thread).
+/// Bytes of records (JSON lines, or a block's stored records) read before
+/// workers are started (they are checked on the calling thread).
 const INLINE_BYTES: u64 = 2 << 20;
 /// Bytes of rebuilt lines a worker holds at once for one compact block (a
 /// large block is checked in parts of about this size).
-const REBUILT_BYTES: usize = 4 << 20;
+const REBUILT_BYTES: usize = 256 << 10;
 
 /// An event record in the canonical layout, as a worker left it.
 pub(super) struct EventItem {
@@ -33,7 +33,15 @@ pub(super) struct EventItem {
     pub(super) hash: [u8; DIGEST_LEN],
     /// The digest of the line (when the chain is checked in full).
     pub(super) digest: Option<[u8; DIGEST_LEN]>,
-    pub(super) facts: Result<EventFacts, String>,
+    pub(super) facts: Result<ItemFacts, String>,
+}
+
+/// What the verifier reads of a valid event body; its `time` is
+/// `texts[time.0..time.1]` of the [`Checked`].
+pub(super) struct ItemFacts {
+    pub(super) op: Option<crate::record::Op>,
+    pub(super) ktime_ns: u64,
+    pub(super) time: (usize, usize),
 }
 
 /// One line of a piece.
@@ -51,6 +59,8 @@ pub(super) enum Item {
 pub(super) struct Checked {
     pub(super) items: Vec<Item>,
     pub(super) others: Vec<u8>,
+    /// The `time` texts of the events.
+    pub(super) texts: Vec<u8>,
     /// The lines stop early: the block is damaged from here on.
     pub(super) damage: Option<PieceDamage>,
     /// Compact form: the block's offset and first seq.
@@ -63,6 +73,12 @@ impl Checked {
     /// The bytes of an `Other` item.
     pub(super) fn other(&self, start: usize, end: usize) -> &[u8] {
         &self.others[start..end]
+    }
+
+    /// The `time` of an event's facts.
+    pub(super) fn time(&self, f: &ItemFacts) -> &str {
+        // The texts are copies of `str`s, cut at their ends.
+        std::str::from_utf8(&self.texts[f.time.0..f.time.1]).unwrap_or_default()
     }
 
     /// The seq of item `i`, for diagnostics (see `lenient_seq`).
@@ -202,7 +218,8 @@ impl Pipeline<'_, '_> {
             };
             let size = match &piece {
                 Piece::Lines(text) => text.len(),
-                Piece::Block(b) => b.data.len(),
+                // Blocks count by their records' bytes, as lines do.
+                Piece::Block(b) => b.header.stored_len as usize,
                 Piece::Truncated(_) | Piece::BadHeader { .. } => {
                     self.read_all = true;
                     self.queue.push_back(Slot::End(piece));
@@ -255,6 +272,7 @@ fn check_piece(
     let mut out = Checked {
         items: Vec::new(),
         others: Vec::new(),
+        texts: Vec::new(),
         damage: None,
         block: None,
         next_seq: None,
@@ -264,7 +282,7 @@ fn check_piece(
             let mut bodies = BodyChecker::default();
             let mut rest: &[u8] = &text;
             out.items.reserve(text.len() / 512);
-            while let Some(n) = rest.iter().position(|&c| c == b'\n') {
+            while let Some(n) = memchr::memchr(b'\n', rest) {
                 check_line(&rest[..n], None, None, hasher, &mut bodies, &mut out);
                 rest = &rest[n + 1..];
             }
@@ -372,7 +390,16 @@ fn check_line<'a>(
     let facts = match fields {
         Some(f) => bodies.check_fields(p.body, f),
         None => bodies.check(p.body),
-    };
+    }
+    .map(|f| {
+        let start = out.texts.len();
+        out.texts.extend_from_slice(f.time.as_bytes());
+        ItemFacts {
+            op: f.op,
+            ktime_ns: f.ktime_ns,
+            time: (start, out.texts.len()),
+        }
+    });
     out.items.push(Item::Event(EventItem {
         seq: p.seq,
         prev: p.prev,
