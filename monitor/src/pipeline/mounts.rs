@@ -509,7 +509,9 @@ fn ns_path(ev: &KernelEvent, raw_tag: u8, base_tag: u8) -> Option<Vec<u8>> {
         .field(base_tag)
         .map(|b| components_to_path(&b.data))
         .unwrap_or_else(|| b"/".to_vec());
-    Some(join(&base, &raw.data))
+    // A `/proc` link the kernel resolved: the rest is relative to its walk.
+    let raw = super::resolve::link_rest(ev, raw_tag).unwrap_or(&raw.data);
+    Some(join(&base, raw))
 }
 
 #[cfg(test)]

@@ -291,6 +291,174 @@ fn issues_of(f: &Field, out: &mut Vec<PathIssue>) {
     }
 }
 
+/// When the kernel resolved a link into the caller's own `/proc` entry at
+/// the start of path argument `raw_tag` (`LINK_REST`): the rest of the
+/// argument, relative to the object the link named (its walk is the base),
+/// without leading slashes; empty when the argument names that object.
+pub fn link_rest(ev: &KernelEvent, raw_tag: u8) -> Option<&[u8]> {
+    let rest_tag = if raw_tag == field_tag::RAW_PATH {
+        field_tag::LINK_REST
+    } else {
+        field_tag::LINK_REST2
+    };
+    let f = ev.field(rest_tag)?;
+    let off = u64::from_ne_bytes(f.data.as_slice().try_into().ok()?);
+    let raw = ev.field(raw_tag)?;
+    let rest = raw.data.get(usize::try_from(off).ok()?..)?;
+    let start = rest.iter().position(|&b| b != b'/').unwrap_or(rest.len());
+    Some(&rest[start..])
+}
+
+/// The identity in an identity field (`BASE_ID`, `FD_ID`, `OPENED_ID`):
+/// (`st_dev`, `st_ino`) as `stat` reports them.
+pub fn identity(f: &Field) -> Option<(u64, u64)> {
+    if f.flags & field_flags::READ_FAILED != 0 {
+        return None;
+    }
+    let b: &[u8; 16] = f.data.as_slice().try_into().ok()?;
+    let ino = u64::from_ne_bytes(b[..8].try_into().ok()?);
+    let kdev = u64::from_ne_bytes(b[8..].try_into().ok()?);
+    Some((user_dev(kdev), ino))
+}
+
+/// A device number in the kernel's internal encoding (`MKDEV`: major << 20
+/// | minor) as userspace's `st_dev` shows it.
+pub fn user_dev(kdev: u64) -> u64 {
+    libc::makedev((kdev >> 20) as u32, (kdev & 0xf_ffff) as u32)
+}
+
+/// Whether `rel` (a path relative to a directory) names an entry of that
+/// very directory: one component, not `.` or `..`.
+fn single_component(rel: &[u8]) -> bool {
+    let end = rel.iter().rposition(|&b| b != b'/').map_or(0, |i| i + 1);
+    let rel = &rel[..end];
+    !rel.is_empty() && !rel.contains(&b'/') && rel != b"." && rel != b".."
+}
+
+/// The identities the kernel sent with an entry record: the object's
+/// (`dev`, `ino`: the fd's file of an fd-based call, or the object a
+/// `/proc` link path names itself) and the directory's that holds the
+/// path's final component (`dir_dev`, `dir_ino`: the base the path is
+/// relative to, when it is one component below it).
+fn entry_identities(ev: &KernelEvent, a: &mut Action) {
+    if let Some((dev, ino)) = ev.field(field_tag::FD_ID).and_then(identity) {
+        (a.dev, a.ino) = (Some(dev), Some(ino));
+        return;
+    }
+    let Some(base) = ev.field(field_tag::BASE_ID).and_then(identity) else {
+        return;
+    };
+    let Some(raw) = ev
+        .field(field_tag::RAW_PATH)
+        .filter(|f| f.flags & field_flags::READ_FAILED == 0)
+    else {
+        return;
+    };
+    let rel = match link_rest(ev, field_tag::RAW_PATH) {
+        Some(rest) if rest.is_empty() => {
+            (a.dev, a.ino) = (Some(base.0), Some(base.1));
+            return;
+        }
+        Some(rest) => rest,
+        // An absolute path is relative to the root the base walked.
+        None => raw.data.strip_prefix(b"/").unwrap_or(&raw.data),
+    };
+    if single_component(rel) {
+        (a.dir_dev, a.dir_ino) = (Some(base.0), Some(base.1));
+    }
+}
+
+/// Whether a call given a path follows a symlink in its final component
+/// without returning an fd (so the kernel names no file it reached):
+/// truncate, chmod, chown, the utimes family and setxattr/removexattr
+/// unless told not to (`AT_SYMLINK_NOFOLLOW`, the `l*` variants), and
+/// linkat with `AT_SYMLINK_FOLLOW`.
+pub fn follows_final_link(nr: u32, flags: u64) -> bool {
+    use monitor_common::syscall_nr as n;
+    const AT_SYMLINK_NOFOLLOW: u64 = 0x100;
+    const AT_SYMLINK_FOLLOW: u64 = 0x400;
+    match nr {
+        n::TRUNCATE | n::CHMOD | n::FCHMODAT | n::CHOWN | n::UTIME | n::UTIMES | n::FUTIMESAT => {
+            true
+        }
+        n::SETXATTR | n::REMOVEXATTR => true,
+        n::FCHMODAT2 | n::FCHOWNAT | n::UTIMENSAT => flags & AT_SYMLINK_NOFOLLOW == 0,
+        n::LINKAT => flags & AT_SYMLINK_FOLLOW != 0,
+        _ => false,
+    }
+}
+
+/// For a call that followed a final symlink ([`follows_final_link`]): when
+/// `path` is a symlink now, the file it leads to (resolved as the kernel
+/// would, from the host root), else `None`. Read after the call, so the
+/// record says so (`symlink_resolved_late`).
+fn late_link_target(path: &[u8]) -> Option<Vec<u8>> {
+    let p = Path::new(std::ffi::OsStr::from_bytes(path));
+    if !std::fs::symlink_metadata(p).ok()?.file_type().is_symlink() {
+        return None;
+    }
+    if let Ok(real) = std::fs::canonicalize(p) {
+        return Some(real.into_os_string().into_vec());
+    }
+    // A dangling link: its target, joined to the link's directory.
+    let target = std::fs::read_link(p).ok()?.into_os_string().into_vec();
+    let dir = p.parent().map_or(&b"/"[..], |d| d.as_os_str().as_bytes());
+    Some(if target.starts_with(b"/") {
+        normalize(&target)
+    } else {
+        join(dir, &target)
+    })
+}
+
+/// Completes an action with what its result record carries: for a
+/// successful open, the file the new fd names (`OPENED_PATH`, walked by
+/// the kernel at the call's exit: the file really opened, through final
+/// symlinks, `/proc/self/fd/N` reopens and handles) becomes `path`, and
+/// its identity `dev`/`ino`. A walk in another mount namespace keeps the
+/// entry's (mapped) path and gives the identity only.
+pub fn apply_result(a: &mut Action, fields: &[Field]) {
+    let Some(opened) = fields.iter().find(|f| f.tag == field_tag::OPENED_PATH) else {
+        return;
+    };
+    if let Some((dev, ino)) = fields
+        .iter()
+        .find(|f| f.tag == field_tag::OPENED_ID)
+        .and_then(identity)
+    {
+        (a.dev, a.ino) = (Some(dev), Some(ino));
+    }
+    let foreign = fields.iter().any(|f| f.tag == field_tag::MNT_NS);
+    let inexact = field_flags::READ_FAILED
+        | field_flags::DISCONNECTED
+        | field_flags::DEPTH_LIMIT
+        | field_flags::TRUNCATED;
+    if foreign || opened.flags & inexact != 0 {
+        return;
+    }
+    let host = components_to_path(&opened.data);
+    // The task root, from the entry's host and container views.
+    let root = match (&a.path, &a.container_path) {
+        (Some(p), Some(c)) if c == "/" => Some(p.as_bytes().to_vec()),
+        (Some(p), Some(c)) => p.strip_suffix(c.as_str()).map(|r| r.as_bytes().to_vec()),
+        _ => None,
+    };
+    if let Some(root) = root {
+        a.container_path = strip_root(&host, &root).map(|c| text_fields(&c).0);
+    }
+    set_text(&host, &mut a.path, &mut a.path_b64);
+    // What made the entry's path inexact no longer applies to it.
+    a.path_issues.retain(|i| {
+        !matches!(
+            i,
+            PathIssue::ProcMagicLink
+                | PathIssue::NoBase
+                | PathIssue::Truncated
+                | PathIssue::ByHandle
+                | PathIssue::SymlinkResolvedLate
+        )
+    });
+}
+
 /// Result of resolving one path argument.
 pub struct Resolved {
     pub host: Vec<u8>,
@@ -326,6 +494,26 @@ pub fn resolve_path(
         // The argument could not be read at syscall entry (e.g. its page was
         // not resident): the path is unknown, never guessed.
         return None;
+    }
+    if let Some(rest) = link_rest(ev, raw_tag) {
+        // The kernel resolved the caller's `/proc` link at syscall entry:
+        // the base is the object it named, the rest is relative to it.
+        let b = ev.field(base_tag)?;
+        issues_of(b, issues);
+        if b.flags & field_flags::READ_FAILED != 0 {
+            return None;
+        }
+        let base_path = components_to_path(&b.data);
+        let host = if rest.is_empty() {
+            base_path
+        } else {
+            resolve_raw_with(&base_path, rest, root == b"/", cache)
+        };
+        return Some(Resolved {
+            container: strip_root(&host, root),
+            host,
+            raw: Some(raw.data.clone()),
+        });
     }
     let base = ev.field(base_tag);
     let base_path = match base {
@@ -592,8 +780,29 @@ pub fn action_from_event_with(ev: &KernelEvent, mut cache: Option<&mut DirCache>
         issues.push(PathIssue::FlagsUnread);
     }
     if h.syscall == monitor_common::syscall_nr::OPEN_BY_HANDLE_AT && !compat {
-        // The file is named by a handle: its path is not known.
+        // The file is named by a handle: its path is not known (until the
+        // result record names the file opened).
         issues.push(PathIssue::ByHandle);
+    }
+    if !compat {
+        entry_identities(ev, &mut a);
+    }
+    // A call that followed a final symlink with no fd to name what it
+    // reached: the target, read now, and said so. Only on the host root
+    // and mount namespace, where abm's view of the file system is the
+    // caller's.
+    if !compat
+        && root == b"/"
+        && ev.field(field_tag::MNT_NS).is_none()
+        && ev.field(field_tag::FD_PATH).is_none()
+        && follows_final_link(h.syscall, flags)
+    {
+        if let Some(target) = a.path.as_deref().and_then(|p| late_link_target(p.as_bytes())) {
+            set_text(&target, &mut a.path, &mut a.path_b64);
+            PathIssue::add(&mut issues, PathIssue::SymlinkResolvedLate);
+            // The identities read at entry were the link's directory's.
+            (a.dir_dev, a.dir_ino) = (None, None);
+        }
     }
     if let Some(x) = ev.field(field_tag::XATTR_NAME) {
         issues_of(x, &mut issues);
