@@ -505,12 +505,12 @@ fn ns_path(ev: &KernelEvent, raw_tag: u8, base_tag: u8) -> Option<Vec<u8>> {
     if raw.flags & field_flags::READ_FAILED != 0 {
         return None;
     }
+    // A `/proc` link the kernel resolved: the rest is relative to its walk.
+    let (base_tag, raw) = super::resolve::arg_base(ev, raw_tag, base_tag)?;
     let base = ev
         .field(base_tag)
         .map(|b| components_to_path(&b.data))
         .unwrap_or_else(|| b"/".to_vec());
-    // A `/proc` link the kernel resolved: the rest is relative to its walk.
-    let raw = super::resolve::link_rest(ev, raw_tag).unwrap_or(&raw.data);
     Some(join(&base, raw))
 }
 

@@ -295,6 +295,10 @@ fn issues_of(f: &Field, out: &mut Vec<PathIssue>) {
 /// the start of path argument `raw_tag` (`LINK_REST`): the rest of the
 /// argument, relative to the object the link named (its walk is the base),
 /// without leading slashes; empty when the argument names that object.
+///
+/// A call that does not follow its final component (unlink, rename,
+/// `lchown`, ...) given the link itself (`/proc/self/fd/3`) acts on the
+/// `/proc` entry, not on what it names: `None` then.
 pub fn link_rest(ev: &KernelEvent, raw_tag: u8) -> Option<&[u8]> {
     let rest_tag = if raw_tag == field_tag::RAW_PATH {
         field_tag::LINK_REST
@@ -306,7 +310,73 @@ pub fn link_rest(ev: &KernelEvent, raw_tag: u8) -> Option<&[u8]> {
     let raw = ev.field(raw_tag)?;
     let rest = raw.data.get(usize::try_from(off).ok()?..)?;
     let start = rest.iter().position(|&b| b != b'/').unwrap_or(rest.len());
-    Some(&rest[start..])
+    let rest = &rest[start..];
+    (!rest.is_empty() || (raw_tag == field_tag::RAW_PATH && follows_final(ev))).then_some(rest)
+}
+
+/// The base field and the part of path argument `raw_tag` relative to it:
+/// the rest after a `/proc` link the kernel resolved ([`link_rest`]) and
+/// the walk of its object; else the whole argument and `base_tag` (or the
+/// task root when the kernel walked a link the call does not follow).
+pub fn arg_base<'a>(ev: &'a KernelEvent, raw_tag: u8, base_tag: u8) -> Option<(u8, &'a [u8])> {
+    if let Some(rest) = link_rest(ev, raw_tag) {
+        return Some((base_tag, rest));
+    }
+    let raw = &ev.field(raw_tag)?.data;
+    let rest_tag = if raw_tag == field_tag::RAW_PATH {
+        field_tag::LINK_REST
+    } else {
+        field_tag::LINK_REST2
+    };
+    let base = if ev.field(rest_tag).is_some() {
+        field_tag::ROOT
+    } else {
+        base_tag
+    };
+    Some((base, raw))
+}
+
+/// Whether the call of an entry record follows a symlink (or `/proc`
+/// link) in the final component of its first path: opens without
+/// `O_NOFOLLOW`, exec, and [`follows_final_link`]'s calls.
+fn follows_final(ev: &KernelEvent) -> bool {
+    use monitor_common::syscall_nr as n;
+    const O_NOFOLLOW: u64 = 0o400000;
+    let h = &ev.hdr;
+    if h.hflags & header_flags::COMPAT != 0 {
+        return false;
+    }
+    let flags = ev
+        .field(field_tag::OPEN_HOW)
+        .and_then(|f| <[u8; 8]>::try_from(f.data.as_slice()).ok())
+        .map_or(h.flags, u64::from_ne_bytes);
+    match h.syscall {
+        n::OPEN | n::OPENAT | n::OPENAT2 | n::CREAT => flags & O_NOFOLLOW == 0,
+        n::EXECVE | n::EXECVEAT => true,
+        nr => follows_final_link(nr, flags),
+    }
+}
+
+/// Whether `path` goes through a per-process link of `/proc`:
+/// `/proc/<pid|self|thread-self>/[task/<tid>/]{cwd,root,fd/N,map_files/…}`
+/// (or an `/proc/<pid>/exe`), which names a file only for that process.
+pub fn names_proc_link(path: &[u8]) -> bool {
+    let mut parts = path.split(|&b| b == b'/').filter(|c| !c.is_empty());
+    if parts.next() != Some(b"proc") {
+        return false;
+    }
+    let Some(who) = parts.next() else {
+        return false;
+    };
+    if !(who == b"self" || who == b"thread-self" || who.iter().all(u8::is_ascii_digit)) {
+        return false;
+    }
+    let mut what = parts.next();
+    if what == Some(b"task") {
+        parts.next();
+        what = parts.next();
+    }
+    matches!(what, Some(b"cwd" | b"root" | b"fd" | b"exe" | b"map_files"))
 }
 
 /// The identity in an identity field (`BASE_ID`, `FD_ID`, `OPENED_ID`):
@@ -445,6 +515,11 @@ pub fn apply_result(a: &mut Action, fields: &[Field]) {
     if let Some(root) = root {
         a.container_path = strip_root(&host, &root).map(|c| text_fields(&c).0);
     }
+    if a.path.as_deref().map(str::as_bytes) != Some(&host[..]) {
+        // Another file than the argument named (a symlink's target): the
+        // directory read at entry held the link, not this file.
+        (a.dir_dev, a.dir_ino) = (None, None);
+    }
     set_text(&host, &mut a.path, &mut a.path_b64);
     // What made the entry's path inexact no longer applies to it.
     a.path_issues.retain(|i| {
@@ -537,15 +612,14 @@ pub fn resolve_path(
         .then(|| caller_proc_path(&raw.data, ev.hdr.tid))
         .flatten();
     let host = match &magic {
-        Some(p) => {
-            let h = resolve_raw_with(b"/", p, true, cache);
-            if h.starts_with(b"/proc/") {
-                PathIssue::add(issues, PathIssue::ProcMagicLink);
-            }
-            h
-        }
+        Some(p) => resolve_raw_with(b"/", p, true, cache),
         None => resolve_raw_with(&base_path, &raw.data, root == b"/", cache),
     };
+    if names_proc_link(&host) {
+        // Still through a process's `/proc` link (the caller's, gone by
+        // now, or another process's): the file it named is not known.
+        PathIssue::add(issues, PathIssue::ProcMagicLink);
+    }
     let container = strip_root(&host, root);
     Some(Resolved {
         host,
@@ -797,7 +871,11 @@ pub fn action_from_event_with(ev: &KernelEvent, mut cache: Option<&mut DirCache>
         && ev.field(field_tag::FD_PATH).is_none()
         && follows_final_link(h.syscall, flags)
     {
-        if let Some(target) = a.path.as_deref().and_then(|p| late_link_target(p.as_bytes())) {
+        if let Some(target) = a
+            .path
+            .as_deref()
+            .and_then(|p| late_link_target(p.as_bytes()))
+        {
             set_text(&target, &mut a.path, &mut a.path_b64);
             PathIssue::add(&mut issues, PathIssue::SymlinkResolvedLate);
             // The identities read at entry were the link's directory's.
@@ -1203,5 +1281,259 @@ mod tests {
         let _ = resolve_raw_with(b"/", b"/proc/self/fd/0", true, Some(&mut cache));
         assert!(cache.dirs.is_empty());
         std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    fn f(tag: u8, data: &[u8]) -> Field {
+        Field {
+            tag,
+            flags: 0,
+            data: data.to_vec(),
+        }
+    }
+
+    fn id_field(tag: u8, ino: u64, kdev: u64) -> Field {
+        let mut d = ino.to_ne_bytes().to_vec();
+        d.extend_from_slice(&kdev.to_ne_bytes());
+        f(tag, &d)
+    }
+
+    fn rest(off: u64) -> Field {
+        f(field_tag::LINK_REST, &off.to_ne_bytes())
+    }
+
+    fn entry(kind: EventKind, nr: u32, flags: u64, fields: &[Field]) -> KernelEvent {
+        let mut h = empty_header(kind);
+        h.syscall = nr;
+        h.flags = flags;
+        h.tid = 4_000_000; // no such thread: nothing resolves through /proc
+        KernelEvent::decode(&encode(&h, fields)).unwrap()
+    }
+
+    #[test]
+    fn identities_decode_to_stat_numbers() {
+        // sda1 (8:1) in the kernel's MKDEV encoding.
+        let (dev, ino) = identity(&id_field(field_tag::BASE_ID, 77, (8 << 20) | 1)).unwrap();
+        assert_eq!((dev, ino), (libc::makedev(8, 1), 77));
+        assert_eq!(user_dev((259 << 20) | 300), libc::makedev(259, 300));
+        let mut failed = id_field(field_tag::BASE_ID, 1, 1);
+        failed.flags = field_flags::READ_FAILED;
+        assert_eq!(identity(&failed), None);
+        assert_eq!(identity(&f(field_tag::BASE_ID, b"short")), None);
+    }
+
+    /// `rm /proc/self/cwd/d/c`: the kernel walked the caller's cwd and
+    /// says where the rest starts; userspace joins them and flags nothing.
+    #[test]
+    fn proc_self_cwd_resolved_by_the_kernel_is_joined_to_its_rest() {
+        let raw = b"/proc/self/cwd/d/c";
+        let ev = entry(
+            EventKind::Unlink,
+            monitor_common::syscall_nr::UNLINKAT,
+            0,
+            &[
+                f(field_tag::RAW_PATH, raw),
+                f(field_tag::BASE, b"ws\0nowhere-abm-test\0"),
+                id_field(field_tag::BASE_ID, 9, 5),
+                rest(14),
+                f(field_tag::ROOT, b""),
+            ],
+        );
+        assert_eq!(link_rest(&ev, field_tag::RAW_PATH), Some(&b"d/c"[..]));
+        let a = action_from_event(&ev);
+        assert_eq!(a.path.as_deref(), Some("/nowhere-abm-test/ws/d/c"));
+        assert_eq!(a.raw_path.as_deref(), Some("/proc/self/cwd/d/c"));
+        assert!(a.path_issues.is_empty(), "{:?}", a.path_issues);
+        // Two components below the cwd: its identity is not the parent's.
+        assert_eq!((a.dir_dev, a.dir_ino), (None, None));
+        assert_eq!((a.dev, a.ino), (None, None));
+        // One component: the cwd holds it.
+        let ev = entry(
+            EventKind::Unlink,
+            monitor_common::syscall_nr::UNLINKAT,
+            0,
+            &[
+                f(field_tag::RAW_PATH, b"/proc/1234/cwd/c"),
+                f(field_tag::BASE, b"ws\0nowhere-abm-test\0"),
+                id_field(field_tag::BASE_ID, 9, 5),
+                rest(14),
+            ],
+        );
+        let a = action_from_event(&ev);
+        assert_eq!(a.path.as_deref(), Some("/nowhere-abm-test/ws/c"));
+        assert_eq!((a.dir_dev, a.dir_ino), (Some(libc::makedev(0, 5)), Some(9)));
+    }
+
+    /// `/proc/self/fd/3` given to a call that follows it names the fd's
+    /// file (identity included); given to unlink it names the /proc entry
+    /// itself, which is flagged, never the file.
+    #[test]
+    fn fd_link_names_the_file_only_for_calls_that_follow_it() {
+        use monitor_common::syscall_nr as n;
+        let fields = [
+            f(field_tag::RAW_PATH, b"/proc/self/fd/3"),
+            f(field_tag::BASE, b"a\0ws\0nowhere-abm-test\0"),
+            id_field(field_tag::BASE_ID, 42, 7),
+            rest(15),
+            f(field_tag::ROOT, b""),
+        ];
+        let open = entry(EventKind::Truncate, n::OPENAT, 0o1001, &fields);
+        let a = action_from_event(&open);
+        assert_eq!(a.path.as_deref(), Some("/nowhere-abm-test/ws/a"));
+        assert_eq!((a.dev, a.ino), (Some(libc::makedev(0, 7)), Some(42)));
+        assert!(a.path_issues.is_empty());
+        let nofollow = entry(EventKind::Truncate, n::OPENAT, 0o1001 | 0o400000, &fields);
+        assert_eq!(link_rest(&nofollow, field_tag::RAW_PATH), None);
+        let unlink = entry(EventKind::Unlink, n::UNLINKAT, 0, &fields);
+        let a = action_from_event(&unlink);
+        assert_eq!(a.path.as_deref(), Some("/proc/4000000/fd/3"));
+        assert_eq!(a.path_issues, vec![PathIssue::ProcMagicLink]);
+        assert_eq!((a.dev, a.ino, a.dir_dev), (None, None, None));
+        // The mount-namespace view joins the same way.
+        assert_eq!(
+            arg_base(&unlink, field_tag::RAW_PATH, field_tag::BASE),
+            Some((field_tag::ROOT, &b"/proc/self/fd/3"[..]))
+        );
+        assert_eq!(
+            arg_base(&open, field_tag::RAW_PATH, field_tag::BASE),
+            Some((field_tag::BASE, &b""[..]))
+        );
+    }
+
+    #[test]
+    fn calls_that_follow_a_final_symlink_without_an_fd() {
+        use monitor_common::syscall_nr as n;
+        for nr in [
+            n::TRUNCATE,
+            n::CHMOD,
+            n::FCHMODAT,
+            n::CHOWN,
+            n::UTIMES,
+            n::SETXATTR,
+        ] {
+            assert!(follows_final_link(nr, 0), "{nr}");
+        }
+        for nr in [n::FCHOWNAT, n::UTIMENSAT, n::FCHMODAT2] {
+            assert!(follows_final_link(nr, 0), "{nr}");
+            assert!(!follows_final_link(nr, 0x100), "{nr} AT_SYMLINK_NOFOLLOW");
+        }
+        for nr in [n::LCHOWN, n::LSETXATTR, n::UNLINKAT, n::RENAMEAT2, n::LINK] {
+            assert!(!follows_final_link(nr, 0), "{nr}");
+        }
+        assert!(follows_final_link(n::LINKAT, 0x400));
+        assert!(!follows_final_link(n::LINKAT, 0));
+    }
+
+    /// chmod through a symlink: the target, read after the call, flagged.
+    #[test]
+    fn late_symlink_resolution_is_flagged() {
+        let d = std::env::temp_dir().join(format!("abm-late-link-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join("real")).unwrap();
+        std::fs::write(d.join("real/f"), b"x").unwrap();
+        std::os::unix::fs::symlink("real/f", d.join("link")).unwrap();
+        // The kernel's walk of the directory: leaf first.
+        let mut comps = Vec::new();
+        let real_d = std::fs::canonicalize(&d).unwrap();
+        for part in real_d.iter().rev().filter(|p| *p != "/") {
+            comps.extend_from_slice(part.as_bytes());
+            comps.push(0);
+        }
+        let fields = [
+            f(field_tag::RAW_PATH, b"link"),
+            f(field_tag::BASE, &comps),
+            f(field_tag::ROOT, b""),
+        ];
+        let real = std::fs::canonicalize(d.join("real/f")).unwrap();
+        let chmod = entry(
+            EventKind::Chmod,
+            monitor_common::syscall_nr::FCHMODAT,
+            0,
+            &fields,
+        );
+        let a = action_from_event(&chmod);
+        assert_eq!(a.path.as_deref(), real.to_str());
+        assert_eq!(a.raw_path.as_deref(), Some("link"));
+        assert_eq!(a.path_issues, vec![PathIssue::SymlinkResolvedLate]);
+        // lchown acts on the link itself: named as such, not flagged.
+        let lchown = entry(
+            EventKind::Chown,
+            monitor_common::syscall_nr::LCHOWN,
+            0,
+            &fields,
+        );
+        let a = action_from_event(&lchown);
+        assert!(a.path.as_deref().unwrap().ends_with("/link"));
+        assert!(a.path_issues.is_empty());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// The result record of an open names the file opened and its
+    /// identity; the entry's inexact path gives way to it.
+    #[test]
+    fn open_result_names_the_opened_file() {
+        let mut a = Action {
+            path: Some("/proc/99/fd/3".into()),
+            path_issues: vec![PathIssue::ProcMagicLink],
+            dir_dev: Some(1),
+            dir_ino: Some(2),
+            ..Default::default()
+        };
+        let fields = [
+            f(field_tag::OPENED_PATH, b"f\0ws\0"),
+            id_field(field_tag::OPENED_ID, 11, (8 << 20) | 2),
+        ];
+        apply_result(&mut a, &fields);
+        assert_eq!(a.path.as_deref(), Some("/ws/f"));
+        assert_eq!((a.dev, a.ino), (Some(libc::makedev(8, 2)), Some(11)));
+        assert!(a.path_issues.is_empty());
+        assert_eq!((a.dir_dev, a.dir_ino), (None, None));
+        // In a container: the container view follows the new path.
+        let mut a = Action {
+            path: Some("/srv/c1/etc/link".into()),
+            container_path: Some("/etc/link".into()),
+            ..Default::default()
+        };
+        apply_result(
+            &mut a,
+            &[f(field_tag::OPENED_PATH, b"hosts\0etc\0c1\0srv\0")],
+        );
+        assert_eq!(a.path.as_deref(), Some("/srv/c1/etc/hosts"));
+        assert_eq!(a.container_path.as_deref(), Some("/etc/hosts"));
+        // Another mount namespace, or an inexact walk: identity only.
+        let mut a = Action {
+            path: Some("/x".into()),
+            ..Default::default()
+        };
+        let mut walk = f(field_tag::OPENED_PATH, b"y\0");
+        walk.flags = field_flags::DISCONNECTED;
+        apply_result(&mut a, &[walk, id_field(field_tag::OPENED_ID, 3, 4)]);
+        assert_eq!((a.path.as_deref(), a.ino), (Some("/x"), Some(3)));
+        let ns = f(field_tag::MNT_NS, &5u64.to_ne_bytes());
+        apply_result(&mut a, &[f(field_tag::OPENED_PATH, b"y\0"), ns]);
+        assert_eq!(a.path.as_deref(), Some("/x"));
+        // No open result: nothing changes.
+        apply_result(&mut a, &[]);
+        assert_eq!(a.path.as_deref(), Some("/x"));
+    }
+
+    #[test]
+    fn paths_through_proc_links_of_any_process_are_recognised() {
+        for p in [
+            "/proc/self/fd/3",
+            "/proc/123/cwd/x",
+            "/proc/thread-self/root",
+            "/proc/1/task/2/fd/0",
+            "//proc/9/exe",
+        ] {
+            assert!(names_proc_link(p.as_bytes()), "{p}");
+        }
+        for p in [
+            "/proc/meminfo",
+            "/proc/1/status",
+            "/tmp/proc/1/cwd",
+            "/proc",
+        ] {
+            assert!(!names_proc_link(p.as_bytes()), "{p}");
+        }
     }
 }
