@@ -347,9 +347,10 @@ pub enum PathIssue {
     BadFd,
     /// The directory the path is relative to was not recorded.
     NoBase,
-    /// A path by which the caller names its own `/proc` entry
-    /// (`/proc/self/...`, `/dev/fd/N`, `/dev/stdin`, ...) that could not be
-    /// followed through it (the thread is gone): it stays under `/proc`.
+    /// The path goes through a process's `/proc` link
+    /// (`/proc/<pid>/cwd/...`, `/proc/self/fd/N` given to a call that does
+    /// not follow it, ...) that could not be followed for that process: it
+    /// stays under `/proc`.
     ProcMagicLink,
     /// The kernel record was cut before all its fields.
     PayloadTruncated,

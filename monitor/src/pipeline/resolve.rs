@@ -298,7 +298,8 @@ fn issues_of(f: &Field, out: &mut Vec<PathIssue>) {
 ///
 /// A call that does not follow its final component (unlink, rename,
 /// `lchown`, ...) given the link itself (`/proc/self/fd/3`) acts on the
-/// `/proc` entry, not on what it names: `None` then.
+/// `/proc` entry, not on what it names: `None` then; also when the object
+/// is not connected to the tree (a pipe's fd).
 pub fn link_rest(ev: &KernelEvent, raw_tag: u8) -> Option<&[u8]> {
     let rest_tag = if raw_tag == field_tag::RAW_PATH {
         field_tag::LINK_REST
@@ -311,6 +312,19 @@ pub fn link_rest(ev: &KernelEvent, raw_tag: u8) -> Option<&[u8]> {
     let rest = raw.data.get(usize::try_from(off).ok()?..)?;
     let start = rest.iter().position(|&b| b != b'/').unwrap_or(rest.len());
     let rest = &rest[start..];
+    // An object with no place in the tree (a pipe, a socket, a deleted
+    // file) names no path: the argument stays as given, under /proc.
+    let base_tag = if raw_tag == field_tag::RAW_PATH {
+        field_tag::BASE
+    } else {
+        field_tag::BASE2
+    };
+    if ev
+        .field(base_tag)
+        .is_none_or(|b| b.flags & field_flags::DISCONNECTED != 0)
+    {
+        return None;
+    }
     (!rest.is_empty() || (raw_tag == field_tag::RAW_PATH && follows_final(ev))).then_some(rest)
 }
 
@@ -1388,6 +1402,16 @@ mod tests {
         assert_eq!(a.path.as_deref(), Some("/proc/4000000/fd/3"));
         assert_eq!(a.path_issues, vec![PathIssue::ProcMagicLink]);
         assert_eq!((a.dev, a.ino, a.dir_dev), (None, None, None));
+        // A pipe's fd: its walk has no place in the tree; the argument
+        // stays under /proc, flagged.
+        let mut pipe = fields.clone();
+        pipe[1] = Field {
+            flags: field_flags::DISCONNECTED,
+            ..f(field_tag::BASE, b"")
+        };
+        let a = action_from_event(&entry(EventKind::Write, n::OPENAT, 0o1, &pipe));
+        assert_eq!(a.path.as_deref(), Some("/proc/4000000/fd/3"));
+        assert_eq!(a.path_issues, vec![PathIssue::ProcMagicLink]);
         // The mount-namespace view joins the same way.
         assert_eq!(
             arg_base(&unlink, field_tag::RAW_PATH, field_tag::BASE),
