@@ -332,7 +332,7 @@ pub fn link_rest(ev: &KernelEvent, raw_tag: u8) -> Option<&[u8]> {
 /// the rest after a `/proc` link the kernel resolved ([`link_rest`]) and
 /// the walk of its object; else the whole argument and `base_tag` (or the
 /// task root when the kernel walked a link the call does not follow).
-pub fn arg_base<'a>(ev: &'a KernelEvent, raw_tag: u8, base_tag: u8) -> Option<(u8, &'a [u8])> {
+pub fn arg_base(ev: &KernelEvent, raw_tag: u8, base_tag: u8) -> Option<(u8, &[u8])> {
     if let Some(rest) = link_rest(ev, raw_tag) {
         return Some((base_tag, rest));
     }
@@ -439,7 +439,7 @@ fn entry_identities(ev: &KernelEvent, a: &mut Action) {
         return;
     };
     let rel = match link_rest(ev, field_tag::RAW_PATH) {
-        Some(rest) if rest.is_empty() => {
+        Some([]) => {
             (a.dev, a.ino) = (Some(base.0), Some(base.1));
             return;
         }
