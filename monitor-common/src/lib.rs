@@ -252,6 +252,36 @@ pub mod field_tag {
     /// name starts like one of [`target_env::PREFIXES`]; userspace keeps
     /// the exact names of [`target_env::NAMES`].
     pub const ENV: u8 = 11;
+    /// The first path starts with a link into the caller's own `/proc`
+    /// entry (`/proc/self/`, `/proc/thread-self/`, `/proc/<its pid or
+    /// tid>/`, `/dev/fd/N`, `/dev/stdin`...) naming `cwd`, `root` or
+    /// `fd/N`: `BASE` is then the walk of the object that link names for
+    /// the calling task at syscall entry (its working directory, its root,
+    /// the file of its fd N), and this field (u64, native endian) the byte
+    /// offset in `RAW_PATH` where the rest, relative to that object,
+    /// starts.
+    pub const LINK_REST: u8 = 12;
+    /// The same for the second path (`BASE2`, `RAW_PATH2`).
+    pub const LINK_REST2: u8 = 13;
+    /// Identity of the object `BASE` walked (the directory the first path
+    /// is resolved from, or the object a `/proc` link named): 16 bytes,
+    /// the inode number (u64) then the device (u64, the kernel's `MKDEV`
+    /// encoding: major << 20 | minor), native endian. `READ_FAILED` and
+    /// empty when there is no inode.
+    pub const BASE_ID: u8 = 14;
+    /// The same for `BASE2`.
+    pub const BASE2_ID: u8 = 15;
+    /// Identity (as [`BASE_ID`]) of the file behind the fd of an fd-based
+    /// call (`FD_PATH`).
+    pub const FD_ID: u8 = 16;
+    /// Result record of a successful open (`open`, `openat`, `openat2`,
+    /// `creat`, `open_by_handle_at`): the new fd's file, walked at syscall
+    /// exit, leaf first (the file really opened: final symlinks and
+    /// `/proc/self/fd/N` reopens followed).
+    pub const OPENED_PATH: u8 = 17;
+    /// Result record of a successful open: identity (as [`BASE_ID`]) of
+    /// the new fd's file.
+    pub const OPENED_ID: u8 = 18;
     /// The inode number (u64, native endian) of the caller's mount
     /// namespace, present only when it is not the host's: the paths of the
     /// record are in that namespace's coordinates ([`mountns`]).

@@ -15,7 +15,7 @@ use aya_ebpf::helpers::{
 };
 use monitor_common::{
     field_flags, header_flags,
-    field_tag::ENV,
+    field_tag::{BASE, BASE2, BASE2_ID, BASE_ID, ENV, LINK_REST, LINK_REST2},
     limits::{MAX_ENV_LEN, MAX_ENV_SCAN, MAX_NAME, MAX_PATH_DEPTH, PAYLOAD_CAP},
     target_env::PREFIXES,
     EventHeader, EventKind, FieldHeader, LossCause,
@@ -205,16 +205,47 @@ impl Record {
         self.walk(tag, d, m);
     }
 
+    /// [`Record::walk_base`] for a path argument of a file operation; and
+    /// records its identity (`id_tag`). A path that starts with a link
+    /// into the caller's own `/proc` entry ([`proc_link`]) is resolved for
+    /// the calling task now: the walk is of the object the link names, and
+    /// `rest_tag` says where the rest of the path starts.
+    #[inline(always)]
+    pub fn walk_arg_base(&mut self, tags: BaseTags, first_byte: u8, dirfd: i32, path: *const u8) {
+        let link = if first_byte == b'/' { proc_link(path as u64) } else { 0 };
+        // SAFETY: a BPF helper without memory arguments.
+        let task = unsafe { bpf_get_current_task() } as *const c_void;
+        let kind = link & LINK_KIND_MASK;
+        // SAFETY: CO-RE accessors of the C shim: they read through
+        // bpf_probe_read_kernel, a bad pointer yields 0, never a fault.
+        let (d, m) = unsafe {
+            if kind == LINK_CWD || (kind == 0 && first_byte != b'/' && dirfd == AT_FDCWD) {
+                (shim_task_pwd_dentry(task), shim_task_pwd_mnt(task))
+            } else if kind == LINK_ROOT || (kind == 0 && first_byte == b'/') {
+                (shim_task_root_dentry(task), shim_task_root_mnt(task))
+            } else {
+                let fd = if kind == LINK_FD { (link >> LINK_FD_SHIFT) as u32 as i32 } else { dirfd };
+                let f = shim_task_fd_file(task, fd);
+                (shim_file_dentry(f), shim_file_mnt(f))
+            }
+        };
+        self.walk(tags.base, d, m);
+        put_id(tags.id as u64, d as u64);
+        if kind != 0 {
+            self.u64_field(tags.rest, (link >> LINK_REST_SHIFT) & 0xffff, 0);
+        }
+    }
+
     /// Walks the file behind `fd`.
     #[inline(always)]
     pub fn walk_fd(&mut self, tag: u8, fd: i32) {
-        // SAFETY: a BPF helper without memory arguments.
-        let task = unsafe { bpf_get_current_task() } as *const c_void;
-        // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
-        let f = unsafe { shim_task_fd_file(task, fd) };
-        // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
-        let (d, m) = unsafe { (shim_file_dentry(f), shim_file_mnt(f)) };
-        self.walk(tag, d, m);
+        walk_fd_id(tag as u64, 0, fd as u64);
+    }
+
+    /// Walks the file behind `fd` and records its identity (`id_tag`).
+    #[inline(always)]
+    pub fn walk_fd_with_id(&mut self, tag: u8, id_tag: u8, fd: i32) {
+        walk_fd_id(tag as u64, id_tag as u64, fd as u64);
     }
 
     /// Walks the task's root directory (empty for the host root).
@@ -309,6 +340,206 @@ fn wakeup_flags() -> u64 {
 }
 
 pub const AT_FDCWD: i32 = -100;
+
+/// The field tags of one path argument's base directory.
+#[derive(Clone, Copy)]
+pub struct BaseTags {
+    /// The walk of the directory (or `/proc` link object).
+    pub base: u8,
+    /// Its identity.
+    pub id: u8,
+    /// Where the rest starts, after a `/proc` link.
+    pub rest: u8,
+}
+
+pub const BASE1_TAGS: BaseTags = BaseTags { base: BASE, id: BASE_ID, rest: LINK_REST };
+pub const BASE2_TAGS: BaseTags = BaseTags { base: BASE2, id: BASE2_ID, rest: LINK_REST2 };
+
+// SAFETY: the C shim's accessors take kernel pointers and read through CO-RE relocated bpf_probe_read_kernel; a bad pointer yields 0, never a fault.
+unsafe extern "C" {
+    fn shim_dentry_inode(d: *const c_void) -> *const c_void;
+    fn shim_inode_ino(i: *const c_void) -> u64;
+    fn shim_inode_dev(i: *const c_void) -> u32;
+}
+
+/// Appends the identity of `dentry`'s inode as field `tag` (16 bytes: the
+/// inode number, then the device in the kernel's `MKDEV` encoding, both
+/// u64): what `stat` reports as `st_ino` and `st_dev`. `READ_FAILED` and
+/// empty for a negative dentry. `tag` 0: nothing. A global function,
+/// verified once.
+// SAFETY: a symbol name used once in the object.
+#[unsafe(no_mangle)]
+#[inline(never)]
+pub extern "C" fn put_id(tag: u64, dentry: u64) -> u64 {
+    if tag == 0 {
+        return 0;
+    }
+    let Some(buf) = SCRATCH.get_ptr_mut(0) else { return 0 };
+    let mut rec = Record { buf };
+    let Some(at) = rec.begin() else { return 0 };
+    // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
+    let inode = unsafe { shim_dentry_inode(dentry as *const c_void) };
+    if inode.is_null() {
+        rec.end(at, tag as u8, field_flags::READ_FAILED);
+        return 0;
+    }
+    // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
+    let (ino, dev) = unsafe { (shim_inode_ino(inode), shim_inode_dev(inode) as u64) };
+    let off = rec.off();
+    // SAFETY: in-bounds writes into this CPU's scratch entry (offset masked, slack after the payload).
+    unsafe {
+        core::ptr::write_unaligned(rec.ptr(off) as *mut u64, ino);
+        core::ptr::write_unaligned(rec.ptr(off + 8) as *mut u64, dev);
+    }
+    rec.set_off(off + 16);
+    rec.end(at, tag as u8, 0);
+    0
+}
+
+/// Walks the file behind the calling task's `fd` as field `tag`, and
+/// records its identity as `id_tag` (0: none). A global function, verified
+/// once.
+// SAFETY: a symbol name used once in the object.
+#[unsafe(no_mangle)]
+#[inline(never)]
+pub extern "C" fn walk_fd_id(tag: u64, id_tag: u64, fd: u64) -> u64 {
+    // SAFETY: a BPF helper without memory arguments.
+    let task = unsafe { bpf_get_current_task() } as *const c_void;
+    // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
+    let f = unsafe { shim_task_fd_file(task, fd as u32 as i32) };
+    // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
+    let (d, m) = unsafe { (shim_file_dentry(f), shim_file_mnt(f)) };
+    walk_path(tag, d as u64, m as u64);
+    put_id(id_tag, d as u64);
+    0
+}
+
+/// [`proc_link`] result: the link names the task's working directory,
+/// its root, or one of its fds (number at [`LINK_FD_SHIFT`]); the rest of
+/// the path starts at byte [`LINK_REST_SHIFT`].
+pub const LINK_CWD: u64 = 1;
+pub const LINK_ROOT: u64 = 2;
+pub const LINK_FD: u64 = 3;
+pub const LINK_KIND_MASK: u64 = 3;
+pub const LINK_FD_SHIFT: u64 = 8;
+pub const LINK_REST_SHIFT: u64 = 40;
+
+/// Bytes of a path argument [`proc_link`] looks at: the longest prefix it
+/// recognises, `/proc/thread-self/fd/2147483647`, is 31.
+const LINK_SCAN: usize = 64;
+
+#[inline(always)]
+fn byte_at(b: &[u8; LINK_SCAN], i: usize) -> u8 {
+    b[i & (LINK_SCAN - 1)]
+}
+
+#[inline(always)]
+fn has_at(b: &[u8; LINK_SCAN], i: usize, lit: &[u8]) -> bool {
+    let mut k = 0;
+    while k < lit.len() {
+        if byte_at(b, i + k) != lit[k] {
+            return false;
+        }
+        k += 1;
+    }
+    true
+}
+
+/// The end of a path component: the string's end or a slash.
+#[inline(always)]
+fn ends(c: u8) -> bool {
+    c == 0 || c == b'/'
+}
+
+/// A decimal number of at most 10 digits at `i`: (value, index after it),
+/// or `None` when there is no digit.
+#[inline(always)]
+fn number_at(b: &[u8; LINK_SCAN], i: usize) -> Option<(u64, usize)> {
+    let mut v = 0u64;
+    let mut k = 0usize;
+    while k < 10 {
+        let c = byte_at(b, i + k);
+        if !c.is_ascii_digit() {
+            break;
+        }
+        v = v * 10 + (c - b'0') as u64;
+        k += 1;
+    }
+    (k > 0).then_some((v, i + k))
+}
+
+/// Whether the user path at `path` starts with a link into the calling
+/// task's own `/proc` entry that names its working directory, its root or
+/// one of its fds: `/proc/self/`, `/proc/thread-self/` or `/proc/<N>/`
+/// where N is the caller's pid or tid (as the host's `/proc` numbers it),
+/// followed by `cwd`, `root` or `fd/N`; or `/dev/fd/N`, `/dev/stdin`,
+/// `/dev/stdout`, `/dev/stderr` (links to `/proc/self/fd/N`). Returns 0
+/// when not, else the `LINK_*` encoding. The kernel follows these links for
+/// the caller (fs/proc/base.c: `proc_cwd_link`, `proc_root_link`,
+/// `proc_fd_link`), so resolving them later, in another process, would
+/// name something else.
+///
+/// A global function, verified once, with its small bounded loops.
+// SAFETY: a symbol name used once in the object.
+#[unsafe(no_mangle)]
+#[inline(never)]
+pub extern "C" fn proc_link(path: u64) -> u64 {
+    // Cheap test first: one 8-byte read.
+    // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
+    let head: [u8; 8] = unsafe { bpf_probe_read_user(path as *const [u8; 8]) }.unwrap_or([0; 8]);
+    if &head[..6] != b"/proc/" && &head != b"/dev/fd/" && &head != b"/dev/std" {
+        return 0;
+    }
+    let mut b = [0u8; LINK_SCAN];
+    // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
+    let n = unsafe {
+        bpf_probe_read_user_str(b.as_mut_ptr() as *mut c_void, LINK_SCAN as u32, path as *const c_void)
+    };
+    if n <= 0 {
+        return 0;
+    }
+    let (kind, fd, rest) = if has_at(&b, 0, b"/dev/fd/") {
+        let Some((fd, e)) = number_at(&b, 8) else { return 0 };
+        (LINK_FD, fd, e)
+    } else if has_at(&b, 0, b"/dev/stdin") {
+        (LINK_FD, 0, 10)
+    } else if has_at(&b, 0, b"/dev/stdout") {
+        (LINK_FD, 1, 11)
+    } else if has_at(&b, 0, b"/dev/stderr") {
+        (LINK_FD, 2, 11)
+    } else {
+        // /proc/...
+        let i = if has_at(&b, 6, b"self/") {
+            11
+        } else if has_at(&b, 6, b"thread-self/") {
+            18
+        } else {
+            let Some((n, e)) = number_at(&b, 6) else { return 0 };
+            if byte_at(&b, e) != b'/' {
+                return 0;
+            }
+            let pid_tgid = bpf_get_current_pid_tgid();
+            if n != pid_tgid >> 32 && n != pid_tgid & 0xffff_ffff {
+                return 0;
+            }
+            e + 1
+        };
+        if has_at(&b, i, b"cwd") {
+            (LINK_CWD, 0, i + 3)
+        } else if has_at(&b, i, b"root") {
+            (LINK_ROOT, 0, i + 4)
+        } else if has_at(&b, i, b"fd/") {
+            let Some((fd, e)) = number_at(&b, i + 3) else { return 0 };
+            (LINK_FD, fd, e)
+        } else {
+            return 0;
+        }
+    };
+    if !ends(byte_at(&b, rest)) || fd > i32::MAX as u64 {
+        return 0;
+    }
+    kind | (fd << LINK_FD_SHIFT) | ((rest as u64) << LINK_REST_SHIFT)
+}
 
 /// Walks from `dentry` in mount `mnt` up to the root of the mount namespace,
 /// crossing mount points, and appends the component names (leaf first, each

@@ -263,6 +263,22 @@ pub struct Action {
     /// xattr: the attribute's name (`security.capability`, `user.x`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub xattr: Option<String>,
+    /// Identity of the object acted on (`st_dev`, `st_ino` as `stat`
+    /// shows them), where the kernel had it at hand: the file an open
+    /// returned (at the call's exit), the fd's file of an fd-based call,
+    /// the object a `/proc/self/fd/N` path names. See docs/trace.md.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dev: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ino: Option<u64>,
+    /// Identity of the directory that holds `path`'s final component, when
+    /// the call named it relative to that directory (`unlinkat(dirfd,
+    /// "name")`, a one-component path relative to the working directory,
+    /// `/proc/self/cwd/name`), read at syscall entry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dir_dev: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dir_ino: Option<u64>,
 
     /// 0 or -errno; `None` when the result could not be observed
     /// (see `result_note`).
@@ -331,9 +347,10 @@ pub enum PathIssue {
     BadFd,
     /// The directory the path is relative to was not recorded.
     NoBase,
-    /// A path by which the caller names its own `/proc` entry
-    /// (`/proc/self/...`, `/dev/fd/N`, `/dev/stdin`, ...) that could not be
-    /// followed through it (the thread is gone): it stays under `/proc`.
+    /// The path goes through a process's `/proc` link
+    /// (`/proc/<pid>/cwd/...`, `/proc/self/fd/N` given to a call that does
+    /// not follow it, ...) that could not be followed for that process: it
+    /// stays under `/proc`.
     ProcMagicLink,
     /// The kernel record was cut before all its fields.
     PayloadTruncated,
@@ -345,10 +362,15 @@ pub enum PathIssue {
     /// The path could not be mapped from the process's mount namespace to
     /// the host; it is the namespace's view.
     HostPathUnknown,
+    /// The call follows a final symlink and the kernel had no fd to name
+    /// the file it reached (truncate, chmod, chown, utimes, setxattr...):
+    /// `path` is the link's target as userspace read it after the call
+    /// (the link may have changed in between), `raw_path` the link.
+    SymlinkResolvedLate,
 }
 
 impl PathIssue {
-    pub const ALL: [PathIssue; 11] = [
+    pub const ALL: [PathIssue; 12] = [
         PathIssue::Truncated,
         PathIssue::DepthLimit,
         PathIssue::Disconnected,
@@ -360,6 +382,7 @@ impl PathIssue {
         PathIssue::FlagsUnread,
         PathIssue::ByHandle,
         PathIssue::HostPathUnknown,
+        PathIssue::SymlinkResolvedLate,
     ];
 
     /// The name written in the trace.
@@ -376,6 +399,7 @@ impl PathIssue {
             PathIssue::FlagsUnread => "flags_unread",
             PathIssue::ByHandle => "by_handle",
             PathIssue::HostPathUnknown => "host_path_unknown",
+            PathIssue::SymlinkResolvedLate => "symlink_resolved_late",
         }
     }
 

@@ -284,32 +284,72 @@ fn attacks() -> Vec<Attack> {
             script: "rm /proc/self/cwd/protected/key",
             effect: Effect::Test("test ! -e protected/key"),
             shows: Some(("unlink", "path", "protected/key")),
-            expect: [Flagged, Blocked],
-            gap: "observe mode: /proc/self is resolved in userspace through /proc/<tid>, gone once rm exited: the path stays /proc/<tid>/cwd/... with `proc_magic_link`",
+            expect: [Recorded, Blocked],
+            gap: "",
         },
         Attack {
             name: ": > /proc/self/fd/N (reopen for truncation)",
             script: "exec 3<protected/f; : > /proc/self/fd/3",
             effect: Effect::Test("test ! -s protected/f"),
             shows: Some(("truncate", "path", "protected/f")),
-            expect: [Flagged, Blocked],
-            gap: "observe mode: the fd's file is not named in the kernel yet; the record says /proc/<tid>/fd/3 with `proc_magic_link`",
+            expect: [Recorded, Blocked],
+            gap: "",
         },
         Attack {
             name: ": > link (symlink to a protected file)",
             script: "ln -s protected/f link && : > link",
             effect: Effect::Test("test ! -s protected/f"),
             shows: Some(("truncate", "path", "protected/f")),
-            expect: [Misattributed, Blocked],
-            gap: "observe mode: the record names the symlink (its target is not resolved in the kernel yet)",
+            expect: [Recorded, Blocked],
+            gap: "",
         },
         Attack {
             name: "chmod 000 link (symlink to a protected file)",
             script: "ln -s protected/f link && chmod 000 link",
             effect: Effect::Test("test \"$(stat -c %a protected/f)\" = 0"),
             shows: Some(("chmod", "path", "protected/f")),
-            expect: [Misattributed, Blocked],
-            gap: "observe mode: as above",
+            expect: [Recorded, Blocked],
+            gap: "",
+        },
+        Attack {
+            name: "exec rm /proc/$$/cwd/protected/key (own pid)",
+            script: "sh -c 'exec rm /proc/$$/cwd/protected/key'",
+            effect: Effect::Test("test ! -e protected/key"),
+            shows: Some(("unlink", "path", "protected/key")),
+            expect: [Recorded, Blocked],
+            gap: "",
+        },
+        Attack {
+            name: "rm /proc/self/fd/N/key (a directory's fd)",
+            script: "exec 3<protected; rm /proc/self/fd/3/key",
+            effect: Effect::Test("test ! -e protected/key"),
+            shows: Some(("unlink", "path", "protected/key")),
+            expect: [Recorded, Blocked],
+            gap: "",
+        },
+        Attack {
+            name: "mv /proc/self/cwd/protected/key /proc/self/cwd/stolen",
+            script: "mv /proc/self/cwd/protected/key /proc/self/cwd/stolen",
+            effect: Effect::Test("test ! -e protected/key"),
+            shows: Some(("rename", "path", "protected/key")),
+            expect: [Recorded, Blocked],
+            gap: "",
+        },
+        Attack {
+            name: ": > /dev/fd/N (truncation through /dev/fd)",
+            script: "exec 3<protected/f; : > /dev/fd/3",
+            effect: Effect::Test("test ! -s protected/f"),
+            shows: Some(("truncate", "path", "protected/f")),
+            expect: [Recorded, Blocked],
+            gap: "",
+        },
+        Attack {
+            name: "truncate -s 0 link (truncate(2) through a symlink)",
+            script: "ln -s protected/f link && truncate -s 0 link",
+            effect: Effect::Test("test ! -s protected/f"),
+            shows: Some(("truncate", "path", "protected/f")),
+            expect: [Recorded, Blocked],
+            gap: "",
         },
         Attack {
             name: "mv protected moved; rm moved/key (rename an ancestor)",
@@ -371,9 +411,9 @@ fn attacks() -> Vec<Attack> {
             name: "open_by_handle_at(O_TRUNC)",
             script: PY_BY_HANDLE,
             effect: Effect::Test("test ! -s protected/f"),
-            shows: Some(("truncate", "path", "")),
-            expect: [Flagged, Blocked],
-            gap: "observe mode: a handle names no path; the record says `by_handle`",
+            shows: Some(("truncate", "path", "protected/f")),
+            expect: [Recorded, Blocked],
+            gap: "",
         },
         Attack {
             name: "unlink through int 0x80 (32-bit compat syscall)",
@@ -495,7 +535,10 @@ fn run_one(i: usize, a: &Attack, backend: usize) -> Row {
             .iter()
             .find(|e| e["path_issues"].as_array().is_some_and(|v| !v.is_empty()));
         match (right, flagged) {
-            (Some(e), _) => (Recorded, format!("{} {}", e["syscall"], e[field])),
+            (Some(e), _) => match identity_mismatch(e, Path::new(&want)) {
+                None => (Recorded, format!("{} {}", e["syscall"], e[field])),
+                Some(why) => (Misattributed, why),
+            },
             (None, Some(e)) => (
                 Flagged,
                 format!("{} {} {}", e["syscall"], e[field], e["path_issues"]),
@@ -515,6 +558,31 @@ fn run_one(i: usize, a: &Attack, backend: usize) -> Row {
         backend,
         outcome,
         detail,
+    }
+}
+
+/// Why the identity of a record naming `path` is wrong: a successful open
+/// must carry the file's (`dev`, `ino`); any identity given must be the
+/// file's as `stat` reports it (when the file is still there).
+fn identity_mismatch(e: &Value, path: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let syscall = e["syscall"].as_str().unwrap_or("");
+    let opened = (syscall.starts_with("open") || syscall == "creat")
+        && e["result"].as_i64().is_some_and(|r| r >= 0);
+    match (e["dev"].as_u64(), e["ino"].as_u64()) {
+        (Some(dev), Some(ino)) => {
+            let m = std::fs::metadata(path).ok()?;
+            ((m.dev(), m.ino()) != (dev, ino)).then(|| {
+                format!(
+                    "{syscall}: identity ({dev}, {ino}) is not {}'s ({}, {})",
+                    path.display(),
+                    m.dev(),
+                    m.ino()
+                )
+            })
+        }
+        _ if opened => Some(format!("{syscall}: no dev/ino for the opened file")),
+        _ => None,
     }
 }
 
@@ -544,7 +612,7 @@ fn render(attacks: &[Attack], rows: &[Row], kernel: &str) -> String {
                 .find(|r| r.attack == i && r.backend == b)
                 .map_or("not run", |r| r.outcome.name())
         };
-        let _ = writeln!(s, "| {} | {} | {} | not run |", a.name, cell(0), cell(1));
+        let _ = writeln!(s, "| {} | {} | {} | see the next table |", a.name, cell(0), cell(1));
     }
     let count = |b: usize| {
         let mut c = std::collections::BTreeMap::new();
@@ -641,4 +709,87 @@ fn red_team_attacks_as_root() {
         .collect();
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     assert_eq!(rows.len(), jobs.len(), "every attack ran on every backend");
+}
+
+/// The tracepoint backend names the file a call really touched, decided in
+/// the kernel at the time of the call, with its identity: `/proc/self`
+/// links resolved for the caller, an open's file walked from its new fd,
+/// a symlink's target when a call without fd followed it (flagged). Every
+/// `dev`/`ino` is checked against `stat` of the real file.
+#[test]
+fn records_name_the_file_really_touched_with_its_identity() {
+    use std::os::unix::fs::MetadataExt;
+    if let Some(why) = kernel_unavailable() {
+        common::skip_or_fail("ebpf", &why);
+        return;
+    }
+    let t = TempDir::new("ident");
+    let ws = TempDir::new("ident-ws");
+    common::sh(
+        "mkdir d && echo 1 > d/a && echo 2 > d/b && echo 3 > d/c && echo 4 > d/t && echo 5 > d/x && ln -s d/t tl && ln -s d/b bl",
+        ws.path(),
+    );
+    let script = format!(
+        "cd '{}' && : > tl && exec 3<d/a && : > /proc/self/fd/3 && rm /proc/self/cwd/d/c \
+         && chmod 600 bl && sh -c 'exec mv /proc/$$/cwd/d/b d/b2' && cd d && rm /proc/self/cwd/x \
+         && (rm -f /dev/fd/3; true)",
+        ws.path().display()
+    );
+    let st = |p: &str| {
+        let m = std::fs::metadata(ws.join(p)).unwrap();
+        (m.dev(), m.ino())
+    };
+    let (t_id, a_id, d_id) = (st("d/t"), st("d/a"), st("d"));
+    let run = common::abm_run(&t, ws.path(), &["--linger", "0"], &["sh", "-c", &script]);
+    assert!(run.output.status.success(), "{}", run.stderr());
+    let id = |e: &Value| (e["dev"].as_u64(), e["ino"].as_u64());
+    let dir_id = |e: &Value| (e["dir_dev"].as_u64(), e["dir_ino"].as_u64());
+    let some = |(d, i): (u64, u64)| (Some(d), Some(i));
+
+    // `: > tl`: the open followed the link; the fd names the target.
+    let e = run.one("truncate", &ws.s("d/t"));
+    assert_eq!(e["raw_path"], "tl");
+    assert_eq!(id(e), some(t_id));
+    assert!(e["path_issues"].is_null(), "{e}");
+    // `: > /proc/self/fd/3`: the reopened file, not /proc/<tid>/fd/3.
+    let e = run
+        .find("truncate", &ws.s("d/a"))
+        .into_iter()
+        .find(|e| e["raw_path"] == "/proc/self/fd/3")
+        .expect("truncation through /proc/self/fd/3 recorded as d/a");
+    assert_eq!(id(e), some(a_id));
+    // `rm /proc/self/cwd/d/c`: the caller's cwd, resolved in the kernel.
+    let e = run.one("unlink", &ws.s("d/c"));
+    assert_eq!(e["raw_path"], "/proc/self/cwd/d/c");
+    assert!(e["path_issues"].is_null(), "{e}");
+    // `chmod 600 bl`: no fd; the target read after the call, flagged.
+    let e = run.one("chmod", &ws.s("d/b"));
+    assert_eq!(e["raw_path"], "bl");
+    assert_eq!(
+        e["path_issues"],
+        serde_json::json!(["symlink_resolved_late"])
+    );
+    // `exec mv /proc/$$/cwd/d/b d/b2`: its own pid's link.
+    let e = run.one("rename", &ws.s("d/b"));
+    assert_eq!(e["path2"], ws.s("d/b2"));
+    // `cd d && rm /proc/self/cwd/x`: one component below the cwd, whose
+    // identity the kernel read at entry.
+    let e = run.one("unlink", &ws.s("d/x"));
+    assert_eq!(dir_id(e), some(d_id));
+    let e = run.one("unlink", &ws.s("d/c"));
+    assert_eq!(dir_id(e), (None, None), "two components below the cwd");
+    // `rm /dev/fd/3`: unlink does not follow its final component, so it
+    // acts on the /proc entry (and fails), never on the fd's file d/a.
+    let e = run
+        .events()
+        .find(|e| e["op"] == "unlink" && e["raw_path"] == "/dev/fd/3")
+        .expect("unlink of /dev/fd/3 recorded");
+    assert_ne!(e["path"], ws.s("d/a"), "{e}");
+    assert!(e["result"].as_i64().is_some_and(|r| r < 0), "{e}");
+    assert_eq!(
+        e["path_issues"],
+        serde_json::json!(["proc_magic_link"]),
+        "{e}"
+    );
+    assert_eq!(id(e), (None, None));
 }

@@ -9,7 +9,7 @@ use core::ffi::c_void;
 
 use aya_ebpf::helpers::{bpf_get_current_task, bpf_probe_read_kernel};
 use monitor_common::{
-    field_tag::{BASE, RAW_PATH, ROOT},
+    field_tag::{RAW_PATH, ROOT},
     header_flags, ioctl_cmd,
     limits::MAX_RAW_PATH,
     open_flags::{O_RDWR, O_TRUNC, O_WRONLY},
@@ -17,7 +17,7 @@ use monitor_common::{
 };
 
 use crate::{
-    record::{Record, AT_FDCWD},
+    record::{Record, AT_FDCWD, BASE1_TAGS},
     shim::shim_task_in_compat,
 };
 
@@ -69,7 +69,7 @@ pub fn record(id: u32, path_reg: u8, regs: *const u8) {
     rec.hdr().fd = dirfd;
     if path_reg != NO_PATH && path != 0 {
         let (first, _) = rec.user_str::<MAX_RAW_PATH>(RAW_PATH, path as *const u8);
-        rec.walk_base(BASE, first, dirfd);
+        rec.walk_arg_base(BASE1_TAGS, first, dirfd, path as *const u8);
     }
     rec.walk_root(ROOT);
     rec.send();

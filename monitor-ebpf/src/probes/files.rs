@@ -1,6 +1,8 @@
 //! File-system syscalls: unlink, rmdir, rename, chmod, chown, truncate and
 //! opens that truncate or write.
-use aya_ebpf::helpers::bpf_probe_read_user;
+use core::ffi::c_void;
+
+use aya_ebpf::helpers::{bpf_get_current_task, bpf_probe_read_user};
 use monitor_common::{
     field_flags, field_tag::*, header_flags, ioctl_cmd,
     limits::{MAX_NAME, MAX_RAW_PATH},
@@ -8,8 +10,11 @@ use monitor_common::{
     EventKind, Inflight,
 };
 
-use super::syscalls::{nr, Args};
-use crate::record::{Record, AT_FDCWD};
+use super::{
+    mountns::HOST_MNT_NS,
+    syscalls::{nr, Args},
+};
+use crate::record::{Record, AT_FDCWD, BASE1_TAGS, BASE2_TAGS};
 
 const AT_REMOVEDIR: u64 = 0x200;
 
@@ -324,22 +329,58 @@ pub fn enter(id: u32, a: &Args) -> Option<(Record, Inflight)> {
         rec.user_str::<MAX_NAME>(XATTR_NAME, p.xattr);
     }
     if p.target_fd >= 0 {
-        rec.walk_fd(FD_PATH, p.target_fd);
+        rec.walk_fd_with_id(FD_PATH, FD_ID, p.target_fd);
     }
     if !p.path1.is_null() {
         let (first, ok) = rec.user_str::<MAX_RAW_PATH>(RAW_PATH, p.path1);
         if !ok {
             inflight.retry |= 1;
         }
-        rec.walk_base(BASE, first, p.dirfd1);
+        rec.walk_arg_base(BASE1_TAGS, first, p.dirfd1, p.path1);
     }
     if !p.path2.is_null() {
         let (first, ok) = rec.user_str::<MAX_RAW_PATH>(RAW_PATH2, p.path2);
         if !ok {
             inflight.retry |= 2;
         }
-        rec.walk_base(BASE2, first, p.dirfd2);
+        rec.walk_arg_base(BASE2_TAGS, first, p.dirfd2, p.path2);
     }
     rec.walk_root(ROOT);
     Some((rec, inflight))
+}
+
+/// Whether `id` opens a file and returns its fd: its result record names
+/// the file really opened ([`opened`]).
+#[inline(always)]
+pub fn is_open(id: u32) -> bool {
+    matches!(id, nr::OPEN | nr::OPENAT | nr::OPENAT2 | nr::CREAT | nr::OPEN_BY_HANDLE_AT)
+}
+
+/// Adds to the result record of a successful open the new fd's file: its
+/// path as the kernel opened it (a final symlink, a `/proc/self/fd/N`
+/// reopen, a handle followed) and its identity.
+///
+/// The walk is in the caller's mount namespace: for a caller outside the
+/// host's, the record says which (`MNT_NS`, without the table capture the
+/// entry record already triggered).
+#[inline(always)]
+pub fn opened(rec: &mut Record, fd: i32) {
+    rec.walk_fd_with_id(OPENED_PATH, OPENED_ID, fd);
+    // SAFETY: a plain read of a global the loader sets before the programs run.
+    let host = unsafe { core::ptr::read_volatile(&HOST_MNT_NS) };
+    if host != 0 {
+        // SAFETY: a BPF helper without memory arguments; the pointer only goes to CO-RE reads.
+        let task = unsafe { bpf_get_current_task() } as *const c_void;
+        // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
+        let inum = unsafe { shim_mnt_ns_inum(shim_task_mnt_ns(task)) };
+        if inum != 0 && inum != host {
+            rec.u64_field(MNT_NS, inum as u64, 0);
+        }
+    }
+}
+
+// SAFETY: the C shim's accessors take kernel pointers and read through CO-RE relocated bpf_probe_read_kernel; a bad pointer yields 0, never a fault.
+unsafe extern "C" {
+    fn shim_task_mnt_ns(t: *const c_void) -> *const c_void;
+    fn shim_mnt_ns_inum(ns: *const c_void) -> u32;
 }

@@ -159,6 +159,10 @@ pub fn sys_exit(ctx: RawTracePointContext) -> i32 {
         if inflight.retry & 2 != 0 {
             rec.user_str::<MAX_RAW_PATH>(RAW_PATH2, inflight.path2 as *const u8);
         }
+        // A new fd: name the file really opened.
+        if ret >= 0 && files::is_open(id as u32) {
+            files::opened(&mut rec, ret as i32);
+        }
         // openat2 flags unreadable at entry: the kernel has copied them now.
         if inflight.retry & files::RETRY_OPEN_HOW != 0 {
             match files::read_how(inflight.path2) {

@@ -505,11 +505,13 @@ fn ns_path(ev: &KernelEvent, raw_tag: u8, base_tag: u8) -> Option<Vec<u8>> {
     if raw.flags & field_flags::READ_FAILED != 0 {
         return None;
     }
+    // A `/proc` link the kernel resolved: the rest is relative to its walk.
+    let (base_tag, raw) = super::resolve::arg_base(ev, raw_tag, base_tag)?;
     let base = ev
         .field(base_tag)
         .map(|b| components_to_path(&b.data))
         .unwrap_or_else(|| b"/".to_vec());
-    Some(join(&base, &raw.data))
+    Some(join(&base, raw))
 }
 
 #[cfg(test)]

@@ -111,6 +111,7 @@ impl Orderer {
             slot.action = super::resolve::action_from_event(&ev);
             slot.action.result_note = Some(ResultNote::PathReadAtExit);
         }
+        super::resolve::apply_result(&mut slot.action, reread);
         slot.action.result = Some(result);
         if result < 0 {
             slot.action.errno = Some(super::resolve::errno_name(result));

@@ -291,6 +291,263 @@ fn issues_of(f: &Field, out: &mut Vec<PathIssue>) {
     }
 }
 
+/// When the kernel resolved a link into the caller's own `/proc` entry at
+/// the start of path argument `raw_tag` (`LINK_REST`): the rest of the
+/// argument, relative to the object the link named (its walk is the base),
+/// without leading slashes; empty when the argument names that object.
+///
+/// A call that does not follow its final component (unlink, rename,
+/// `lchown`, ...) given the link itself (`/proc/self/fd/3`) acts on the
+/// `/proc` entry, not on what it names: `None` then; also when the object
+/// is not connected to the tree (a pipe's fd).
+pub fn link_rest(ev: &KernelEvent, raw_tag: u8) -> Option<&[u8]> {
+    let rest_tag = if raw_tag == field_tag::RAW_PATH {
+        field_tag::LINK_REST
+    } else {
+        field_tag::LINK_REST2
+    };
+    let f = ev.field(rest_tag)?;
+    let off = u64::from_ne_bytes(f.data.as_slice().try_into().ok()?);
+    let raw = ev.field(raw_tag)?;
+    let rest = raw.data.get(usize::try_from(off).ok()?..)?;
+    let start = rest.iter().position(|&b| b != b'/').unwrap_or(rest.len());
+    let rest = &rest[start..];
+    // An object with no place in the tree (a pipe, a socket, a deleted
+    // file) names no path: the argument stays as given, under /proc.
+    let base_tag = if raw_tag == field_tag::RAW_PATH {
+        field_tag::BASE
+    } else {
+        field_tag::BASE2
+    };
+    if ev
+        .field(base_tag)
+        .is_none_or(|b| b.flags & field_flags::DISCONNECTED != 0)
+    {
+        return None;
+    }
+    (!rest.is_empty() || (raw_tag == field_tag::RAW_PATH && follows_final(ev))).then_some(rest)
+}
+
+/// The base field and the part of path argument `raw_tag` relative to it:
+/// the rest after a `/proc` link the kernel resolved ([`link_rest`]) and
+/// the walk of its object; else the whole argument and `base_tag` (or the
+/// task root when the kernel walked a link the call does not follow).
+pub fn arg_base(ev: &KernelEvent, raw_tag: u8, base_tag: u8) -> Option<(u8, &[u8])> {
+    if let Some(rest) = link_rest(ev, raw_tag) {
+        return Some((base_tag, rest));
+    }
+    let raw = &ev.field(raw_tag)?.data;
+    let rest_tag = if raw_tag == field_tag::RAW_PATH {
+        field_tag::LINK_REST
+    } else {
+        field_tag::LINK_REST2
+    };
+    let base = if ev.field(rest_tag).is_some() {
+        field_tag::ROOT
+    } else {
+        base_tag
+    };
+    Some((base, raw))
+}
+
+/// Whether the call of an entry record follows a symlink (or `/proc`
+/// link) in the final component of its first path: opens without
+/// `O_NOFOLLOW`, exec, and [`follows_final_link`]'s calls.
+fn follows_final(ev: &KernelEvent) -> bool {
+    use monitor_common::syscall_nr as n;
+    const O_NOFOLLOW: u64 = 0o400000;
+    let h = &ev.hdr;
+    if h.hflags & header_flags::COMPAT != 0 {
+        return false;
+    }
+    let flags = ev
+        .field(field_tag::OPEN_HOW)
+        .and_then(|f| <[u8; 8]>::try_from(f.data.as_slice()).ok())
+        .map_or(h.flags, u64::from_ne_bytes);
+    match h.syscall {
+        n::OPEN | n::OPENAT | n::OPENAT2 | n::CREAT => flags & O_NOFOLLOW == 0,
+        n::EXECVE | n::EXECVEAT => true,
+        nr => follows_final_link(nr, flags),
+    }
+}
+
+/// Whether `path` goes through a per-process link of `/proc`:
+/// `/proc/<pid|self|thread-self>/[task/<tid>/]{cwd,root,fd/N,map_files/…}`
+/// (or an `/proc/<pid>/exe`), which names a file only for that process.
+pub fn names_proc_link(path: &[u8]) -> bool {
+    let mut parts = path.split(|&b| b == b'/').filter(|c| !c.is_empty());
+    if parts.next() != Some(b"proc") {
+        return false;
+    }
+    let Some(who) = parts.next() else {
+        return false;
+    };
+    if !(who == b"self" || who == b"thread-self" || who.iter().all(u8::is_ascii_digit)) {
+        return false;
+    }
+    let mut what = parts.next();
+    if what == Some(b"task") {
+        parts.next();
+        what = parts.next();
+    }
+    matches!(what, Some(b"cwd" | b"root" | b"fd" | b"exe" | b"map_files"))
+}
+
+/// The identity in an identity field (`BASE_ID`, `FD_ID`, `OPENED_ID`):
+/// (`st_dev`, `st_ino`) as `stat` reports them.
+pub fn identity(f: &Field) -> Option<(u64, u64)> {
+    if f.flags & field_flags::READ_FAILED != 0 {
+        return None;
+    }
+    let b: &[u8; 16] = f.data.as_slice().try_into().ok()?;
+    let ino = u64::from_ne_bytes(b[..8].try_into().ok()?);
+    let kdev = u64::from_ne_bytes(b[8..].try_into().ok()?);
+    Some((user_dev(kdev), ino))
+}
+
+/// A device number in the kernel's internal encoding (`MKDEV`: major << 20
+/// | minor) as userspace's `st_dev` shows it.
+pub fn user_dev(kdev: u64) -> u64 {
+    libc::makedev((kdev >> 20) as u32, (kdev & 0xf_ffff) as u32)
+}
+
+/// Whether `rel` (a path relative to a directory) names an entry of that
+/// very directory: one component, not `.` or `..`.
+fn single_component(rel: &[u8]) -> bool {
+    let end = rel.iter().rposition(|&b| b != b'/').map_or(0, |i| i + 1);
+    let rel = &rel[..end];
+    !rel.is_empty() && !rel.contains(&b'/') && rel != b"." && rel != b".."
+}
+
+/// The identities the kernel sent with an entry record: the object's
+/// (`dev`, `ino`: the fd's file of an fd-based call, or the object a
+/// `/proc` link path names itself) and the directory's that holds the
+/// path's final component (`dir_dev`, `dir_ino`: the base the path is
+/// relative to, when it is one component below it).
+fn entry_identities(ev: &KernelEvent, a: &mut Action) {
+    if let Some((dev, ino)) = ev.field(field_tag::FD_ID).and_then(identity) {
+        (a.dev, a.ino) = (Some(dev), Some(ino));
+        return;
+    }
+    let Some(base) = ev.field(field_tag::BASE_ID).and_then(identity) else {
+        return;
+    };
+    let Some(raw) = ev
+        .field(field_tag::RAW_PATH)
+        .filter(|f| f.flags & field_flags::READ_FAILED == 0)
+    else {
+        return;
+    };
+    let rel = match link_rest(ev, field_tag::RAW_PATH) {
+        Some([]) => {
+            (a.dev, a.ino) = (Some(base.0), Some(base.1));
+            return;
+        }
+        Some(rest) => rest,
+        // An absolute path is relative to the root the base walked.
+        None => raw.data.strip_prefix(b"/").unwrap_or(&raw.data),
+    };
+    if single_component(rel) {
+        (a.dir_dev, a.dir_ino) = (Some(base.0), Some(base.1));
+    }
+}
+
+/// Whether a call given a path follows a symlink in its final component
+/// without returning an fd (so the kernel names no file it reached):
+/// truncate, chmod, chown, the utimes family and setxattr/removexattr
+/// unless told not to (`AT_SYMLINK_NOFOLLOW`, the `l*` variants), and
+/// linkat with `AT_SYMLINK_FOLLOW`.
+pub fn follows_final_link(nr: u32, flags: u64) -> bool {
+    use monitor_common::syscall_nr as n;
+    const AT_SYMLINK_NOFOLLOW: u64 = 0x100;
+    const AT_SYMLINK_FOLLOW: u64 = 0x400;
+    match nr {
+        n::TRUNCATE | n::CHMOD | n::FCHMODAT | n::CHOWN | n::UTIME | n::UTIMES | n::FUTIMESAT => {
+            true
+        }
+        n::SETXATTR | n::REMOVEXATTR => true,
+        n::FCHMODAT2 | n::FCHOWNAT | n::UTIMENSAT => flags & AT_SYMLINK_NOFOLLOW == 0,
+        n::LINKAT => flags & AT_SYMLINK_FOLLOW != 0,
+        _ => false,
+    }
+}
+
+/// For a call that followed a final symlink ([`follows_final_link`]): when
+/// `path` is a symlink now, the file it leads to (resolved as the kernel
+/// would, from the host root), else `None`. Read after the call, so the
+/// record says so (`symlink_resolved_late`).
+fn late_link_target(path: &[u8]) -> Option<Vec<u8>> {
+    let p = Path::new(std::ffi::OsStr::from_bytes(path));
+    if !std::fs::symlink_metadata(p).ok()?.file_type().is_symlink() {
+        return None;
+    }
+    if let Ok(real) = std::fs::canonicalize(p) {
+        return Some(real.into_os_string().into_vec());
+    }
+    // A dangling link: its target, joined to the link's directory.
+    let target = std::fs::read_link(p).ok()?.into_os_string().into_vec();
+    let dir = p.parent().map_or(&b"/"[..], |d| d.as_os_str().as_bytes());
+    Some(if target.starts_with(b"/") {
+        normalize(&target)
+    } else {
+        join(dir, &target)
+    })
+}
+
+/// Completes an action with what its result record carries: for a
+/// successful open, the file the new fd names (`OPENED_PATH`, walked by
+/// the kernel at the call's exit: the file really opened, through final
+/// symlinks, `/proc/self/fd/N` reopens and handles) becomes `path`, and
+/// its identity `dev`/`ino`. A walk in another mount namespace keeps the
+/// entry's (mapped) path and gives the identity only.
+pub fn apply_result(a: &mut Action, fields: &[Field]) {
+    let Some(opened) = fields.iter().find(|f| f.tag == field_tag::OPENED_PATH) else {
+        return;
+    };
+    if let Some((dev, ino)) = fields
+        .iter()
+        .find(|f| f.tag == field_tag::OPENED_ID)
+        .and_then(identity)
+    {
+        (a.dev, a.ino) = (Some(dev), Some(ino));
+    }
+    let foreign = fields.iter().any(|f| f.tag == field_tag::MNT_NS);
+    let inexact = field_flags::READ_FAILED
+        | field_flags::DISCONNECTED
+        | field_flags::DEPTH_LIMIT
+        | field_flags::TRUNCATED;
+    if foreign || opened.flags & inexact != 0 {
+        return;
+    }
+    let host = components_to_path(&opened.data);
+    // The task root, from the entry's host and container views.
+    let root = match (&a.path, &a.container_path) {
+        (Some(p), Some(c)) if c == "/" => Some(p.as_bytes().to_vec()),
+        (Some(p), Some(c)) => p.strip_suffix(c.as_str()).map(|r| r.as_bytes().to_vec()),
+        _ => None,
+    };
+    if let Some(root) = root {
+        a.container_path = strip_root(&host, &root).map(|c| text_fields(&c).0);
+    }
+    if a.path.as_deref().map(str::as_bytes) != Some(&host[..]) {
+        // Another file than the argument named (a symlink's target): the
+        // directory read at entry held the link, not this file.
+        (a.dir_dev, a.dir_ino) = (None, None);
+    }
+    set_text(&host, &mut a.path, &mut a.path_b64);
+    // What made the entry's path inexact no longer applies to it.
+    a.path_issues.retain(|i| {
+        !matches!(
+            i,
+            PathIssue::ProcMagicLink
+                | PathIssue::NoBase
+                | PathIssue::Truncated
+                | PathIssue::ByHandle
+                | PathIssue::SymlinkResolvedLate
+        )
+    });
+}
+
 /// Result of resolving one path argument.
 pub struct Resolved {
     pub host: Vec<u8>,
@@ -327,6 +584,26 @@ pub fn resolve_path(
         // not resident): the path is unknown, never guessed.
         return None;
     }
+    if let Some(rest) = link_rest(ev, raw_tag) {
+        // The kernel resolved the caller's `/proc` link at syscall entry:
+        // the base is the object it named, the rest is relative to it.
+        let b = ev.field(base_tag)?;
+        issues_of(b, issues);
+        if b.flags & field_flags::READ_FAILED != 0 {
+            return None;
+        }
+        let base_path = components_to_path(&b.data);
+        let host = if rest.is_empty() {
+            base_path
+        } else {
+            resolve_raw_with(&base_path, rest, root == b"/", cache)
+        };
+        return Some(Resolved {
+            container: strip_root(&host, root),
+            host,
+            raw: Some(raw.data.clone()),
+        });
+    }
     let base = ev.field(base_tag);
     let base_path = match base {
         // An absolute path is relative to the task root, which the kernel
@@ -349,15 +626,14 @@ pub fn resolve_path(
         .then(|| caller_proc_path(&raw.data, ev.hdr.tid))
         .flatten();
     let host = match &magic {
-        Some(p) => {
-            let h = resolve_raw_with(b"/", p, true, cache);
-            if h.starts_with(b"/proc/") {
-                PathIssue::add(issues, PathIssue::ProcMagicLink);
-            }
-            h
-        }
+        Some(p) => resolve_raw_with(b"/", p, true, cache),
         None => resolve_raw_with(&base_path, &raw.data, root == b"/", cache),
     };
+    if names_proc_link(&host) {
+        // Still through a process's `/proc` link (the caller's, gone by
+        // now, or another process's): the file it named is not known.
+        PathIssue::add(issues, PathIssue::ProcMagicLink);
+    }
     let container = strip_root(&host, root);
     Some(Resolved {
         host,
@@ -592,8 +868,33 @@ pub fn action_from_event_with(ev: &KernelEvent, mut cache: Option<&mut DirCache>
         issues.push(PathIssue::FlagsUnread);
     }
     if h.syscall == monitor_common::syscall_nr::OPEN_BY_HANDLE_AT && !compat {
-        // The file is named by a handle: its path is not known.
+        // The file is named by a handle: its path is not known (until the
+        // result record names the file opened).
         issues.push(PathIssue::ByHandle);
+    }
+    if !compat {
+        entry_identities(ev, &mut a);
+    }
+    // A call that followed a final symlink with no fd to name what it
+    // reached: the target, read now, and said so. Only on the host root
+    // and mount namespace, where abm's view of the file system is the
+    // caller's.
+    if !compat
+        && root == b"/"
+        && ev.field(field_tag::MNT_NS).is_none()
+        && ev.field(field_tag::FD_PATH).is_none()
+        && follows_final_link(h.syscall, flags)
+    {
+        if let Some(target) = a
+            .path
+            .as_deref()
+            .and_then(|p| late_link_target(p.as_bytes()))
+        {
+            set_text(&target, &mut a.path, &mut a.path_b64);
+            PathIssue::add(&mut issues, PathIssue::SymlinkResolvedLate);
+            // The identities read at entry were the link's directory's.
+            (a.dir_dev, a.dir_ino) = (None, None);
+        }
     }
     if let Some(x) = ev.field(field_tag::XATTR_NAME) {
         issues_of(x, &mut issues);
@@ -994,5 +1295,269 @@ mod tests {
         let _ = resolve_raw_with(b"/", b"/proc/self/fd/0", true, Some(&mut cache));
         assert!(cache.dirs.is_empty());
         std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    fn f(tag: u8, data: &[u8]) -> Field {
+        Field {
+            tag,
+            flags: 0,
+            data: data.to_vec(),
+        }
+    }
+
+    fn id_field(tag: u8, ino: u64, kdev: u64) -> Field {
+        let mut d = ino.to_ne_bytes().to_vec();
+        d.extend_from_slice(&kdev.to_ne_bytes());
+        f(tag, &d)
+    }
+
+    fn rest(off: u64) -> Field {
+        f(field_tag::LINK_REST, &off.to_ne_bytes())
+    }
+
+    fn entry(kind: EventKind, nr: u32, flags: u64, fields: &[Field]) -> KernelEvent {
+        let mut h = empty_header(kind);
+        h.syscall = nr;
+        h.flags = flags;
+        h.tid = 4_000_000; // no such thread: nothing resolves through /proc
+        KernelEvent::decode(&encode(&h, fields)).unwrap()
+    }
+
+    #[test]
+    fn identities_decode_to_stat_numbers() {
+        // sda1 (8:1) in the kernel's MKDEV encoding.
+        let (dev, ino) = identity(&id_field(field_tag::BASE_ID, 77, (8 << 20) | 1)).unwrap();
+        assert_eq!((dev, ino), (libc::makedev(8, 1), 77));
+        assert_eq!(user_dev((259 << 20) | 300), libc::makedev(259, 300));
+        let mut failed = id_field(field_tag::BASE_ID, 1, 1);
+        failed.flags = field_flags::READ_FAILED;
+        assert_eq!(identity(&failed), None);
+        assert_eq!(identity(&f(field_tag::BASE_ID, b"short")), None);
+    }
+
+    /// `rm /proc/self/cwd/d/c`: the kernel walked the caller's cwd and
+    /// says where the rest starts; userspace joins them and flags nothing.
+    #[test]
+    fn proc_self_cwd_resolved_by_the_kernel_is_joined_to_its_rest() {
+        let raw = b"/proc/self/cwd/d/c";
+        let ev = entry(
+            EventKind::Unlink,
+            monitor_common::syscall_nr::UNLINKAT,
+            0,
+            &[
+                f(field_tag::RAW_PATH, raw),
+                f(field_tag::BASE, b"ws\0nowhere-abm-test\0"),
+                id_field(field_tag::BASE_ID, 9, 5),
+                rest(14),
+                f(field_tag::ROOT, b""),
+            ],
+        );
+        assert_eq!(link_rest(&ev, field_tag::RAW_PATH), Some(&b"d/c"[..]));
+        let a = action_from_event(&ev);
+        assert_eq!(a.path.as_deref(), Some("/nowhere-abm-test/ws/d/c"));
+        assert_eq!(a.raw_path.as_deref(), Some("/proc/self/cwd/d/c"));
+        assert!(a.path_issues.is_empty(), "{:?}", a.path_issues);
+        // Two components below the cwd: its identity is not the parent's.
+        assert_eq!((a.dir_dev, a.dir_ino), (None, None));
+        assert_eq!((a.dev, a.ino), (None, None));
+        // One component: the cwd holds it.
+        let ev = entry(
+            EventKind::Unlink,
+            monitor_common::syscall_nr::UNLINKAT,
+            0,
+            &[
+                f(field_tag::RAW_PATH, b"/proc/1234/cwd/c"),
+                f(field_tag::BASE, b"ws\0nowhere-abm-test\0"),
+                id_field(field_tag::BASE_ID, 9, 5),
+                rest(14),
+            ],
+        );
+        let a = action_from_event(&ev);
+        assert_eq!(a.path.as_deref(), Some("/nowhere-abm-test/ws/c"));
+        assert_eq!((a.dir_dev, a.dir_ino), (Some(libc::makedev(0, 5)), Some(9)));
+    }
+
+    /// `/proc/self/fd/3` given to a call that follows it names the fd's
+    /// file (identity included); given to unlink it names the /proc entry
+    /// itself, which is flagged, never the file.
+    #[test]
+    fn fd_link_names_the_file_only_for_calls_that_follow_it() {
+        use monitor_common::syscall_nr as n;
+        let fields = [
+            f(field_tag::RAW_PATH, b"/proc/self/fd/3"),
+            f(field_tag::BASE, b"a\0ws\0nowhere-abm-test\0"),
+            id_field(field_tag::BASE_ID, 42, 7),
+            rest(15),
+            f(field_tag::ROOT, b""),
+        ];
+        let open = entry(EventKind::Truncate, n::OPENAT, 0o1001, &fields);
+        let a = action_from_event(&open);
+        assert_eq!(a.path.as_deref(), Some("/nowhere-abm-test/ws/a"));
+        assert_eq!((a.dev, a.ino), (Some(libc::makedev(0, 7)), Some(42)));
+        assert!(a.path_issues.is_empty());
+        let nofollow = entry(EventKind::Truncate, n::OPENAT, 0o1001 | 0o400000, &fields);
+        assert_eq!(link_rest(&nofollow, field_tag::RAW_PATH), None);
+        let unlink = entry(EventKind::Unlink, n::UNLINKAT, 0, &fields);
+        let a = action_from_event(&unlink);
+        assert_eq!(a.path.as_deref(), Some("/proc/4000000/fd/3"));
+        assert_eq!(a.path_issues, vec![PathIssue::ProcMagicLink]);
+        assert_eq!((a.dev, a.ino, a.dir_dev), (None, None, None));
+        // A pipe's fd: its walk has no place in the tree; the argument
+        // stays under /proc, flagged.
+        let mut pipe = fields.clone();
+        pipe[1] = Field {
+            flags: field_flags::DISCONNECTED,
+            ..f(field_tag::BASE, b"")
+        };
+        let a = action_from_event(&entry(EventKind::Write, n::OPENAT, 0o1, &pipe));
+        assert_eq!(a.path.as_deref(), Some("/proc/4000000/fd/3"));
+        assert_eq!(a.path_issues, vec![PathIssue::ProcMagicLink]);
+        // The mount-namespace view joins the same way.
+        assert_eq!(
+            arg_base(&unlink, field_tag::RAW_PATH, field_tag::BASE),
+            Some((field_tag::ROOT, &b"/proc/self/fd/3"[..]))
+        );
+        assert_eq!(
+            arg_base(&open, field_tag::RAW_PATH, field_tag::BASE),
+            Some((field_tag::BASE, &b""[..]))
+        );
+    }
+
+    #[test]
+    fn calls_that_follow_a_final_symlink_without_an_fd() {
+        use monitor_common::syscall_nr as n;
+        for nr in [
+            n::TRUNCATE,
+            n::CHMOD,
+            n::FCHMODAT,
+            n::CHOWN,
+            n::UTIMES,
+            n::SETXATTR,
+        ] {
+            assert!(follows_final_link(nr, 0), "{nr}");
+        }
+        for nr in [n::FCHOWNAT, n::UTIMENSAT, n::FCHMODAT2] {
+            assert!(follows_final_link(nr, 0), "{nr}");
+            assert!(!follows_final_link(nr, 0x100), "{nr} AT_SYMLINK_NOFOLLOW");
+        }
+        for nr in [n::LCHOWN, n::LSETXATTR, n::UNLINKAT, n::RENAMEAT2, n::LINK] {
+            assert!(!follows_final_link(nr, 0), "{nr}");
+        }
+        assert!(follows_final_link(n::LINKAT, 0x400));
+        assert!(!follows_final_link(n::LINKAT, 0));
+    }
+
+    /// chmod through a symlink: the target, read after the call, flagged.
+    #[test]
+    fn late_symlink_resolution_is_flagged() {
+        let d = std::env::temp_dir().join(format!("abm-late-link-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join("real")).unwrap();
+        std::fs::write(d.join("real/f"), b"x").unwrap();
+        std::os::unix::fs::symlink("real/f", d.join("link")).unwrap();
+        // The kernel's walk of the directory: leaf first.
+        let mut comps = Vec::new();
+        let real_d = std::fs::canonicalize(&d).unwrap();
+        for part in real_d.iter().rev().filter(|p| *p != "/") {
+            comps.extend_from_slice(part.as_bytes());
+            comps.push(0);
+        }
+        let fields = [
+            f(field_tag::RAW_PATH, b"link"),
+            f(field_tag::BASE, &comps),
+            f(field_tag::ROOT, b""),
+        ];
+        let real = std::fs::canonicalize(d.join("real/f")).unwrap();
+        let chmod = entry(
+            EventKind::Chmod,
+            monitor_common::syscall_nr::FCHMODAT,
+            0,
+            &fields,
+        );
+        let a = action_from_event(&chmod);
+        assert_eq!(a.path.as_deref(), real.to_str());
+        assert_eq!(a.raw_path.as_deref(), Some("link"));
+        assert_eq!(a.path_issues, vec![PathIssue::SymlinkResolvedLate]);
+        // lchown acts on the link itself: named as such, not flagged.
+        let lchown = entry(
+            EventKind::Chown,
+            monitor_common::syscall_nr::LCHOWN,
+            0,
+            &fields,
+        );
+        let a = action_from_event(&lchown);
+        assert!(a.path.as_deref().unwrap().ends_with("/link"));
+        assert!(a.path_issues.is_empty());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// The result record of an open names the file opened and its
+    /// identity; the entry's inexact path gives way to it.
+    #[test]
+    fn open_result_names_the_opened_file() {
+        let mut a = Action {
+            path: Some("/proc/99/fd/3".into()),
+            path_issues: vec![PathIssue::ProcMagicLink],
+            dir_dev: Some(1),
+            dir_ino: Some(2),
+            ..Default::default()
+        };
+        let fields = [
+            f(field_tag::OPENED_PATH, b"f\0ws\0"),
+            id_field(field_tag::OPENED_ID, 11, (8 << 20) | 2),
+        ];
+        apply_result(&mut a, &fields);
+        assert_eq!(a.path.as_deref(), Some("/ws/f"));
+        assert_eq!((a.dev, a.ino), (Some(libc::makedev(8, 2)), Some(11)));
+        assert!(a.path_issues.is_empty());
+        assert_eq!((a.dir_dev, a.dir_ino), (None, None));
+        // In a container: the container view follows the new path.
+        let mut a = Action {
+            path: Some("/srv/c1/etc/link".into()),
+            container_path: Some("/etc/link".into()),
+            ..Default::default()
+        };
+        apply_result(
+            &mut a,
+            &[f(field_tag::OPENED_PATH, b"hosts\0etc\0c1\0srv\0")],
+        );
+        assert_eq!(a.path.as_deref(), Some("/srv/c1/etc/hosts"));
+        assert_eq!(a.container_path.as_deref(), Some("/etc/hosts"));
+        // Another mount namespace, or an inexact walk: identity only.
+        let mut a = Action {
+            path: Some("/x".into()),
+            ..Default::default()
+        };
+        let mut walk = f(field_tag::OPENED_PATH, b"y\0");
+        walk.flags = field_flags::DISCONNECTED;
+        apply_result(&mut a, &[walk, id_field(field_tag::OPENED_ID, 3, 4)]);
+        assert_eq!((a.path.as_deref(), a.ino), (Some("/x"), Some(3)));
+        let ns = f(field_tag::MNT_NS, &5u64.to_ne_bytes());
+        apply_result(&mut a, &[f(field_tag::OPENED_PATH, b"y\0"), ns]);
+        assert_eq!(a.path.as_deref(), Some("/x"));
+        // No open result: nothing changes.
+        apply_result(&mut a, &[]);
+        assert_eq!(a.path.as_deref(), Some("/x"));
+    }
+
+    #[test]
+    fn paths_through_proc_links_of_any_process_are_recognised() {
+        for p in [
+            "/proc/self/fd/3",
+            "/proc/123/cwd/x",
+            "/proc/thread-self/root",
+            "/proc/1/task/2/fd/0",
+            "//proc/9/exe",
+        ] {
+            assert!(names_proc_link(p.as_bytes()), "{p}");
+        }
+        for p in [
+            "/proc/meminfo",
+            "/proc/1/status",
+            "/tmp/proc/1/cwd",
+            "/proc",
+        ] {
+            assert!(!names_proc_link(p.as_bytes()), "{p}");
+        }
     }
 }
