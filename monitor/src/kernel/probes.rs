@@ -60,7 +60,7 @@ pub struct ProbeOptions {
 impl Default for ProbeOptions {
     fn default() -> Self {
         ProbeOptions {
-            ringbuf_bytes: 16 * 1024 * 1024,
+            ringbuf_bytes: 4 * 1024 * 1024,
             watch_cgroups: false,
         }
     }
