@@ -411,15 +411,19 @@ pub enum LossCause {
     /// The BPF LSM backend's decision ring (`LSM_EVENTS`) was full: a
     /// decision record (a refusal or an allowance used) was not delivered.
     LsmRingbufFull = 3,
+    /// `sys_enter` could not tail-call the exec program: an execve or
+    /// execveat of a process in scope was not recorded.
+    TailCallFailed = 4,
 }
 
 impl LossCause {
-    pub const COUNT: u32 = 4;
-    pub const ALL: [LossCause; 4] = [
+    pub const COUNT: u32 = 5;
+    pub const ALL: [LossCause; 5] = [
         Self::RingbufFull,
         Self::InflightFull,
         Self::ScopeFull,
         Self::LsmRingbufFull,
+        Self::TailCallFailed,
     ];
     pub const fn name(self) -> &'static str {
         match self {
@@ -427,6 +431,7 @@ impl LossCause {
             Self::InflightFull => "inflight_full",
             Self::ScopeFull => "scope_full",
             Self::LsmRingbufFull => "lsm_ringbuf_full",
+            Self::TailCallFailed => "tail_call_failed",
         }
     }
 
@@ -437,6 +442,7 @@ impl LossCause {
             Self::InflightFull => "syscall whose result cannot be paired",
             Self::ScopeFull => "process that could not be put in scope",
             Self::LsmRingbufFull => "LSM decision record",
+            Self::TailCallFailed => "exec call not recorded",
         }
     }
 }

@@ -2,7 +2,7 @@
 //! (`monitor::probes`).
 use aya_ebpf::{
     macros::map,
-    maps::{HashMap, PerCpuArray, RingBuf},
+    maps::{HashMap, PerCpuArray, ProgramArray, RingBuf},
 };
 use monitor_common::{limits::PAYLOAD_CAP, limits::PAYLOAD_SLACK, EventHeader, Inflight, LossCause, ScopeEntry};
 
@@ -10,6 +10,15 @@ use monitor_common::{limits::PAYLOAD_CAP, limits::PAYLOAD_SLACK, EventHeader, In
 /// (`EbpfLoader::set_max_entries`).
 #[map]
 pub static EVENTS: RingBuf = RingBuf::with_byte_size(8 * 1024 * 1024, 0);
+
+/// Programs `sys_enter` tail-calls, by index: only the syscalls they record
+/// reach them, so every other syscall runs one program at entry, not one
+/// per hook family. Userspace fills it before attaching `sys_enter`.
+#[map]
+pub static SYS_ENTER_TAIL: ProgramArray = ProgramArray::with_max_entries(1, 0);
+
+/// Index of `sys_enter_exec` (execve, execveat) in [`SYS_ENTER_TAIL`].
+pub const TAIL_EXEC: u32 = 0;
 
 /// Processes (by tgid) whose actions are traced.
 #[map]

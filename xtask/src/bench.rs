@@ -477,7 +477,17 @@ fn bench_in(
             .args(["-t", "tracefs", "tracefs", "/sys/kernel/tracing"])
             .status();
     }
-    let peers = peers::prepare(&["bpftrace", "auditd", "strace"]);
+    // ABM_BENCH_PEERS=bpftrace,strace (or `none`) picks the peers; all by
+    // default (see docs/performance.md).
+    let all_peers = ["bpftrace", "auditd", "strace"];
+    let wanted: Vec<&str> = match std::env::var("ABM_BENCH_PEERS") {
+        Ok(v) => all_peers
+            .into_iter()
+            .filter(|p| v.split(',').any(|w| w.trim() == *p))
+            .collect(),
+        Err(_) => all_peers.to_vec(),
+    };
+    let peers = peers::prepare(&wanted);
     if let Some((_, ctl)) = &peers.auditd {
         // A previous interrupted run may have left audit on.
         peers::audit_restore(ctl);
@@ -629,6 +639,11 @@ fn bench_in(
     let micro = micro(&env, runs.min(3))?;
     let kept = env.kept_burst.borrow_mut().take();
     let verify_1m = match kept {
+        // ABM_BENCH_VERIFY=0: the 1M-event verify rows are left out.
+        Some(src) if std::env::var("ABM_BENCH_VERIFY").is_ok_and(|v| v == "0") => {
+            let _ = fs::remove_file(&src);
+            None
+        }
         Some(src) => {
             eprintln!(
                 "bench: verifying a {}-event trace ({:.0} s elapsed)",

@@ -258,7 +258,11 @@ fn main() -> Result<()> {
         }
         Cmd::Bench { runs, only } => {
             setup::setup()?;
-            let abm = build_release()?;
+            // ABM_BENCH_ABM=PATH measures that abm binary instead of building.
+            let abm = match std::env::var_os("ABM_BENCH_ABM") {
+                Some(p) => PathBuf::from(p),
+                None => build_release()?,
+            };
             bench::bench(&abm, runs, &only)
         }
         Cmd::Corpus {

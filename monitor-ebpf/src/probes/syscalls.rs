@@ -19,7 +19,7 @@ use monitor_common::{
 };
 
 use crate::{
-    maps::{count_loss, current_scope, INFLIGHT},
+    maps::{count_loss, current_scope, INFLIGHT, SYS_ENTER_TAIL, TAIL_EXEC},
     probes::{compat, exec, files, mountns},
     record::Record,
 };
@@ -80,13 +80,19 @@ pub fn sys_enter(ctx: RawTracePointContext) -> i32 {
     if !is_traced(id) {
         return 0;
     }
+    if id == nr::EXECVE || id == nr::EXECVEAT {
+        // Recorded by sys_enter_exec, reached only from here (a program of
+        // its own keeps each under the verifier's complexity limit). A tail
+        // call does not return; if the slot is empty it falls through.
+        // SAFETY: `ctx` is this program's own context, passed on unchanged.
+        unsafe { SYS_ENTER_TAIL.tail_call(&ctx, TAIL_EXEC) };
+        count_loss(LossCause::TailCallFailed);
+        return 0;
+    }
     let args = Args::read(regs);
     // Opens are filtered by flags before anything else: most opens read.
     if !files::wants(id, &args) {
         return 0;
-    }
-    if id == nr::EXECVE || id == nr::EXECVEAT {
-        return 0; // recorded by sys_enter_exec
     }
     let tid = pid_tgid as u32;
     let mnt_ns = mountns::sync_current();
@@ -104,7 +110,9 @@ pub fn sys_enter(ctx: RawTracePointContext) -> i32 {
 }
 
 /// execve/execveat, in a program of its own so each program stays well under
-/// the verifier's complexity limit.
+/// the verifier's complexity limit. Not attached: `sys_enter` tail-calls it
+/// (slot [`TAIL_EXEC`] of [`SYS_ENTER_TAIL`]) for these two syscalls of a
+/// process in scope, so other syscalls do not run it.
 #[raw_tracepoint(tracepoint = "sys_enter")]
 pub fn sys_enter_exec(ctx: RawTracePointContext) -> i32 {
     let id: u64 = ctx.arg(1);

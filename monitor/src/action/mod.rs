@@ -181,15 +181,19 @@ impl Judge {
         policy: &Policy,
         ctx: &Context,
     ) -> Verdict {
-        let state = key.and_then(|k| self.grouper.actions.get(&k)).cloned();
-        let by_git = state.as_ref().is_some_and(|s| s.is_git());
-        let builder = state.as_ref().is_some_and(|s| s.is_builder());
+        // The action's state is looked up where it is used, not copied per
+        // record (the grouper does not change while a record is judged).
+        fn state(j: &Judge, key: Option<u64>) -> Option<&group::ActionState> {
+            key.and_then(|k| j.grouper.actions.get(&k))
+        }
+        let by_git = state(self, key).is_some_and(|s| s.is_git());
+        let builder = state(self, key).is_some_and(|s| s.is_builder());
         if a.op == Some(Op::Exec) {
             let inside = self.role == Some(ExecRole::Inside);
-            let facts = self.facts(key, state.as_ref());
+            let facts = self.facts(key, state(self, key));
             let v = policy.evaluate_with(a, ctx, &facts);
             if inside && v.treatment != Treatment::Deny {
-                let st = state.as_ref().expect("inside an action");
+                let st = state(self, key).expect("inside an action");
                 return Verdict {
                     rule: RULE_INSIDE.to_owned(),
                     treatment: Treatment::Accept,
@@ -213,6 +217,7 @@ impl Judge {
             return self.with_blast(v, key);
         }
         // File effects: measure what the call destroys.
+        self.measurer.forget_lstat();
         let destroyed = destroyed_path(a);
         let m = match &destroyed {
             Some(p) => {
@@ -260,7 +265,7 @@ impl Judge {
             }
         }
         a.measured = Some(m);
-        let facts = self.facts(key, state.as_ref());
+        let facts = self.facts(key, state(self, key));
         let v = policy.evaluate_with(a, ctx, &facts);
         self.with_blast(v, key)
     }
@@ -303,7 +308,13 @@ impl Judge {
         let creates = matches!(a.op, Some(Op::Write | Op::Truncate))
             && a.flag_names.iter().any(|f| f == "O_CREAT");
         if let (true, Some(p)) = (creates, &a.path) {
-            let new = match std::fs::metadata(p).and_then(|m| m.created()) {
+            // The measurement's lstat of this path, when it has one and it
+            // is not a symbolic link, is what a stat would say.
+            let meta = match self.measurer.take_lstat(p) {
+                Some(m) => Ok(m),
+                None => std::fs::metadata(p),
+            };
+            let new = match meta.and_then(|m| m.created()) {
                 Ok(born) => born >= self.run_start,
                 Err(_) => true,
             };

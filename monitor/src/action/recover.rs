@@ -56,6 +56,9 @@ pub struct Measurer {
     pub built: HashSet<String>,
     /// Git directory → every branch and HEAD is on a remote, no stash.
     pushed: HashMap<PathBuf, bool>,
+    /// The last measurement's `lstat`: its path and what it found (taken by
+    /// the judge right after, for the same record).
+    last_lstat: Option<(String, std::fs::Metadata)>,
 }
 
 impl Measurer {
@@ -67,7 +70,21 @@ impl Measurer {
             created: HashSet::new(),
             built: HashSet::new(),
             pushed: HashMap::new(),
+            last_lstat: None,
         }
+    }
+
+    /// Forgets the last measurement's `lstat` (a new record is judged).
+    pub fn forget_lstat(&mut self) {
+        self.last_lstat = None;
+    }
+
+    /// The metadata the last measurement's `lstat` found for `path`, if
+    /// it measured that path and found a file that is not a symbolic link
+    /// (then `stat` would say the same).
+    pub fn take_lstat(&mut self, path: &str) -> Option<std::fs::Metadata> {
+        let (p, m) = self.last_lstat.take()?;
+        (p == path && !m.file_type().is_symlink()).then_some(m)
     }
 
     /// The working tree root of the repository holding `path`.
@@ -138,6 +155,7 @@ impl Measurer {
     /// Measure what removing or overwriting the content of `path` loses.
     /// `by_git`: the acting action is git itself (its own housekeeping).
     pub fn measure(&mut self, path: &str, by_git: bool) -> Measured {
+        self.last_lstat = None;
         let p = Path::new(path);
         let in_repo = self.repo_root(p).is_some();
         let location = self.locator.locate(path, in_repo);
@@ -233,6 +251,7 @@ impl Measurer {
         let Ok(meta) = meta else {
             return self.measure_gone(path, repo_root.as_deref(), location);
         };
+        self.last_lstat = Some((path.to_owned(), meta.clone()));
         if meta.is_dir() {
             return m(
                 Recovery::Reversible,

@@ -148,6 +148,10 @@ struct Daemon {
     losses: LossTracker,
     reported_decode: u64,
     reported_unattributed: u64,
+    /// Records the ring's full userspace queue dropped (read at each turn),
+    /// and how many of them are written as losses.
+    queue_dropped: u64,
+    reported_queue_dropped: u64,
     /// cgroup level -> number of watched cgroups there.
     levels: BTreeMap<u32, u32>,
     tail: broadcast::Sender<Arc<TailLine>>,
@@ -247,6 +251,8 @@ async fn run(cfg: Config, config_path: PathBuf, policy: Policy) -> anyhow::Resul
         losses,
         reported_decode: 0,
         reported_unattributed: 0,
+        queue_dropped: 0,
+        reported_queue_dropped: 0,
         levels: BTreeMap::new(),
         tail,
         started: Instant::now(),
@@ -304,6 +310,7 @@ async fn run(cfg: Config, config_path: PathBuf, policy: Policy) -> anyhow::Resul
     drain(&mut ring, &mut d);
     d.absorb_decisions()?;
     d.release(true)?;
+    d.queue_dropped = ring.dropped();
     d.account_losses()?;
     let ids: Vec<u32> = d.targets.keys().copied().collect();
     let mut failed = false;
@@ -394,6 +401,7 @@ impl Driver for Loop {
         d.release(false)?;
         d.switch_policy();
         if self.last_flush.elapsed() >= Duration::from_millis(500) {
+            d.queue_dropped = ring.dropped();
             d.account_losses()?;
             d.flush();
             d.refresh_metrics();
@@ -531,6 +539,13 @@ impl Daemon {
                 self.attr.unattributed - self.reported_unattributed,
             ));
             self.reported_unattributed = self.attr.unattributed;
+        }
+        if self.queue_dropped > self.reported_queue_dropped {
+            all.push(self.losses.userspace(
+                ring::QUEUE_FULL,
+                self.queue_dropped - self.reported_queue_dropped,
+            ));
+            self.reported_queue_dropped = self.queue_dropped;
         }
         if all.is_empty() {
             return Ok(());

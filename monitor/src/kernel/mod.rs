@@ -5,7 +5,8 @@
 //!   what this kernel allows (`abm doctor`).
 //! - [`cgroup`]: the cgroup v2 hierarchy, container and pod cgroups, the
 //!   fresh cgroup of `abm run --cgroup`, mount tables.
-//! - [`ring`]: the ring buffer registered with the event loop, bounded drains.
+//! - [`ring`]: the ring buffer, emptied by a drain thread into a bounded
+//!   queue that the event loop takes batches from.
 //! - [`events`]: decoding one kernel record.
 //! - [`loss`]: per-CPU loss counters turned into loss records.
 //! - [`sensitive`]: the sensitive files of a run, resolved to inodes, and

@@ -2,7 +2,7 @@
 use std::{fs, os::fd::AsRawFd, path::Path};
 
 use aya::{
-    maps::{HashMap, MapData, PerCpuArray, RingBuf},
+    maps::{HashMap, MapData, PerCpuArray, ProgramArray, RingBuf},
     programs::RawTracePoint,
     Ebpf, EbpfLoader,
 };
@@ -12,13 +12,16 @@ use monitor_common::{LossCause, ScopeEntry};
 pub(crate) static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/monitor"));
 
 /// Programs of the tracepoint backend and the raw tracepoints they attach to.
-pub const TRACEPOINTS: [(&str, &str); 5] = [
+pub const TRACEPOINTS: [(&str, &str); 4] = [
     ("sys_enter", "sys_enter"),
-    ("sys_enter_exec", "sys_enter"),
     ("sys_exit", "sys_exit"),
     ("sched_process_fork", "sched_process_fork"),
     ("sched_process_exit", "sched_process_exit"),
 ];
+
+/// Programs `sys_enter` reaches by tail call (slot, name): execve and
+/// execveat only, so that other syscalls run one program at entry.
+pub const TAIL_CALLED: [(u32, &str); 1] = [(0, "sys_enter_exec")];
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProbeError {
@@ -60,7 +63,7 @@ pub struct ProbeOptions {
 impl Default for ProbeOptions {
     fn default() -> Self {
         ProbeOptions {
-            ringbuf_bytes: 16 * 1024 * 1024,
+            ringbuf_bytes: 4 * 1024 * 1024,
             watch_cgroups: false,
         }
     }
@@ -74,6 +77,8 @@ pub struct Probes {
     pub losses: PerCpuArray<MapData, u64>,
     pub events: Option<RingBuf<MapData>>,
     scope_raw_fd: i32,
+    /// `SYS_ENTER_TAIL`, held so that its slots stay filled.
+    _tail: ProgramArray<MapData>,
 }
 
 /// Checks that must pass before loading, each with a fix.
@@ -128,6 +133,26 @@ impl Probes {
             .map_max_entries("EVENTS", opts.ringbuf_bytes)
             .load(OBJECT)
             .map_err(ProbeError::Load)?;
+        // The programs `sys_enter` tail-calls, loaded (not attached) and in
+        // their slots before `sys_enter` is attached.
+        let mut tail: ProgramArray<MapData> =
+            take_map(&mut ebpf, "SYS_ENTER_TAIL", ProgramArray::try_from)?;
+        for (index, name) in TAIL_CALLED {
+            let prog: &mut RawTracePoint = ebpf
+                .program_mut(name)
+                .ok_or(ProbeError::MissingMap(name))?
+                .try_into()
+                .map_err(|source| ProbeError::Program { name, source })?;
+            prog.load()
+                .map_err(|source| ProbeError::Program { name, source })?;
+            let fd = prog
+                .fd()
+                .map_err(|source| ProbeError::Program { name, source })?;
+            tail.set(index, fd, 0).map_err(|source| ProbeError::Map {
+                name: "SYS_ENTER_TAIL",
+                source,
+            })?;
+        }
         for (name, tracepoint) in TRACEPOINTS {
             let prog: &mut RawTracePoint = ebpf
                 .program_mut(name)
@@ -160,6 +185,7 @@ impl Probes {
             losses,
             events,
             scope_raw_fd,
+            _tail: tail,
         })
     }
 

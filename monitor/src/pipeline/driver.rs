@@ -1,14 +1,14 @@
-//! The event loop `abm run` and the daemon both drive: the ring buffer is
-//! drained into the command's pipeline (a bounded batch per wake-up, and on
-//! a timer because the kernel wakes the loop only once the ring is 1/8
-//! full); every other wake-up (the command exiting, a signal, a control
+//! The event loop `abm run` and the daemon both drive: records the ring's
+//! drain thread queued ([`crate::kernel::ring`]) go into the command's
+//! pipeline (a bounded batch per wake-up, and on a timer); every other
+//! wake-up (the command exiting, a signal, a control
 //! socket call) goes to the command; after each turn the command releases
 //! ordered records, accounts losses and flushes.
 use std::time::Duration;
 
 use tokio::time::MissedTickBehavior;
 
-use crate::kernel::ring::{drain_ring, Ring, DRAIN_BATCH, DRAIN_INTERVAL_MS};
+use crate::kernel::ring::{Ring, DRAIN_BATCH, DRAIN_INTERVAL_MS};
 
 /// Whether the loop goes on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,20 +39,17 @@ pub(crate) async fn drive<D: Driver>(ring: &mut Ring, d: &mut D) -> anyhow::Resu
     tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
     loop {
         let wake = tokio::select! {
-            guard = ring.readable_mut() => {
-                let mut guard = guard?;
-                // A bounded batch keeps memory flat under bursts; the rest
-                // is read on the next turn of the loop.
-                let n = drain_ring(guard.get_inner_mut(), DRAIN_BATCH, |b| d.push(b));
-                if n < DRAIN_BATCH {
-                    guard.clear_ready();
-                }
+            // The drain thread queued records: a bounded batch keeps the
+            // other wake-ups and the release of ordered records going; the
+            // rest is taken on the next turn.
+            _ = ring.ready() => {
+                ring.take(DRAIN_BATCH, |b| d.push(b));
                 None
             }
-            // The kernel wakes this loop only once the ring is 1/8 full; the
-            // timer drains what a quiet ring holds.
+            // A turn at least every interval: ordered records are released
+            // once their reorder window has passed.
             _ = tick.tick() => {
-                drain_ring(ring.get_mut(), DRAIN_BATCH, |b| d.push(b));
+                ring.take(DRAIN_BATCH, |b| d.push(b));
                 None
             }
             w = d.wake() => Some(w?),

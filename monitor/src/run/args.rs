@@ -54,9 +54,10 @@ pub struct RunArgs {
     /// Print the end-of-run summary as JSON (to stderr) instead of text.
     #[arg(long)]
     pub summary_json: bool,
-    /// Kernel ring buffer size in KiB (power of two, at least 4). Smaller
-    /// buffers lose events under bursts; losses are recorded in the trace.
-    #[arg(long, default_value_t = 16384, value_name = "KIB")]
+    /// Kernel ring buffer size in KiB (power of two, at least 4). A thread
+    /// of its own empties it into memory; smaller buffers lose events under
+    /// bursts that outpace that thread; losses are recorded in the trace.
+    #[arg(long, default_value_t = 4096, value_name = "KIB")]
     pub ringbuf_kib: u32,
     /// After the command exits, keep watching its remaining descendants
     /// (e.g. daemons) for this many seconds, then terminate them.

@@ -305,6 +305,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
         interrupted: false,
         last_flush: Instant::now(),
         reported_decode: 0,
+        reported_dropped: 0,
         clients: std::collections::HashSet::new(),
         discarded: std::collections::HashSet::new(),
     };
@@ -375,6 +376,8 @@ struct Session<'a> {
     interrupted: bool,
     last_flush: Instant,
     reported_decode: u64,
+    /// Records the full userspace queue dropped, already written as losses.
+    reported_dropped: u64,
     /// Processes of the watched tree running a container client.
     clients: std::collections::HashSet<u32>,
     /// New container cgroups that are not the run's.
@@ -449,10 +452,10 @@ impl Driver for Session<'_> {
         Ok(Flow::Continue)
     }
 
-    async fn turn(&mut self, _ring: &mut Ring) -> anyhow::Result<Flow> {
+    async fn turn(&mut self, ring: &mut Ring) -> anyhow::Result<Flow> {
         self.release(false)?;
         if self.last_flush.elapsed() >= Duration::from_millis(500) {
-            self.account_losses()?;
+            self.account_losses(ring)?;
             self.writer.flush()?;
             self.last_flush = Instant::now();
         }
@@ -586,10 +589,19 @@ impl Session<'_> {
         Ok(())
     }
 
-    /// Kernel losses and undecodable records since the last call.
-    fn account_losses(&mut self) -> anyhow::Result<()> {
+    /// Kernel losses, records the full userspace queue dropped and
+    /// undecodable records since the last call.
+    fn account_losses(&mut self, ring: &Ring) -> anyhow::Result<()> {
         for loss in self.losses.poll(&self.probes) {
             self.writer.append_loss(&loss)?;
+        }
+        let dropped = ring.dropped();
+        if dropped > self.reported_dropped {
+            let l = self
+                .losses
+                .userspace(ring::QUEUE_FULL, dropped - self.reported_dropped);
+            self.reported_dropped = dropped;
+            self.writer.append_loss(&l)?;
         }
         let decode_errors = self.intake.decode_errors;
         if decode_errors > self.reported_decode {
@@ -618,7 +630,7 @@ impl Session<'_> {
         ring::drain_all(ring, |b| self.push(b));
         self.release(true)?;
         crate::action::write_ended(&mut self.pipeline.judge, &mut self.writer, true)?;
-        self.account_losses()?;
+        self.account_losses(ring)?;
         if self.pipeline.unpaired_exits > 0 {
             // Results whose syscall entry record was lost (counted as a loss
             // already): kept so a reader can reconcile kernel record counts.

@@ -24,7 +24,7 @@ pub const LEGEND: &[(&str, &str)] = &[
          process tree by its audit login uid; prints one line per entry (pid, tid, comm, syscall, \
          dirfd, path strings as passed, up to 128 bytes, flags/mode/owner, argv for exec) and one \
          per exit (tid, return value) to a file, fully buffered; 8 MiB perf buffer per CPU (abm: \
-         one 16 MiB ring). No path resolution (relative paths and fds stay as passed), no policy, \
+         one 4 MiB ring by default). No path resolution (relative paths and fds stay as passed), no policy, \
          no hash chain.",
     ),
     (

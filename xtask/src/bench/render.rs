@@ -261,7 +261,7 @@ pub(super) fn render(r: &Report) -> String {
          records the monitor reported lost (worst run). mon RSS: the monitor's own peak \
          resident memory (VmHWM), largest over the runs. ring: the part of abm's RSS that is \
          its BPF ring buffer mapping (the kernel maps the ring's data pages twice, so the \
-         default 16 MiB ring shows as 32 MiB, resident from the start). mon CPU: the \
+         default 4 MiB ring shows as 8 MiB, resident from the start). mon CPU: the \
          monitor's own user+sys seconds."
     );
     let _ = writeln!(

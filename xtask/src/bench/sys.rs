@@ -133,8 +133,8 @@ pub fn proc_stats(pid: i32) -> Option<ProcStats> {
 }
 
 /// Sum of `Rss:` over the mappings of `anon_inode:bpf-map` in /proc/PID/smaps:
-/// abm's ring buffer (the kernel maps its data pages twice, so a 16 MiB ring
-/// shows as 32 MiB of RSS).
+/// abm's ring buffer (the kernel maps its data pages twice, so a 4 MiB ring
+/// shows as 8 MiB of RSS).
 pub fn bpf_map_rss(pid: i32) -> Option<u64> {
     let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).ok()?;
     let mut in_map = false;
