@@ -612,7 +612,13 @@ fn render(attacks: &[Attack], rows: &[Row], kernel: &str) -> String {
                 .find(|r| r.attack == i && r.backend == b)
                 .map_or("not run", |r| r.outcome.name())
         };
-        let _ = writeln!(s, "| {} | {} | {} | see the next table |", a.name, cell(0), cell(1));
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | see the next table |",
+            a.name,
+            cell(0),
+            cell(1)
+        );
     }
     let count = |b: usize| {
         let mut c = std::collections::BTreeMap::new();

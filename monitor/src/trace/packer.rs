@@ -23,6 +23,9 @@ enum Job {
     Sync(SyncSender<std::io::Result<()>>),
 }
 
+/// Nice value of the packing thread.
+const PACK_NICE: libc::c_int = 10;
+
 /// Handle of the packing thread.
 pub(crate) struct Packer {
     tx: Option<SyncSender<Job>>,
@@ -120,6 +123,15 @@ fn run(
     mut z: zstd::bulk::Compressor<'static>,
     error: Arc<Mutex<Option<std::io::Error>>>,
 ) {
+    // Compression yields to the watched workload: a lower priority than
+    // abm's other threads, so on a busy machine the work waits (its queue
+    // is bounded) rather than slowing the command down.
+    // SAFETY: gettid(2) and setpriority(2) have no memory arguments; a
+    // failure leaves the thread at abm's own priority.
+    unsafe {
+        let tid = libc::gettid();
+        libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, PACK_NICE);
+    }
     let mut pending: Vec<u8> = Vec::new();
     let note = |e: std::io::Error| {
         if let Ok(mut slot) = error.lock() {
