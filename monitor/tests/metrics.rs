@@ -12,24 +12,13 @@ use std::{
     time::{Duration, Instant},
 };
 
-use common::{TempDir, ABM};
+use common::{daemon::wait_for, TempDir, ABM};
 use serde_json::Value;
 
 fn need_kernel() {
     if let Some(why) = common::kernel_unavailable() {
         panic!("cannot run on this machine: {why}");
     }
-}
-
-fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
-    let end = Instant::now() + timeout;
-    while Instant::now() < end {
-        if f() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!("timed out waiting for {what}");
 }
 
 fn free_port() -> u16 {

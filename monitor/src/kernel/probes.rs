@@ -138,13 +138,7 @@ impl Probes {
         let mut tail: ProgramArray<MapData> =
             take_map(&mut ebpf, "SYS_ENTER_TAIL", ProgramArray::try_from)?;
         for (index, name) in TAIL_CALLED {
-            let prog: &mut RawTracePoint = ebpf
-                .program_mut(name)
-                .ok_or(ProbeError::MissingMap(name))?
-                .try_into()
-                .map_err(|source| ProbeError::Program { name, source })?;
-            prog.load()
-                .map_err(|source| ProbeError::Program { name, source })?;
+            let prog = load_raw_tracepoint(&mut ebpf, name)?;
             let fd = prog
                 .fd()
                 .map_err(|source| ProbeError::Program { name, source })?;
@@ -154,13 +148,7 @@ impl Probes {
             })?;
         }
         for (name, tracepoint) in TRACEPOINTS {
-            let prog: &mut RawTracePoint = ebpf
-                .program_mut(name)
-                .ok_or(ProbeError::MissingMap(name))?
-                .try_into()
-                .map_err(|source| ProbeError::Program { name, source })?;
-            prog.load()
-                .map_err(|source| ProbeError::Program { name, source })?;
+            let prog = load_raw_tracepoint(&mut ebpf, name)?;
             prog.attach(tracepoint)
                 .map_err(|source| ProbeError::Program { name, source })?;
         }
@@ -362,4 +350,19 @@ pub fn lsm_list() -> Option<String> {
             .status();
     }
     fs::read_to_string(p).ok().map(|s| s.trim().to_owned())
+}
+
+/// Loads the raw tracepoint program `name` of the object (not attached).
+fn load_raw_tracepoint<'a>(
+    ebpf: &'a mut Ebpf,
+    name: &'static str,
+) -> Result<&'a mut RawTracePoint, ProbeError> {
+    let prog: &mut RawTracePoint = ebpf
+        .program_mut(name)
+        .ok_or(ProbeError::MissingMap(name))?
+        .try_into()
+        .map_err(|source| ProbeError::Program { name, source })?;
+    prog.load()
+        .map_err(|source| ProbeError::Program { name, source })?;
+    Ok(prog)
 }
