@@ -286,27 +286,89 @@ fn kernel_records(recs: &[Value]) -> (u64, u64) {
     (events + results + unpaired, lost)
 }
 
+/// Runs a burst of 3000 failed unlinks under `abm run`, gated by two FIFOs
+/// in `ws`: the command waits on `go` before the burst and opens `done`
+/// after it. With `stop_monitor`, abm is stopped (SIGSTOP) from just before
+/// the burst until it has ended, so nothing drains the ring buffer while the
+/// kernel fills it; whatever the speed of the machine, a small buffer then
+/// overflows. The command's own calls are the same in both modes.
+fn gated_burst(t: &TempDir, ws: &TempDir, extra: &[&str], stop_monitor: bool) -> Run {
+    use std::io::{Read, Write};
+    let go = ws.join("go");
+    let done = ws.join("done");
+    for f in [&go, &done] {
+        let _ = std::fs::remove_file(f);
+        let c = std::ffi::CString::new(f.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo(3) with a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo {f:?}");
+    }
+    let script = "import os\n\
+                  open('go').read()\n\
+                  for i in range(3000):\n    \
+                  try: os.unlink('missing-%d' % i)\n    \
+                  except FileNotFoundError: pass\n\
+                  open('done', 'w').close()\n";
+    let trace = t.join(&format!("gated-{}.jsonl", u8::from(stop_monitor)));
+    let child = Command::new(ABM)
+        .args(["run", "--quiet", "--trace"])
+        .arg(&trace)
+        .arg("--workspace")
+        .arg(ws.path())
+        .args(extra)
+        .args(["--", "python3", "-B", "-c", script])
+        .current_dir(ws.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run abm");
+    let pid = child.id() as libc::pid_t;
+    // Opening `go` for writing returns once the command has opened it for
+    // reading: it is then waiting for the word, before the burst.
+    let mut w = std::fs::OpenOptions::new().write(true).open(&go).unwrap();
+    if stop_monitor {
+        // SAFETY: kill(2) on the abm process this test spawned.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0);
+    }
+    w.write_all(b"go").unwrap();
+    drop(w);
+    // `done` is opened for writing after the last unlink.
+    let mut r = std::fs::File::open(&done).unwrap();
+    let mut sink = Vec::new();
+    r.read_to_end(&mut sink).unwrap();
+    if stop_monitor {
+        // SAFETY: as above.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGCONT) }, 0);
+    }
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let records = read_records(&trace);
+    Run {
+        output,
+        trace,
+        records,
+    }
+}
+
 #[test]
 fn ring_buffer_overflow_is_recorded_as_loss_with_the_right_count() {
     require_kernel!();
     let t = TempDir::new("overflow");
-    let script = "import os\nfor i in range(3000):\n    try: os.unlink('missing-%d' % i)\n    except FileNotFoundError: pass\n";
     let ws = TempDir::new("overflow-ws");
-    // Reference run with a large buffer: the exact number of kernel records.
-    let big = abm_run(&t, ws.path(), &[], &["python3", "-B", "-c", script]);
+    // Reference run with the default buffer: the exact number of kernel
+    // records.
+    let big = gated_burst(&t, &ws, &[], false);
     let (reference, lost) = kernel_records(&big.records);
     assert_eq!(lost, 0, "no loss with the default buffer");
     assert!(
         reference >= 6000,
         "3000 unlinks give 6000 records, got {reference}"
     );
-    // The same run with a 4 KiB ring buffer must overflow.
-    let small = abm_run(
-        &t,
-        ws.path(),
-        &["--ringbuf-kib", "4"],
-        &["python3", "-B", "-c", script],
-    );
+    // The same run with a 4 KiB ring buffer, not drained during the burst.
+    let small = gated_burst(&t, &ws, &["--ringbuf-kib", "4"], true);
     let (received, lost) = kernel_records(&small.records);
     assert!(lost > 0, "a 4 KiB buffer overflows");
     assert_eq!(
