@@ -282,6 +282,15 @@ pub mod field_tag {
     /// Result record of a successful open: identity (as [`BASE_ID`]) of
     /// the new fd's file.
     pub const OPENED_ID: u8 = 18;
+    /// The object the first path names and the directory that holds its
+    /// final component, looked up by the kernel in the dentry cache at
+    /// syscall entry, before the call acts (see [`lookup`]): 40 bytes, five
+    /// u64 in native order: object inode, object device, directory inode,
+    /// directory device (devices in the kernel's `MKDEV` encoding, as
+    /// [`BASE_ID`]), then the [`lookup`] status.
+    pub const LOOKUP: u8 = 19;
+    /// The same for the second path (a rename's target, a link's new name).
+    pub const LOOKUP2: u8 = 20;
     /// The inode number (u64, native endian) of the caller's mount
     /// namespace, present only when it is not the host's: the paths of the
     /// record are in that namespace's coordinates ([`mountns`]).
@@ -294,6 +303,114 @@ pub mod field_tag {
     pub const MNT_FS_ROOT: u8 = 34;
     /// [`EventKind::CgroupMkdir`]: the new cgroup's path in its hierarchy.
     pub const CGROUP_PATH: u8 = 35;
+}
+
+/// Outcome of the kernel's dentry-cache lookup of a path argument
+/// ([`field_tag::LOOKUP`]): the low byte is one of the statuses below;
+/// [`lookup::DIR_KNOWN`] says the directory identity is valid.
+pub mod lookup {
+    /// The object was found: both identities are valid.
+    pub const FOUND: u64 = 0;
+    /// The final component names nothing (a negative dentry): the object
+    /// does not exist (a rename's absent target, a call that fails).
+    pub const ABSENT: u64 = 1;
+    /// A symbolic link on the way (or a final one the call follows).
+    pub const SYMLINK: u64 = 2;
+    /// A mount point the lookup could not cross.
+    pub const MOUNT: u64 = 3;
+    /// A component is not in the dentry cache.
+    pub const NOT_CACHED: u64 = 4;
+    /// A directory of a file system with its own name hashing or
+    /// comparison (case-insensitive, ...).
+    pub const FS_NAMES: u64 = 5;
+    /// More components (or `..` steps) than the lookup follows.
+    pub const DEPTH: u64 = 6;
+    /// The lookup is off: the dentry hash table was not located at load.
+    pub const OFF: u64 = 7;
+    /// Anything else: an unreadable path, a component that is not a
+    /// directory, a name too long, `..` out of a mount.
+    pub const OTHER: u64 = 8;
+    /// Bit: the directory identity is valid.
+    pub const DIR_KNOWN: u64 = 1 << 8;
+    /// Components (and mount crossings) one lookup follows at most.
+    pub const MAX_STEPS: u32 = 48;
+    /// Entries of one hash chain looked at at most.
+    pub const MAX_CHAIN: u32 = 16;
+}
+
+/// Value of the `DCACHE` map: where the dentry hash table is
+/// (`dentry_hashtable`, `d_hash_shift` of fs/dcache.c), found by the
+/// loader at load time; `table` 0 turns the lookup off.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DcacheConfig {
+    pub table: u64,
+    pub shift: u64,
+    /// The `d_flags` bit of a mount point (`DCACHE_MOUNTED`: 0x10000 on
+    /// 6.1 and 6.12, renumbered since), as found on `/proc`'s.
+    pub mounted: u64,
+}
+const _: () = assert!(size_of::<DcacheConfig>() == 24);
+
+/// Value of the `DCACHE_SAMPLES` map: one dentry the loader created, as
+/// the kernel sees it, to locate the hash table.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DcacheSample {
+    pub dentry: u64,
+    pub parent: u64,
+    /// `d_name.hash_len`: the name's length << 32 | its hash.
+    pub hash_len: u64,
+    /// `d_hash.pprev`: for the first dentry of a chain, the bucket.
+    pub pprev: u64,
+    /// `d_flags` of the dentry.
+    pub flags: u64,
+    /// `d_flags` of the dentry the file's mount is mounted on (0 for the
+    /// root of a namespace): the loader checks the mount-point bit on it.
+    pub mountpoint_flags: u64,
+}
+const _: () = assert!(size_of::<DcacheSample>() == 48);
+
+/// The kernel's name hash for a dentry `name` under the parent dentry at
+/// address `salt` (fs/namei.c `full_name_hash`, 64-bit with
+/// `CONFIG_DCACHE_WORD_ACCESS`, little endian): whole 8-byte words are
+/// mixed, a final partial word is xored in, then folded.
+pub fn full_name_hash(salt: u64, name: &[u8]) -> u32 {
+    let (mut x, mut y) = (0u64, salt);
+    let mut chunks = name.chunks_exact(8);
+    for c in &mut chunks {
+        let mut a = 0u64;
+        for (i, b) in c.iter().enumerate() {
+            a |= (*b as u64) << (8 * i);
+        }
+        (x, y) = hash_mix(x, y, a);
+    }
+    let mut a = 0u64;
+    for (i, b) in chunks.remainder().iter().enumerate() {
+        a |= (*b as u64) << (8 * i);
+    }
+    x ^= a;
+    fold_hash(x, y)
+}
+
+/// `HASH_MIX` of fs/namei.c (64-bit).
+#[inline(always)]
+pub fn hash_mix(mut x: u64, mut y: u64, a: u64) -> (u64, u64) {
+    x ^= a;
+    y ^= x;
+    x = x.rotate_left(12);
+    x = x.wrapping_add(y);
+    y = y.rotate_left(45);
+    y = y.wrapping_mul(9);
+    (x, y)
+}
+
+/// `fold_hash` of fs/namei.c (64-bit).
+#[inline(always)]
+pub fn fold_hash(x: u64, y: u64) -> u32 {
+    const GOLDEN_RATIO_64: u64 = 0x61C8_8646_80B5_83EB;
+    let y = (y ^ x.wrapping_mul(GOLDEN_RATIO_64)).wrapping_mul(GOLDEN_RATIO_64);
+    (y >> 32) as u32
 }
 
 /// Mount tables of mount namespaces, captured by the kernel at the time of
@@ -494,6 +611,10 @@ mod pod {
     unsafe impl aya::Pod for super::ScopeEntry {}
     // SAFETY: #[repr(C)], only integer fields, no padding (size asserted above): every byte pattern is a valid value.
     unsafe impl aya::Pod for super::Inflight {}
+    // SAFETY: #[repr(C)], only integer fields, no padding (size asserted above): every byte pattern is a valid value.
+    unsafe impl aya::Pod for super::DcacheConfig {}
+    // SAFETY: #[repr(C)], only integer fields, no padding (size asserted above): every byte pattern is a valid value.
+    unsafe impl aya::Pod for super::DcacheSample {}
 }
 
 mod lsm_maps;

@@ -220,3 +220,60 @@ int shim_cgroup_level(struct cgroup *c) { return c ? BPF_CORE_READ(c, level) : -
 /* 0 for the cgroup v2 (default) hierarchy: it is set up first
  * (kernel/cgroup/cgroup.c: cgroup_init -> cgroup_setup_root). */
 int shim_cgroup_hierarchy(struct cgroup *c) { return c ? BPF_CORE_READ(c, root, hierarchy_id) : -1; }
+
+/* object identity */
+
+/* The dentry whose d_hash node is `node` (a dentry_hashtable chain entry). */
+void *shim_obj_hash_dentry(void *node)
+{
+	return node ? (char *)node - bpf_core_field_offset(struct dentry___obj, d_hash) : 0;
+}
+
+/* The next node of the dentry's hash chain. */
+void *shim_obj_hash_next(struct dentry___obj *d) { return d ? BPF_CORE_READ(d, d_hash.next) : 0; }
+
+/* d_hash.pprev: for the first dentry of a chain, its bucket. */
+void *shim_obj_hash_pprev(struct dentry___obj *d) { return d ? BPF_CORE_READ(d, d_hash.pprev) : 0; }
+
+/* d_name.hash_len: the name's length << 32 | its hash. */
+u64 shim_obj_hash_len(struct dentry___obj *d) { return d ? BPF_CORE_READ(d, d_name.hash_len) : 0; }
+
+u32 shim_obj_flags(struct dentry___obj *d) { return d ? BPF_CORE_READ(d, d_flags) : 0; }
+
+/* i_mode of the dentry's inode; 0 for a negative dentry. */
+u32 shim_obj_imode(struct dentry___obj *d)
+{
+	struct inode___obj *i;
+
+	if (!d)
+		return 0;
+	i = BPF_CORE_READ(d, d_inode);
+	return i ? BPF_CORE_READ(i, i_mode) : 0;
+}
+
+/* Non-zero when names in the directory `d` are hashed or compared by the
+ * file system itself (d_op->d_hash / d_compare: case-insensitive names,
+ * ...): the generic hash does not find them. */
+u32 shim_obj_own_names(struct dentry___obj *d)
+{
+	const struct dentry_operations *op;
+
+	if (!d)
+		return 1;
+	op = BPF_CORE_READ(d, d_op);
+	if (!op)
+		return 0;
+	return BPF_CORE_READ(op, d_hash) || BPF_CORE_READ(op, d_compare);
+}
+
+/* The target of the symlink `d` when the file system keeps it in memory
+ * (inode->i_link: ext4 fast symlinks, tmpfs short ones); NULL otherwise. */
+const char *shim_obj_link(struct dentry___obj *d)
+{
+	struct inode___obj *i;
+
+	if (!d)
+		return 0;
+	i = BPF_CORE_READ(d, d_inode);
+	return i ? BPF_CORE_READ(i, i_link) : 0;
+}

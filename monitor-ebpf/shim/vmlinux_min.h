@@ -203,3 +203,33 @@ struct cgroup {
 };
 
 #pragma clang attribute pop
+
+/* ---- object identity (src/lookup.rs): `___obj` flavours relocate against
+ * the real `struct dentry`, `struct inode`. */
+#pragma clang attribute push(__attribute__((preserve_access_index)), apply_to = record)
+
+struct hlist_bl_node {
+	struct hlist_bl_node *next;
+	struct hlist_bl_node **pprev;
+};
+
+struct dentry_operations {
+	int (*d_hash)(const struct dentry *, struct qstr *);
+	int (*d_compare)(const struct dentry *, unsigned int, const char *, const struct qstr *);
+};
+
+struct inode___obj {
+	unsigned short i_mode; /* umode_t */
+	char *i_link;          /* a symlink's target, when kept in memory */
+};
+
+struct dentry___obj {
+	unsigned int d_flags;
+	struct hlist_bl_node d_hash;
+	struct dentry *d_parent;
+	struct qstr d_name;
+	struct inode___obj *d_inode;
+	const struct dentry_operations *d_op;
+};
+
+#pragma clang attribute pop

@@ -8,6 +8,7 @@
 #![no_std]
 #![no_main]
 
+mod lookup;
 mod maps;
 mod probes;
 mod record;

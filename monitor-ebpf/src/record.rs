@@ -15,7 +15,7 @@ use aya_ebpf::helpers::{
 };
 use monitor_common::{
     field_flags, header_flags,
-    field_tag::{BASE, BASE2, BASE2_ID, BASE_ID, ENV, LINK_REST, LINK_REST2},
+    field_tag::{BASE, BASE2, BASE2_ID, BASE_ID, ENV, LINK_REST, LINK_REST2, LOOKUP, LOOKUP2},
     limits::{MAX_ENV_LEN, MAX_ENV_SCAN, MAX_NAME, MAX_PATH_DEPTH, PAYLOAD_CAP},
     target_env::PREFIXES,
     EventHeader, EventKind, FieldHeader, LossCause,
@@ -211,7 +211,11 @@ impl Record {
     /// the calling task now: the walk is of the object the link names, and
     /// `rest_tag` says where the rest of the path starts.
     #[inline(always)]
-    pub fn walk_arg_base(&mut self, tags: BaseTags, first_byte: u8, dirfd: i32, path: *const u8) {
+    ///
+    /// With `lookup` (`Some(mode)`, see [`crate::lookup::FOLLOW`]) the path is
+    /// also looked up in the dentry cache from that base, and the object's
+    /// and its directory's identities recorded (`tags.lookup`).
+    pub fn walk_arg_base(&mut self, tags: BaseTags, first_byte: u8, dirfd: i32, path: *const u8, lookup: Option<u64>) {
         let link = if first_byte == b'/' { proc_link(path as u64) } else { 0 };
         // SAFETY: a BPF helper without memory arguments.
         let task = unsafe { bpf_get_current_task() } as *const c_void;
@@ -233,6 +237,15 @@ impl Record {
         put_id(tags.id as u64, d as u64);
         if kind != 0 {
             self.u64_field(tags.rest, (link >> LINK_REST_SHIFT) & 0xffff, 0);
+        }
+        if let Some(mode) = lookup {
+            let (skip, mode) = if kind != 0 {
+                ((link >> LINK_REST_SHIFT) & 0xffff, mode | crate::lookup::PROC_LINK)
+            } else {
+                (0, mode)
+            };
+            crate::lookup::lookup_path(path as u64, skip, d as u64, m as u64, mode);
+            put_lookup(tags.lookup as u64);
         }
     }
 
@@ -350,10 +363,12 @@ pub struct BaseTags {
     pub id: u8,
     /// Where the rest starts, after a `/proc` link.
     pub rest: u8,
+    /// The dentry-cache lookup of the path.
+    pub lookup: u8,
 }
 
-pub const BASE1_TAGS: BaseTags = BaseTags { base: BASE, id: BASE_ID, rest: LINK_REST };
-pub const BASE2_TAGS: BaseTags = BaseTags { base: BASE2, id: BASE2_ID, rest: LINK_REST2 };
+pub const BASE1_TAGS: BaseTags = BaseTags { base: BASE, id: BASE_ID, rest: LINK_REST, lookup: LOOKUP };
+pub const BASE2_TAGS: BaseTags = BaseTags { base: BASE2, id: BASE2_ID, rest: LINK_REST2, lookup: LOOKUP2 };
 
 // SAFETY: the C shim's accessors take kernel pointers and read through CO-RE relocated bpf_probe_read_kernel; a bad pointer yields 0, never a fault.
 unsafe extern "C" {
@@ -392,6 +407,29 @@ pub extern "C" fn put_id(tag: u64, dentry: u64) -> u64 {
         core::ptr::write_unaligned(rec.ptr(off + 8) as *mut u64, dev);
     }
     rec.set_off(off + 16);
+    rec.end(at, tag as u8, 0);
+    0
+}
+
+/// Appends the outcome of the last dentry-cache lookup
+/// ([`crate::lookup::lookup_path`]) as field `tag`: 40 bytes, see
+/// `field_tag::LOOKUP`. A global function, verified once.
+// SAFETY: a symbol name used once in the object.
+#[unsafe(no_mangle)]
+#[inline(never)]
+pub extern "C" fn put_lookup(tag: u64) -> u64 {
+    let out = crate::lookup::result();
+    let Some(buf) = SCRATCH.get_ptr_mut(0) else { return 0 };
+    let mut rec = Record { buf };
+    let Some(at) = rec.begin() else { return 0 };
+    let off = rec.off();
+    let mut i = 0;
+    while i < 5 {
+        // SAFETY: in-bounds writes into this CPU's scratch entry (offset masked, slack after the payload).
+        unsafe { core::ptr::write_unaligned(rec.ptr(off + 8 * i) as *mut u64, out[i]) };
+        i += 1;
+    }
+    rec.set_off(off + 40);
     rec.end(at, tag as u8, 0);
     0
 }

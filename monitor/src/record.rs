@@ -279,6 +279,27 @@ pub struct Action {
     pub dir_dev: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dir_ino: Option<u64>,
+    /// Why the kernel's lookup of the (first) path at syscall entry gave
+    /// no identity of the object (`dev`/`ino`): see docs/trace.md.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity_gap: Option<IdentityGap>,
+    /// Identity of what the second path named at syscall entry: the
+    /// target a rename replaces, an existing name a link or symlink would
+    /// collide with. Absent when nothing was there (or unknown: see
+    /// `dst_identity_gap`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dst_dev: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dst_ino: Option<u64>,
+    /// Identity of the directory that holds the second path's final
+    /// component (a rename's or link's destination directory).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dst_dir_dev: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dst_dir_ino: Option<u64>,
+    /// As `identity_gap`, for the second path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dst_identity_gap: Option<IdentityGap>,
 
     /// 0 or -errno; `None` when the result could not be observed
     /// (see `result_note`).
@@ -328,6 +349,31 @@ pub struct Action {
     /// (crate::action::recover).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measured: Option<Measured>,
+}
+
+/// Why the kernel's dentry-cache lookup of a path argument at syscall
+/// entry gave no identity of the object (`identity_gap`): the lookup stops
+/// rather than guess.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IdentityGap {
+    /// A symbolic link on the way, or a final one the call follows.
+    Symlink,
+    /// A mount point the lookup could not cross.
+    Mount,
+    /// A component was not in the dentry cache.
+    NotCached,
+    /// A directory of a file system with its own name hashing or
+    /// comparison (case-insensitive names...).
+    FsNames,
+    /// More components than the lookup follows.
+    Depth,
+    /// The lookup is off on this kernel (the dentry hash table was not
+    /// located when abm started).
+    Off,
+    /// The path could not be read or parsed, a component is not a
+    /// directory, a name is too long, or `..` leaves a mount.
+    Other,
 }
 
 /// Why a recorded path is not known exactly (`path_issues`).

@@ -745,7 +745,7 @@ fn records_name_the_file_really_touched_with_its_identity() {
         let m = std::fs::metadata(ws.join(p)).unwrap();
         (m.dev(), m.ino())
     };
-    let (t_id, a_id, d_id) = (st("d/t"), st("d/a"), st("d"));
+    let (t_id, a_id, d_id, c_id) = (st("d/t"), st("d/a"), st("d"), st("d/c"));
     let run = common::abm_run(&t, ws.path(), &["--linger", "0"], &["sh", "-c", &script]);
     assert!(run.output.status.success(), "{}", run.stderr());
     let id = |e: &Value| (e["dev"].as_u64(), e["ino"].as_u64());
@@ -782,8 +782,10 @@ fn records_name_the_file_really_touched_with_its_identity() {
     // identity the kernel read at entry.
     let e = run.one("unlink", &ws.s("d/x"));
     assert_eq!(dir_id(e), some(d_id));
+    // Two components below the cwd: the kernel's lookup names the object
+    // and its directory.
     let e = run.one("unlink", &ws.s("d/c"));
-    assert_eq!(dir_id(e), (None, None), "two components below the cwd");
+    assert_eq!((id(e), dir_id(e)), (some(c_id), some(d_id)));
     // `rm /dev/fd/3`: unlink does not follow its final component, so it
     // acts on the /proc entry (and fails), never on the fd's file d/a.
     let e = run
@@ -798,4 +800,112 @@ fn records_name_the_file_really_touched_with_its_identity() {
         "{e}"
     );
     assert_eq!(id(e), (None, None));
+}
+
+/// The kernel looks every path argument up in the dentry cache at syscall
+/// entry: deletes, `rmdir`, a rename over an existing file, `chmod`,
+/// `truncate` and `link` at any depth carry the identity of the object
+/// itself and of its directory, as `stat` reported them before the call.
+/// A symlinked directory on the way is followed in the kernel, so the
+/// attack "delete through a symlinked directory, then repoint it" is
+/// matched by identity; a symlink whose target the kernel does not keep in
+/// memory yields no identity and says why, never a wrong one.
+#[test]
+fn kernel_lookup_gives_the_object_and_its_directory_at_any_depth() {
+    use std::os::unix::fs::MetadataExt;
+    if let Some(why) = kernel_unavailable() {
+        common::skip_or_fail("ebpf", &why);
+        return;
+    }
+    let t = TempDir::new("lookup");
+    let ws = TempDir::new("lookup-ws");
+    // `L` points at `slow` through a target longer than ext4 and tmpfs keep
+    // inline (60 and 128 bytes): the kernel has no target in memory.
+    let long = format!("{}slow", "./".repeat(70));
+    common::sh(
+        &format!(
+            "mkdir -p a/b/e real slow other && echo f > a/b/f && echo m > a/b/m && echo t > a/b/t \
+             && echo s > src && echo d > dst && echo h > real/hosts && echo o > other/hosts \
+             && echo g > slow/g && ln -s real A && ln -s '{long}' L"
+        ),
+        ws.path(),
+    );
+    let st = |p: &str| {
+        let m = std::fs::symlink_metadata(ws.join(p)).unwrap();
+        (Some(m.dev()), Some(m.ino()))
+    };
+    let before: std::collections::HashMap<&str, (Option<u64>, Option<u64>)> = [
+        ".", "a", "a/b", "a/b/f", "a/b/e", "a/b/m", "a/b/t", "src", "dst", "real", "real/hosts",
+        "other/hosts",
+    ]
+    .into_iter()
+    .map(|p| (p, st(p)))
+    .collect();
+    let script = format!(
+        "cd '{}' && rm a/b/f && rmdir a/b/e && mv src dst && chmod 600 a/b/m \
+         && python3 -c 'import os; os.truncate(\"a/b/t\", 0)' && ln a/b/m a/m2 \
+         && rm A/hosts && ln -sfn other A && rm L/g",
+        ws.path().display()
+    );
+    let run = common::abm_run(&t, ws.path(), &["--linger", "0"], &["sh", "-c", &script]);
+    assert!(run.output.status.success(), "{}", run.stderr());
+    let id = |e: &Value| (e["dev"].as_u64(), e["ino"].as_u64());
+    let dir_id = |e: &Value| (e["dir_dev"].as_u64(), e["dir_ino"].as_u64());
+    let by_raw = |op: &str, raw: &str| -> Vec<Value> {
+        run.events()
+            .filter(|e| e["op"] == op && e["raw_path"] == raw)
+            .cloned()
+            .collect()
+    };
+    let one = |op: &str, raw: &str| -> Value {
+        let v = by_raw(op, raw);
+        assert!(!v.is_empty(), "no {op} of {raw}");
+        v.into_iter().find(|e| e["result"] == 0).unwrap_or_else(|| panic!("no successful {op} of {raw}"))
+    };
+
+    let e = one("unlink", "a/b/f");
+    assert_eq!((id(&e), dir_id(&e)), (before["a/b/f"], before["a/b"]), "{e}");
+    assert!(e["identity_gap"].is_null(), "{e}");
+    let e = one("rmdir", "a/b/e");
+    assert_eq!((id(&e), dir_id(&e)), (before["a/b/e"], before["a/b"]), "{e}");
+    // The rename: the source, and the target it replaced, each with its
+    // directory.
+    let e = one("rename", "src");
+    assert_eq!((id(&e), dir_id(&e)), (before["src"], before["."]), "{e}");
+    assert_eq!(
+        (e["dst_dev"].as_u64(), e["dst_ino"].as_u64()),
+        before["dst"],
+        "{e}"
+    );
+    assert_eq!(
+        (e["dst_dir_dev"].as_u64(), e["dst_dir_ino"].as_u64()),
+        before["."],
+        "{e}"
+    );
+    let e = one("chmod", "a/b/m");
+    assert_eq!((id(&e), dir_id(&e)), (before["a/b/m"], before["a/b"]), "{e}");
+    let e = one("truncate", "a/b/t");
+    assert_eq!(e["syscall"], "truncate", "{e}");
+    assert_eq!((id(&e), dir_id(&e)), (before["a/b/t"], before["a/b"]), "{e}");
+    // link: the object that gains a name, and where the new name goes; no
+    // object was at the new name.
+    let e = one("link", "a/b/m");
+    assert_eq!(id(&e), before["a/b/m"], "{e}");
+    assert_eq!(
+        (e["dst_dir_dev"].as_u64(), e["dst_dir_ino"].as_u64()),
+        before["a"],
+        "{e}"
+    );
+    assert!(e["dst_ino"].is_null() && e["dst_identity_gap"].is_null(), "{e}");
+    // `rm A/hosts` then `ln -sfn other A`: whatever path is read later,
+    // the identity is the file really deleted, in the directory A named
+    // at the call.
+    let e = one("unlink", "A/hosts");
+    assert_eq!((id(&e), dir_id(&e)), (before["real/hosts"], before["real"]), "{e}");
+    assert_ne!(id(&e), before["other/hosts"]);
+    // `rm L/g`: a symlink the kernel cannot follow in memory: no identity,
+    // and the record says why.
+    let e = by_raw("unlink", "L/g").pop().expect("unlink of L/g recorded");
+    assert_eq!((id(&e), dir_id(&e)), ((None, None), (None, None)), "{e}");
+    assert_eq!(e["identity_gap"], "symlink", "{e}");
 }

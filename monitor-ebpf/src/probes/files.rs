@@ -14,7 +14,12 @@ use super::{
     mountns::HOST_MNT_NS,
     syscalls::{nr, Args},
 };
-use crate::record::{Record, AT_FDCWD, BASE1_TAGS, BASE2_TAGS};
+use aya_ebpf::{helpers::bpf_get_current_pid_tgid, macros::raw_tracepoint, programs::RawTracePointContext};
+
+use crate::{
+    lookup::{sample, CALIBRATE_TGID, FOLLOW},
+    record::{Record, AT_FDCWD, BASE1_TAGS, BASE2_TAGS},
+};
 
 const AT_REMOVEDIR: u64 = 0x200;
 
@@ -336,17 +341,60 @@ pub fn enter(id: u32, a: &Args) -> Option<(Record, Inflight)> {
         if !ok {
             inflight.retry |= 1;
         }
-        rec.walk_arg_base(BASE1_TAGS, first, p.dirfd1, p.path1);
+        rec.walk_arg_base(BASE1_TAGS, first, p.dirfd1, p.path1, lookup_mode(id, p.flags));
     }
     if !p.path2.is_null() {
         let (first, ok) = rec.user_str::<MAX_RAW_PATH>(RAW_PATH2, p.path2);
         if !ok {
             inflight.retry |= 2;
         }
-        rec.walk_arg_base(BASE2_TAGS, first, p.dirfd2, p.path2);
+        // The second path is a new name: acted on itself, never followed.
+        rec.walk_arg_base(BASE2_TAGS, first, p.dirfd2, p.path2, Some(0));
     }
     rec.walk_root(ROOT);
     Some((rec, inflight))
+}
+
+/// How the first path of call `id` is looked up in the dentry cache
+/// ([`crate::lookup`]): `None` for opens (the result record names the file
+/// opened) and a symlink's target (a string, not a path looked up now);
+/// [`FOLLOW`] for calls that follow a final symlink (chmod, truncate,
+/// utimensat without `AT_SYMLINK_NOFOLLOW`, ...); 0 for calls that act on
+/// the final name itself (unlink, rename, link, lchown, lsetxattr).
+#[inline(always)]
+fn lookup_mode(id: u32, flags: u64) -> Option<u64> {
+    const AT_SYMLINK_NOFOLLOW: u64 = 0x100;
+    const AT_SYMLINK_FOLLOW: u64 = 0x400;
+    match id {
+        nr::OPEN | nr::OPENAT | nr::OPENAT2 | nr::CREAT | nr::OPEN_BY_HANDLE_AT => None,
+        nr::SYMLINK | nr::SYMLINKAT => None,
+        nr::TRUNCATE | nr::CHMOD | nr::FCHMODAT | nr::CHOWN | nr::UTIME | nr::UTIMES | nr::FUTIMESAT => Some(FOLLOW),
+        nr::SETXATTR | nr::REMOVEXATTR => Some(FOLLOW),
+        nr::FCHMODAT2 | nr::FCHOWNAT | nr::UTIMENSAT => {
+            Some(if flags & AT_SYMLINK_NOFOLLOW == 0 { FOLLOW } else { 0 })
+        }
+        nr::LINKAT => Some(if flags & AT_SYMLINK_FOLLOW != 0 { FOLLOW } else { 0 }),
+        _ => Some(0),
+    }
+}
+
+/// Locating the dentry hash table at load time: the loader's own
+/// `fstatfs(fd)` calls, seen only while it attaches this program
+/// (`monitor::kernel::dcache`).
+#[raw_tracepoint(tracepoint = "sys_enter")]
+pub fn dcache_sample(ctx: RawTracePointContext) -> i32 {
+    const FSTATFS: u64 = 138;
+    let id: u64 = ctx.arg(1);
+    // SAFETY: a plain read of a global the loader sets before the programs run.
+    let tgid = unsafe { core::ptr::read_volatile(&CALIBRATE_TGID) };
+    if id != FSTATFS || tgid == 0 || (bpf_get_current_pid_tgid() >> 32) as u32 != tgid {
+        return 0;
+    }
+    let regs: *const u8 = ctx.arg(0);
+    // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
+    let fd = unsafe { aya_ebpf::helpers::bpf_probe_read_kernel(regs.add(112) as *const u64) }.unwrap_or(u64::MAX);
+    sample(fd as i32);
+    0
 }
 
 /// Whether `id` opens a file and returns its fd: its result record names

@@ -7,11 +7,14 @@
 //!   fresh cgroup of `abm run --cgroup`, mount tables.
 //! - [`ring`]: the ring buffer, emptied by a drain thread into a bounded
 //!   queue that the event loop takes batches from.
+//! - [`dcache`]: locating the dentry hash table for the kernel's lookup of
+//!   path arguments (object identities).
 //! - [`events`]: decoding one kernel record.
 //! - [`loss`]: per-CPU loss counters turned into loss records.
 //! - [`sensitive`]: the sensitive files of a run, resolved to inodes, and
 //!   the program that records their read-only opens.
 pub mod cgroup;
+pub mod dcache;
 pub mod events;
 pub mod loss;
 pub mod probes;

@@ -127,9 +127,11 @@ impl Probes {
         raise_memlock();
         let watch = u32::from(opts.watch_cgroups);
         let host_mnt_ns = host_mnt_ns();
+        let own_pid = std::process::id();
         let mut ebpf = EbpfLoader::new()
             .override_global("WATCH_CGROUPS", &watch, true)
             .override_global("HOST_MNT_NS", &host_mnt_ns, true)
+            .override_global("CALIBRATE_TGID", &own_pid, true)
             .map_max_entries("EVENTS", opts.ringbuf_bytes)
             .load(OBJECT)
             .map_err(ProbeError::Load)?;
@@ -146,6 +148,12 @@ impl Probes {
                 name: "SYS_ENTER_TAIL",
                 source,
             })?;
+        }
+        // The dentry-cache lookup of path arguments; without it records
+        // carry no object identity and say so.
+        let dcache = super::dcache::locate(&mut ebpf);
+        if let Err(e) = &dcache {
+            tracing::warn!("object identities off: the dentry hash table was not located: {e}");
         }
         for (name, tracepoint) in TRACEPOINTS {
             let prog = load_raw_tracepoint(&mut ebpf, name)?;

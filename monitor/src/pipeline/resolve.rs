@@ -21,7 +21,7 @@ use monitor_common::{field_flags, field_tag, header_flags, EventKind};
 
 use crate::{
     kernel::events::{Field, KernelEvent},
-    record::{text_fields, Action, Op, PathIssue},
+    record::{text_fields, Action, IdentityGap, Op, PathIssue},
 };
 
 /// Components stored leaf first, NUL-terminated, to an absolute path.
@@ -405,6 +405,45 @@ pub fn identity(f: &Field) -> Option<(u64, u64)> {
     Some((user_dev(kdev), ino))
 }
 
+/// A dentry-cache lookup the kernel made at syscall entry
+/// (`field_tag::LOOKUP`): identities as `stat` reports them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lookup {
+    /// The object the path named (none when absent or unknown).
+    pub object: Option<(u64, u64)>,
+    /// The directory that holds the final component.
+    pub dir: Option<(u64, u64)>,
+    /// Why there is no object identity, when the object may exist.
+    pub gap: Option<IdentityGap>,
+}
+
+impl Lookup {
+    pub fn decode(f: &Field) -> Option<Lookup> {
+        use monitor_common::lookup as l;
+        if f.flags & field_flags::READ_FAILED != 0 || f.data.len() != 40 {
+            return None;
+        }
+        let w = |i: usize| u64::from_ne_bytes(f.data[8 * i..8 * i + 8].try_into().unwrap_or_default());
+        let status = w(4);
+        let id = |ino: u64, kdev: u64| (ino != 0).then(|| (user_dev(kdev), ino));
+        let gap = match status & 0xff {
+            l::FOUND | l::ABSENT => None,
+            l::SYMLINK => Some(IdentityGap::Symlink),
+            l::MOUNT => Some(IdentityGap::Mount),
+            l::NOT_CACHED => Some(IdentityGap::NotCached),
+            l::FS_NAMES => Some(IdentityGap::FsNames),
+            l::DEPTH => Some(IdentityGap::Depth),
+            l::OFF => Some(IdentityGap::Off),
+            _ => Some(IdentityGap::Other),
+        };
+        Some(Lookup {
+            object: if status & 0xff == l::FOUND { id(w(0), w(1)) } else { None },
+            dir: if status & l::DIR_KNOWN != 0 { id(w(2), w(3)) } else { None },
+            gap,
+        })
+    }
+}
+
 /// A device number in the kernel's internal encoding (`MKDEV`: major << 20
 /// | minor) as userspace's `st_dev` shows it.
 pub fn user_dev(kdev: u64) -> u64 {
@@ -424,10 +463,27 @@ fn single_component(rel: &[u8]) -> bool {
 /// `/proc` link path names itself) and the directory's that holds the
 /// path's final component (`dir_dev`, `dir_ino`: the base the path is
 /// relative to, when it is one component below it).
+///
+/// The kernel's dentry-cache lookups (`LOOKUP`, `LOOKUP2`) give the object
+/// and its directory at any depth; the base-directory rule above is the
+/// fallback when the lookup is off.
 fn entry_identities(ev: &KernelEvent, a: &mut Action) {
     if let Some((dev, ino)) = ev.field(field_tag::FD_ID).and_then(identity) {
         (a.dev, a.ino) = (Some(dev), Some(ino));
         return;
+    }
+    if let Some(l) = ev.field(field_tag::LOOKUP2).and_then(Lookup::decode) {
+        (a.dst_dev, a.dst_ino) = l.object.unzip();
+        (a.dst_dir_dev, a.dst_dir_ino) = l.dir.unzip();
+        a.dst_identity_gap = l.gap;
+    }
+    if let Some(l) = ev.field(field_tag::LOOKUP).and_then(Lookup::decode) {
+        a.identity_gap = l.gap;
+        if l.gap != Some(IdentityGap::Off) {
+            (a.dev, a.ino) = l.object.unzip();
+            (a.dir_dev, a.dir_ino) = l.dir.unzip();
+            return;
+        }
     }
     let Some(base) = ev.field(field_tag::BASE_ID).and_then(identity) else {
         return;
@@ -1333,6 +1389,56 @@ mod tests {
         failed.flags = field_flags::READ_FAILED;
         assert_eq!(identity(&failed), None);
         assert_eq!(identity(&f(field_tag::BASE_ID, b"short")), None);
+    }
+
+    fn lookup_field(tag: u8, obj: (u64, u64), dir: (u64, u64), status: u64) -> Field {
+        let mut data = Vec::new();
+        for v in [obj.0, obj.1, dir.0, dir.1, status] {
+            data.extend_from_slice(&v.to_ne_bytes());
+        }
+        f(tag, &data)
+    }
+
+    /// The kernel's dentry-cache lookups give the object and its directory
+    /// at any depth, and the second path's (a rename's replaced target);
+    /// a lookup that stopped gives no object and says why; an absent
+    /// object is no gap; a lookup that is off leaves the base rule.
+    #[test]
+    fn kernel_lookups_give_object_and_directory_identities() {
+        use monitor_common::{lookup as l, syscall_nr as n};
+        let base = [
+            f(field_tag::RAW_PATH, b"a/b/f"),
+            f(field_tag::BASE, b"ws\0nowhere-abm-test\0"),
+            id_field(field_tag::BASE_ID, 9, 5),
+        ];
+        let with = |extra: &[Field]| {
+            let mut v = base.to_vec();
+            v.extend_from_slice(extra);
+            action_from_event(&entry(EventKind::Rename, n::RENAMEAT2, 0, &v))
+        };
+        let a = with(&[
+            lookup_field(field_tag::LOOKUP, (11, (8 << 20) | 1), (10, (8 << 20) | 1), l::FOUND | l::DIR_KNOWN),
+            lookup_field(field_tag::LOOKUP2, (21, (8 << 20) | 1), (9, (8 << 20) | 1), l::FOUND | l::DIR_KNOWN),
+        ]);
+        let sda1 = libc::makedev(8, 1);
+        assert_eq!((a.dev, a.ino, a.dir_dev, a.dir_ino), (Some(sda1), Some(11), Some(sda1), Some(10)));
+        assert_eq!((a.dst_dev, a.dst_ino, a.dst_dir_ino), (Some(sda1), Some(21), Some(9)));
+        assert_eq!((a.identity_gap, a.dst_identity_gap), (None, None));
+        // Stopped at a symlink the kernel could not follow, the target absent.
+        let a = with(&[
+            lookup_field(field_tag::LOOKUP, (0, 0), (0, 0), l::SYMLINK),
+            lookup_field(field_tag::LOOKUP2, (0, 0), (9, 5), l::ABSENT | l::DIR_KNOWN),
+        ]);
+        assert_eq!((a.dev, a.ino, a.dir_dev, a.dir_ino), (None, None, None, None));
+        assert_eq!(a.identity_gap, Some(IdentityGap::Symlink));
+        assert_eq!((a.dst_ino, a.dst_dir_ino, a.dst_identity_gap), (None, Some(9), None));
+        // A final component not in the cache: its directory only.
+        let a = with(&[lookup_field(field_tag::LOOKUP, (0, 0), (10, 5), l::NOT_CACHED | l::DIR_KNOWN)]);
+        assert_eq!((a.ino, a.dir_ino, a.identity_gap), (None, Some(10), Some(IdentityGap::NotCached)));
+        // Off: the base directory rule (two components below: nothing).
+        let a = with(&[lookup_field(field_tag::LOOKUP, (0, 0), (0, 0), l::OFF)]);
+        assert_eq!((a.ino, a.dir_ino, a.identity_gap), (None, None, Some(IdentityGap::Off)));
+        assert!(Lookup::decode(&f(field_tag::LOOKUP, b"short")).is_none());
     }
 
     /// `rm /proc/self/cwd/d/c`: the kernel walked the caller's cwd and

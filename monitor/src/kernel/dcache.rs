@@ -1,0 +1,231 @@
+//! Locating the kernel's dentry hash table, so that the kernel programs can
+//! look a path argument up in the dentry cache at syscall entry and record
+//! the identity of the object itself (`monitor-ebpf/src/lookup.rs`).
+//!
+//! `dentry_hashtable` and `d_hash_shift` (fs/dcache.c) are static kernel
+//! variables that `/proc/kallsyms` lists only with `CONFIG_KALLSYMS_ALL`.
+//! They are found instead from dentries abm creates: a new dentry is added
+//! at the head of its hash chain, so its `d_hash.pprev` is the address of
+//! its bucket, `table + 8 * (hash >> shift)`. With the hashes of a dozen
+//! fresh names, one `shift` makes every bucket address agree on one
+//! `table`. The same samples check that the kernel's name hash is the one
+//! the programs compute (`monitor_common::full_name_hash`), and a mount
+//! point (`/proc`'s) that the mount-point flag is the bit the programs
+//! test (and which bit that is). When any check fails the lookup stays off and records say so
+//! (`path_issues: ["identity_unknown"]`).
+use std::{
+    ffi::CString,
+    fs,
+    os::fd::{AsRawFd, FromRawFd, OwnedFd},
+    os::unix::ffi::OsStrExt,
+    path::{Path, PathBuf},
+};
+
+use aya::{
+    maps::{Array, HashMap},
+    programs::RawTracePoint,
+    Ebpf,
+};
+use monitor_common::{full_name_hash, DcacheConfig, DcacheSample};
+
+/// Fresh names sampled.
+const SAMPLES: usize = 12;
+/// Where `DCACHE_MOUNTED` has been: 0x10000 on 6.1 and 6.12, one bit
+/// lower after the flags were renumbered (6.18).
+const MOUNTED_CANDIDATES: [u64; 2] = [0x10000, 0x8000];
+/// Lowest address of the x86_64 kernel half.
+const KERNEL_HALF: u64 = 0xffff_8000_0000_0000;
+
+/// Locates the table and gives it to the programs (`DCACHE`). The program
+/// `dcache_sample` is attached only while abm samples its own calls.
+pub fn locate(ebpf: &mut Ebpf) -> Result<DcacheConfig, String> {
+    let dir = std::env::temp_dir().join(format!(
+        "abm-dcache-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos())
+    ));
+    fs::create_dir(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let sampled = sample(ebpf, &dir);
+    let _ = fs::remove_dir_all(&dir);
+    let (names, samples, mountpoint) = sampled?;
+    let cfg = solve(&names, &samples, &mountpoint)?;
+    let mut map: Array<_, DcacheConfig> = Array::try_from(
+        ebpf.map_mut("DCACHE")
+            .ok_or("map DCACHE missing from the kernel object")?,
+    )
+    .map_err(|e| e.to_string())?;
+    map.set(0, cfg, 0).map_err(|e| e.to_string())?;
+    Ok(cfg)
+}
+
+type Sampled = (Vec<Vec<u8>>, Vec<DcacheSample>, DcacheSample);
+
+fn sample(ebpf: &mut Ebpf, dir: &Path) -> Result<Sampled, String> {
+    let prog: &mut RawTracePoint = ebpf
+        .program_mut("dcache_sample")
+        .ok_or("program dcache_sample missing from the kernel object")?
+        .try_into()
+        .map_err(|e: aya::programs::ProgramError| e.to_string())?;
+    prog.load().map_err(|e| e.to_string())?;
+    let link = prog.attach("sys_enter").map_err(|e| e.to_string())?;
+    let mut names = Vec::new();
+    let mut fds = Vec::new();
+    let mut err = None;
+    for i in 0..SAMPLES {
+        // Names of several lengths: whole words and a partial last word.
+        let name = format!("{}{}", "s".repeat(i % 9), i).into_bytes();
+        let path: PathBuf = dir.join(std::ffi::OsStr::from_bytes(&name));
+        match fs::File::create(&path) {
+            Ok(f) => {
+                fds.push(OwnedFd::from(f));
+                names.push(name);
+            }
+            Err(e) => err = Some(format!("cannot create {}: {e}", path.display())),
+        }
+    }
+    let proc_fd = open_path("/proc");
+    for fd in fds.iter().map(AsRawFd::as_raw_fd).chain(proc_fd.as_ref().map(AsRawFd::as_raw_fd)) {
+        // SAFETY: fstatfs(2) writes into the zeroed struct it is given.
+        let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+        // SAFETY: as above; `fd` is open.
+        unsafe { libc::fstatfs(fd, &mut st) };
+    }
+    let _ = ebpf
+        .program_mut("dcache_sample")
+        .and_then(|p| <&mut RawTracePoint>::try_from(p).ok())
+        .map(|p| p.detach(link));
+    if let Some(e) = err {
+        return Err(e);
+    }
+    let map: HashMap<_, u32, DcacheSample> = HashMap::try_from(
+        ebpf.map("DCACHE_SAMPLES")
+            .ok_or("map DCACHE_SAMPLES missing from the kernel object")?,
+    )
+    .map_err(|e| e.to_string())?;
+    let get = |fd: i32| map.get(&(fd as u32), 0).map_err(|e| format!("no sample for fd {fd}: {e}"));
+    let samples = fds
+        .iter()
+        .map(|f| get(f.as_raw_fd()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let proc_fd = proc_fd.ok_or("cannot open /proc")?;
+    let mountpoint = get(proc_fd.as_raw_fd())?;
+    Ok((names, samples, mountpoint))
+}
+
+fn open_path(p: &str) -> Option<OwnedFd> {
+    let c = CString::new(p).ok()?;
+    // SAFETY: open(2) of a NUL-terminated path; the fd is owned below.
+    let fd = unsafe { libc::open(c.as_ptr(), libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) };
+    // SAFETY: a fresh fd this function owns.
+    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// The table and shift the samples agree on, after checking the name hash
+/// and the mount-point flag.
+pub fn solve(
+    names: &[Vec<u8>],
+    samples: &[DcacheSample],
+    mountpoint: &DcacheSample,
+) -> Result<DcacheConfig, String> {
+    if samples.len() < 8 || samples.len() != names.len() {
+        return Err(format!("only {} dentries sampled", samples.len()));
+    }
+    for (name, s) in names.iter().zip(samples) {
+        let hash = s.hash_len as u32;
+        let len = s.hash_len >> 32;
+        if len != name.len() as u64 || full_name_hash(s.parent, name) != hash {
+            return Err(format!(
+                "this kernel hashes dentry names differently (name {:?}: hash {hash:#x})",
+                String::from_utf8_lossy(name)
+            ));
+        }
+    }
+    // The candidate bit set on the mount point and on no plain file.
+    let fits: Vec<u64> = MOUNTED_CANDIDATES
+        .into_iter()
+        .filter(|b| mountpoint.mountpoint_flags & b != 0 && samples.iter().all(|s| s.flags & b == 0))
+        .collect();
+    let [mounted] = fits[..] else {
+        return Err(format!(
+            "no single mount-point flag: /proc's mount point has d_flags {:#x}, a plain file {:#x}",
+            mountpoint.mountpoint_flags, samples[0].flags
+        ));
+    };
+    let mut best: Option<(usize, DcacheConfig)> = None;
+    let mut ties = 0;
+    for shift in 1..32u64 {
+        let mut tables: Vec<u64> = samples
+            .iter()
+            .map(|s| s.pprev.wrapping_sub(8 * ((s.hash_len as u32 as u64) >> shift)))
+            .collect();
+        tables.sort_unstable();
+        let (mut run, mut top, mut at) = (0, 0, 0);
+        for (i, t) in tables.iter().enumerate() {
+            run = if i > 0 && tables[i - 1] == *t { run + 1 } else { 1 };
+            if run > top {
+                (top, at) = (run, *t);
+            }
+        }
+        // A few samples may have been pushed down their chain since.
+        if top + 2 >= samples.len() && at >= KERNEL_HALF {
+            match best {
+                Some((n, _)) if n > top => {}
+                Some((n, _)) if n == top => ties += 1,
+                _ => {
+                    best = Some((top, DcacheConfig { table: at, shift, mounted }));
+                    ties = 0;
+                }
+            }
+        }
+    }
+    match best {
+        Some((_, cfg)) if ties == 0 => Ok(cfg),
+        Some(_) => Err("the samples fit more than one hash table size".into()),
+        None => Err("the sampled dentries agree on no hash table".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample_of(table: u64, shift: u64, parent: u64, name: &[u8]) -> DcacheSample {
+        let h = full_name_hash(parent, name) as u64;
+        DcacheSample {
+            dentry: 0xffff_9000_0000_1000,
+            parent,
+            hash_len: ((name.len() as u64) << 32) | h,
+            pprev: table + 8 * (h >> shift),
+            flags: 0x0020_0000,
+            mountpoint_flags: 0,
+        }
+    }
+
+    #[test]
+    fn solves_table_and_shift_and_tolerates_a_moved_sample() {
+        let (table, shift, parent) = (0xffff_a000_1234_0000u64, 10u64, 0xffff_8880_0badu64 << 8);
+        let names: Vec<Vec<u8>> = (0..12).map(|i| format!("{}{i}", "s".repeat(i % 9)).into_bytes()).collect();
+        let mut samples: Vec<_> = names.iter().map(|n| sample_of(table, shift, parent, n)).collect();
+        // One dentry no longer first in its chain: pprev inside another dentry.
+        samples[3].pprev = 0xffff_8881_0000_0048;
+        let mp = DcacheSample { mountpoint_flags: 0x8000 | 0x0020_0000, ..Default::default() };
+        let cfg = solve(&names, &samples, &mp).unwrap();
+        assert_eq!((cfg.table, cfg.shift, cfg.mounted), (table, shift, 0x8000));
+    }
+
+    #[test]
+    fn refuses_a_different_hash_or_mount_flag() {
+        let (table, shift, parent) = (0xffff_a000_1234_0000u64, 12u64, 0xffff_8880_0000_1000u64);
+        let names: Vec<Vec<u8>> = (0..12).map(|i| format!("n{i}").into_bytes()).collect();
+        let mut samples: Vec<_> = names.iter().map(|n| sample_of(table, shift, parent, n)).collect();
+        let mp = DcacheSample { mountpoint_flags: 0x10000, ..Default::default() };
+        assert!(solve(&names, &samples, &DcacheSample::default()).unwrap_err().contains("mount-point"));
+        // Both candidates set on the mount point: ambiguous.
+        let both = DcacheSample { mountpoint_flags: 0x18000, ..Default::default() };
+        assert!(solve(&names, &samples, &both).unwrap_err().contains("mount-point"));
+        samples[0].hash_len ^= 1;
+        assert!(solve(&names, &samples, &mp).unwrap_err().contains("hashes dentry names differently"));
+    }
+}
