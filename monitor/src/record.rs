@@ -413,10 +413,15 @@ pub enum PathIssue {
     /// `path` is the link's target as userspace read it after the call
     /// (the link may have changed in between), `raw_path` the link.
     SymlinkResolvedLate,
+    /// `path`, resolved after the call, no longer leads to the directory
+    /// the kernel found at the call (`dir_dev`, `dir_ino`): a symlinked or
+    /// renamed directory on the way changed in between. The identities are
+    /// the call's.
+    PathChanged,
 }
 
 impl PathIssue {
-    pub const ALL: [PathIssue; 12] = [
+    pub const ALL: [PathIssue; 13] = [
         PathIssue::Truncated,
         PathIssue::DepthLimit,
         PathIssue::Disconnected,
@@ -429,6 +434,7 @@ impl PathIssue {
         PathIssue::ByHandle,
         PathIssue::HostPathUnknown,
         PathIssue::SymlinkResolvedLate,
+        PathIssue::PathChanged,
     ];
 
     /// The name written in the trace.
@@ -446,6 +452,7 @@ impl PathIssue {
             PathIssue::ByHandle => "by_handle",
             PathIssue::HostPathUnknown => "host_path_unknown",
             PathIssue::SymlinkResolvedLate => "symlink_resolved_late",
+            PathIssue::PathChanged => "path_changed",
         }
     }
 

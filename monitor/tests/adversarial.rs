@@ -835,7 +835,17 @@ fn kernel_lookup_gives_the_object_and_its_directory_at_any_depth() {
         (Some(m.dev()), Some(m.ino()))
     };
     let before: std::collections::HashMap<&str, (Option<u64>, Option<u64>)> = [
-        ".", "a", "a/b", "a/b/f", "a/b/e", "a/b/m", "a/b/t", "src", "dst", "real", "real/hosts",
+        ".",
+        "a",
+        "a/b",
+        "a/b/f",
+        "a/b/e",
+        "a/b/m",
+        "a/b/t",
+        "src",
+        "dst",
+        "real",
+        "real/hosts",
         "other/hosts",
     ]
     .into_iter()
@@ -860,14 +870,24 @@ fn kernel_lookup_gives_the_object_and_its_directory_at_any_depth() {
     let one = |op: &str, raw: &str| -> Value {
         let v = by_raw(op, raw);
         assert!(!v.is_empty(), "no {op} of {raw}");
-        v.into_iter().find(|e| e["result"] == 0).unwrap_or_else(|| panic!("no successful {op} of {raw}"))
+        v.into_iter()
+            .find(|e| e["result"] == 0)
+            .unwrap_or_else(|| panic!("no successful {op} of {raw}"))
     };
 
     let e = one("unlink", "a/b/f");
-    assert_eq!((id(&e), dir_id(&e)), (before["a/b/f"], before["a/b"]), "{e}");
+    assert_eq!(
+        (id(&e), dir_id(&e)),
+        (before["a/b/f"], before["a/b"]),
+        "{e}"
+    );
     assert!(e["identity_gap"].is_null(), "{e}");
     let e = one("rmdir", "a/b/e");
-    assert_eq!((id(&e), dir_id(&e)), (before["a/b/e"], before["a/b"]), "{e}");
+    assert_eq!(
+        (id(&e), dir_id(&e)),
+        (before["a/b/e"], before["a/b"]),
+        "{e}"
+    );
     // The rename: the source, and the target it replaced, each with its
     // directory.
     let e = one("rename", "src");
@@ -883,10 +903,18 @@ fn kernel_lookup_gives_the_object_and_its_directory_at_any_depth() {
         "{e}"
     );
     let e = one("chmod", "a/b/m");
-    assert_eq!((id(&e), dir_id(&e)), (before["a/b/m"], before["a/b"]), "{e}");
+    assert_eq!(
+        (id(&e), dir_id(&e)),
+        (before["a/b/m"], before["a/b"]),
+        "{e}"
+    );
     let e = one("truncate", "a/b/t");
     assert_eq!(e["syscall"], "truncate", "{e}");
-    assert_eq!((id(&e), dir_id(&e)), (before["a/b/t"], before["a/b"]), "{e}");
+    assert_eq!(
+        (id(&e), dir_id(&e)),
+        (before["a/b/t"], before["a/b"]),
+        "{e}"
+    );
     // link: the object that gains a name, and where the new name goes; no
     // object was at the new name.
     let e = one("link", "a/b/m");
@@ -896,16 +924,33 @@ fn kernel_lookup_gives_the_object_and_its_directory_at_any_depth() {
         before["a"],
         "{e}"
     );
-    assert!(e["dst_ino"].is_null() && e["dst_identity_gap"].is_null(), "{e}");
+    assert!(
+        e["dst_ino"].is_null() && e["dst_identity_gap"].is_null(),
+        "{e}"
+    );
     // `rm A/hosts` then `ln -sfn other A`: whatever path is read later,
     // the identity is the file really deleted, in the directory A named
     // at the call.
     let e = one("unlink", "A/hosts");
-    assert_eq!((id(&e), dir_id(&e)), (before["real/hosts"], before["real"]), "{e}");
+    assert_eq!(
+        (id(&e), dir_id(&e)),
+        (before["real/hosts"], before["real"]),
+        "{e}"
+    );
     assert_ne!(id(&e), before["other/hosts"]);
+    if e["path"] != ws.s("real/hosts") {
+        assert!(
+            e["path_issues"]
+                .as_array()
+                .is_some_and(|v| v.contains(&"path_changed".into())),
+            "a path resolved after A was repointed is flagged: {e}"
+        );
+    }
     // `rm L/g`: a symlink the kernel cannot follow in memory: no identity,
     // and the record says why.
-    let e = by_raw("unlink", "L/g").pop().expect("unlink of L/g recorded");
+    let e = by_raw("unlink", "L/g")
+        .pop()
+        .expect("unlink of L/g recorded");
     assert_eq!((id(&e), dir_id(&e)), ((None, None), (None, None)), "{e}");
     assert_eq!(e["identity_gap"], "symlink", "{e}");
 }

@@ -86,7 +86,11 @@ fn sample(ebpf: &mut Ebpf, dir: &Path) -> Result<Sampled, String> {
         }
     }
     let proc_fd = open_path("/proc");
-    for fd in fds.iter().map(AsRawFd::as_raw_fd).chain(proc_fd.as_ref().map(AsRawFd::as_raw_fd)) {
+    for fd in fds
+        .iter()
+        .map(AsRawFd::as_raw_fd)
+        .chain(proc_fd.as_ref().map(AsRawFd::as_raw_fd))
+    {
         // SAFETY: fstatfs(2) writes into the zeroed struct it is given.
         let mut st: libc::statfs = unsafe { std::mem::zeroed() };
         // SAFETY: as above; `fd` is open.
@@ -104,7 +108,10 @@ fn sample(ebpf: &mut Ebpf, dir: &Path) -> Result<Sampled, String> {
             .ok_or("map DCACHE_SAMPLES missing from the kernel object")?,
     )
     .map_err(|e| e.to_string())?;
-    let get = |fd: i32| map.get(&(fd as u32), 0).map_err(|e| format!("no sample for fd {fd}: {e}"));
+    let get = |fd: i32| {
+        map.get(&(fd as u32), 0)
+            .map_err(|e| format!("no sample for fd {fd}: {e}"))
+    };
     let samples = fds
         .iter()
         .map(|f| get(f.as_raw_fd()))
@@ -117,7 +124,12 @@ fn sample(ebpf: &mut Ebpf, dir: &Path) -> Result<Sampled, String> {
 fn open_path(p: &str) -> Option<OwnedFd> {
     let c = CString::new(p).ok()?;
     // SAFETY: open(2) of a NUL-terminated path; the fd is owned below.
-    let fd = unsafe { libc::open(c.as_ptr(), libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) };
+    let fd = unsafe {
+        libc::open(
+            c.as_ptr(),
+            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
+    };
     // SAFETY: a fresh fd this function owns.
     (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
 }
@@ -145,7 +157,9 @@ pub fn solve(
     // The candidate bit set on the mount point and on no plain file.
     let fits: Vec<u64> = MOUNTED_CANDIDATES
         .into_iter()
-        .filter(|b| mountpoint.mountpoint_flags & b != 0 && samples.iter().all(|s| s.flags & b == 0))
+        .filter(|b| {
+            mountpoint.mountpoint_flags & b != 0 && samples.iter().all(|s| s.flags & b == 0)
+        })
         .collect();
     let [mounted] = fits[..] else {
         return Err(format!(
@@ -158,12 +172,19 @@ pub fn solve(
     for shift in 1..32u64 {
         let mut tables: Vec<u64> = samples
             .iter()
-            .map(|s| s.pprev.wrapping_sub(8 * ((s.hash_len as u32 as u64) >> shift)))
+            .map(|s| {
+                s.pprev
+                    .wrapping_sub(8 * ((s.hash_len as u32 as u64) >> shift))
+            })
             .collect();
         tables.sort_unstable();
         let (mut run, mut top, mut at) = (0, 0, 0);
         for (i, t) in tables.iter().enumerate() {
-            run = if i > 0 && tables[i - 1] == *t { run + 1 } else { 1 };
+            run = if i > 0 && tables[i - 1] == *t {
+                run + 1
+            } else {
+                1
+            };
             if run > top {
                 (top, at) = (run, *t);
             }
@@ -174,7 +195,14 @@ pub fn solve(
                 Some((n, _)) if n > top => {}
                 Some((n, _)) if n == top => ties += 1,
                 _ => {
-                    best = Some((top, DcacheConfig { table: at, shift, mounted }));
+                    best = Some((
+                        top,
+                        DcacheConfig {
+                            table: at,
+                            shift,
+                            mounted,
+                        },
+                    ));
                     ties = 0;
                 }
             }
@@ -206,11 +234,19 @@ mod tests {
     #[test]
     fn solves_table_and_shift_and_tolerates_a_moved_sample() {
         let (table, shift, parent) = (0xffff_a000_1234_0000u64, 10u64, 0xffff_8880_0badu64 << 8);
-        let names: Vec<Vec<u8>> = (0..12).map(|i| format!("{}{i}", "s".repeat(i % 9)).into_bytes()).collect();
-        let mut samples: Vec<_> = names.iter().map(|n| sample_of(table, shift, parent, n)).collect();
+        let names: Vec<Vec<u8>> = (0..12)
+            .map(|i| format!("{}{i}", "s".repeat(i % 9)).into_bytes())
+            .collect();
+        let mut samples: Vec<_> = names
+            .iter()
+            .map(|n| sample_of(table, shift, parent, n))
+            .collect();
         // One dentry no longer first in its chain: pprev inside another dentry.
         samples[3].pprev = 0xffff_8881_0000_0048;
-        let mp = DcacheSample { mountpoint_flags: 0x8000 | 0x0020_0000, ..Default::default() };
+        let mp = DcacheSample {
+            mountpoint_flags: 0x8000 | 0x0020_0000,
+            ..Default::default()
+        };
         let cfg = solve(&names, &samples, &mp).unwrap();
         assert_eq!((cfg.table, cfg.shift, cfg.mounted), (table, shift, 0x8000));
     }
@@ -219,13 +255,28 @@ mod tests {
     fn refuses_a_different_hash_or_mount_flag() {
         let (table, shift, parent) = (0xffff_a000_1234_0000u64, 12u64, 0xffff_8880_0000_1000u64);
         let names: Vec<Vec<u8>> = (0..12).map(|i| format!("n{i}").into_bytes()).collect();
-        let mut samples: Vec<_> = names.iter().map(|n| sample_of(table, shift, parent, n)).collect();
-        let mp = DcacheSample { mountpoint_flags: 0x10000, ..Default::default() };
-        assert!(solve(&names, &samples, &DcacheSample::default()).unwrap_err().contains("mount-point"));
+        let mut samples: Vec<_> = names
+            .iter()
+            .map(|n| sample_of(table, shift, parent, n))
+            .collect();
+        let mp = DcacheSample {
+            mountpoint_flags: 0x10000,
+            ..Default::default()
+        };
+        assert!(solve(&names, &samples, &DcacheSample::default())
+            .unwrap_err()
+            .contains("mount-point"));
         // Both candidates set on the mount point: ambiguous.
-        let both = DcacheSample { mountpoint_flags: 0x18000, ..Default::default() };
-        assert!(solve(&names, &samples, &both).unwrap_err().contains("mount-point"));
+        let both = DcacheSample {
+            mountpoint_flags: 0x18000,
+            ..Default::default()
+        };
+        assert!(solve(&names, &samples, &both)
+            .unwrap_err()
+            .contains("mount-point"));
         samples[0].hash_len ^= 1;
-        assert!(solve(&names, &samples, &mp).unwrap_err().contains("hashes dentry names differently"));
+        assert!(solve(&names, &samples, &mp)
+            .unwrap_err()
+            .contains("hashes dentry names differently"));
     }
 }

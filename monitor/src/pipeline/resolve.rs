@@ -423,7 +423,8 @@ impl Lookup {
         if f.flags & field_flags::READ_FAILED != 0 || f.data.len() != 40 {
             return None;
         }
-        let w = |i: usize| u64::from_ne_bytes(f.data[8 * i..8 * i + 8].try_into().unwrap_or_default());
+        let w =
+            |i: usize| u64::from_ne_bytes(f.data[8 * i..8 * i + 8].try_into().unwrap_or_default());
         let status = w(4);
         let id = |ino: u64, kdev: u64| (ino != 0).then(|| (user_dev(kdev), ino));
         let gap = match status & 0xff {
@@ -437,8 +438,16 @@ impl Lookup {
             _ => Some(IdentityGap::Other),
         };
         Some(Lookup {
-            object: if status & 0xff == l::FOUND { id(w(0), w(1)) } else { None },
-            dir: if status & l::DIR_KNOWN != 0 { id(w(2), w(3)) } else { None },
+            object: if status & 0xff == l::FOUND {
+                id(w(0), w(1))
+            } else {
+                None
+            },
+            dir: if status & l::DIR_KNOWN != 0 {
+                id(w(2), w(3))
+            } else {
+                None
+            },
             gap,
         })
     }
@@ -506,6 +515,29 @@ fn entry_identities(ev: &KernelEvent, a: &mut Action) {
     if single_component(rel) {
         (a.dir_dev, a.dir_ino) = (Some(base.0), Some(base.1));
     }
+}
+
+/// Whether `path`, resolved by abm after the call, no longer leads to the
+/// directory the kernel's lookup found at the call (`dir_dev`/`dir_ino`):
+/// a symlinked or renamed directory on the way changed in between (`rm
+/// A/f; ln -sfn /etc A`). Looked at only for a path of several components
+/// (one component is resolved by the kernel from its base), and only when
+/// the directory can still be read.
+fn stale_dir(ev: &KernelEvent, a: &Action) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    let (Some(dev), Some(ino), Some(path)) = (a.dir_dev, a.dir_ino, a.path.as_deref()) else {
+        return false;
+    };
+    let several = ev
+        .field(field_tag::RAW_PATH)
+        .is_some_and(|f| !single_component(&f.data));
+    if !several {
+        return false;
+    }
+    let Some(parent) = Path::new(path).parent() else {
+        return false;
+    };
+    std::fs::metadata(parent).is_ok_and(|m| (m.dev(), m.ino()) != (dev, ino))
 }
 
 /// Whether a call given a path follows a symlink in its final component
@@ -930,6 +962,9 @@ pub fn action_from_event_with(ev: &KernelEvent, mut cache: Option<&mut DirCache>
     }
     if !compat {
         entry_identities(ev, &mut a);
+        if root == b"/" && ev.field(field_tag::MNT_NS).is_none() && stale_dir(ev, &a) {
+            PathIssue::add(&mut issues, PathIssue::PathChanged);
+        }
     }
     // A call that followed a final symlink with no fd to name what it
     // reached: the target, read now, and said so. Only on the host root
@@ -1417,27 +1452,60 @@ mod tests {
             action_from_event(&entry(EventKind::Rename, n::RENAMEAT2, 0, &v))
         };
         let a = with(&[
-            lookup_field(field_tag::LOOKUP, (11, (8 << 20) | 1), (10, (8 << 20) | 1), l::FOUND | l::DIR_KNOWN),
-            lookup_field(field_tag::LOOKUP2, (21, (8 << 20) | 1), (9, (8 << 20) | 1), l::FOUND | l::DIR_KNOWN),
+            lookup_field(
+                field_tag::LOOKUP,
+                (11, (8 << 20) | 1),
+                (10, (8 << 20) | 1),
+                l::FOUND | l::DIR_KNOWN,
+            ),
+            lookup_field(
+                field_tag::LOOKUP2,
+                (21, (8 << 20) | 1),
+                (9, (8 << 20) | 1),
+                l::FOUND | l::DIR_KNOWN,
+            ),
         ]);
         let sda1 = libc::makedev(8, 1);
-        assert_eq!((a.dev, a.ino, a.dir_dev, a.dir_ino), (Some(sda1), Some(11), Some(sda1), Some(10)));
-        assert_eq!((a.dst_dev, a.dst_ino, a.dst_dir_ino), (Some(sda1), Some(21), Some(9)));
+        assert_eq!(
+            (a.dev, a.ino, a.dir_dev, a.dir_ino),
+            (Some(sda1), Some(11), Some(sda1), Some(10))
+        );
+        assert_eq!(
+            (a.dst_dev, a.dst_ino, a.dst_dir_ino),
+            (Some(sda1), Some(21), Some(9))
+        );
         assert_eq!((a.identity_gap, a.dst_identity_gap), (None, None));
         // Stopped at a symlink the kernel could not follow, the target absent.
         let a = with(&[
             lookup_field(field_tag::LOOKUP, (0, 0), (0, 0), l::SYMLINK),
             lookup_field(field_tag::LOOKUP2, (0, 0), (9, 5), l::ABSENT | l::DIR_KNOWN),
         ]);
-        assert_eq!((a.dev, a.ino, a.dir_dev, a.dir_ino), (None, None, None, None));
+        assert_eq!(
+            (a.dev, a.ino, a.dir_dev, a.dir_ino),
+            (None, None, None, None)
+        );
         assert_eq!(a.identity_gap, Some(IdentityGap::Symlink));
-        assert_eq!((a.dst_ino, a.dst_dir_ino, a.dst_identity_gap), (None, Some(9), None));
+        assert_eq!(
+            (a.dst_ino, a.dst_dir_ino, a.dst_identity_gap),
+            (None, Some(9), None)
+        );
         // A final component not in the cache: its directory only.
-        let a = with(&[lookup_field(field_tag::LOOKUP, (0, 0), (10, 5), l::NOT_CACHED | l::DIR_KNOWN)]);
-        assert_eq!((a.ino, a.dir_ino, a.identity_gap), (None, Some(10), Some(IdentityGap::NotCached)));
+        let a = with(&[lookup_field(
+            field_tag::LOOKUP,
+            (0, 0),
+            (10, 5),
+            l::NOT_CACHED | l::DIR_KNOWN,
+        )]);
+        assert_eq!(
+            (a.ino, a.dir_ino, a.identity_gap),
+            (None, Some(10), Some(IdentityGap::NotCached))
+        );
         // Off: the base directory rule (two components below: nothing).
         let a = with(&[lookup_field(field_tag::LOOKUP, (0, 0), (0, 0), l::OFF)]);
-        assert_eq!((a.ino, a.dir_ino, a.identity_gap), (None, None, Some(IdentityGap::Off)));
+        assert_eq!(
+            (a.ino, a.dir_ino, a.identity_gap),
+            (None, None, Some(IdentityGap::Off))
+        );
         assert!(Lookup::decode(&f(field_tag::LOOKUP, b"short")).is_none());
     }
 
