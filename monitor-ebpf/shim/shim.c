@@ -220,3 +220,38 @@ int shim_cgroup_level(struct cgroup *c) { return c ? BPF_CORE_READ(c, level) : -
 /* 0 for the cgroup v2 (default) hierarchy: it is set up first
  * (kernel/cgroup/cgroup.c: cgroup_init -> cgroup_setup_root). */
 int shim_cgroup_hierarchy(struct cgroup *c) { return c ? BPF_CORE_READ(c, root, hierarchy_id) : -1; }
+
+/* bprm */
+/* ---- Exec argv re-check (monitor-ebpf/src/probes/lsm/exec.rs) ---- */
+#pragma clang attribute push(__attribute__((preserve_access_index)), apply_to = record)
+struct linux_binprm___argv {
+	int argc;
+	const char *filename;
+};
+struct mm_struct___argv {
+	unsigned long start_stack;
+};
+struct task_struct___argv {
+	struct mm_struct___argv *mm;
+};
+#pragma clang attribute pop
+
+/* The argument count: the caller's at bprm_check_security's first call,
+ * the interpreter's command line after a `#!` or binfmt_misc rewrite. */
+int shim_bprm_argc(struct linux_binprm *b)
+{
+	return b ? BPF_CORE_READ((struct linux_binprm___argv *)b, argc) : 0;
+}
+
+/* The kernel's copy of the path given to execve (getname). */
+const char *shim_bprm_filename(struct linux_binprm *b)
+{
+	return b ? BPF_CORE_READ((struct linux_binprm___argv *)b, filename) : 0;
+}
+
+/* mm->start_stack: after load_elf_binary, the user address of argc, followed
+ * by the argv pointers create_elf_tables wrote (fs/binfmt_elf.c). */
+u64 shim_task_start_stack(struct task_struct *t)
+{
+	return t ? BPF_CORE_READ((struct task_struct___argv *)t, mm, start_stack) : 0;
+}
