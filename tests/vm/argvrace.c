@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,9 +30,12 @@ extern char **environ;
 
 static char flip_buf[4096] __attribute__((aligned(4096))) = "safe-ok";
 
+static volatile int flipping;
+
 static void *flipper(void *arg)
 {
 	(void)arg;
+	flipping = 1;
 	for (;;) {
 		__atomic_store_n((unsigned long long *)flip_buf, *(const unsigned long long *)"--force", __ATOMIC_RELAXED);
 		__atomic_store_n((unsigned long long *)flip_buf, *(const unsigned long long *)"safe-ok", __ATOMIC_RELAXED);
@@ -58,6 +62,9 @@ static int flip_child(const char *prog)
 	pthread_t t;
 	if (pthread_create(&t, 0, flipper, 0) != 0)
 		return 122;
+	/* On one CPU the new thread runs only once this one yields. */
+	while (!flipping)
+		sched_yield();
 	char *argv[] = {(char *)prog, "push", "race", flip_buf, 0};
 	execve(prog, argv, environ);
 	return errno == EPERM ? 126 : 127;
