@@ -32,13 +32,21 @@ static char flip_buf[4096] __attribute__((aligned(4096))) = "safe-ok";
 
 static volatile int flipping;
 
+/* A call per store: under QEMU's TCG an interrupt (and so a preemption)
+ * is taken only between translated blocks, which a call ends; in a loop of
+ * two plain stores it would always land after the second. */
+static __attribute__((noinline)) void put(const char *s)
+{
+	__atomic_store_n((unsigned long long *)flip_buf, *(const unsigned long long *)s, __ATOMIC_RELAXED);
+}
+
 static void *flipper(void *arg)
 {
 	(void)arg;
 	flipping = 1;
 	for (;;) {
-		__atomic_store_n((unsigned long long *)flip_buf, *(const unsigned long long *)"--force", __ATOMIC_RELAXED);
-		__atomic_store_n((unsigned long long *)flip_buf, *(const unsigned long long *)"safe-ok", __ATOMIC_RELAXED);
+		put("--force");
+		put("safe-ok");
 	}
 	return 0;
 }
