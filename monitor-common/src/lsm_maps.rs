@@ -19,6 +19,11 @@ pub mod lsm {
     pub const MAX_EXEC_ARGS: u32 = 1024;
     /// The rule index of that refusal (after every exec rule's).
     pub const EXEC_INDEX_ARGV_UNREAD: u32 = MAX_FILE_RULES + MAX_EXEC_RULES;
+    /// The rule index of an exec refused (or killed) because the decision
+    /// made at execve entry is missing: the per-thread entry could not be
+    /// stored, or the exec did not come through the 64-bit execve/execveat
+    /// entry (a 32-bit compat execve).
+    pub const EXEC_INDEX_UNDECIDED: u32 = EXEC_INDEX_ARGV_UNREAD + 1;
     /// Levels walked from a target up to the root when matching protected
     /// directories (mount crossings included).
     pub const MAX_WALK: u32 = 64;
@@ -55,6 +60,11 @@ pub mod lsm {
         pub const PRESERVE_PENDING: u32 = 3;
         /// Let through once by an approval or a finished copy.
         pub const ALLOWED_ONCE: u32 = 4;
+        /// Killed (`SIGKILL`) after the point of no return, before its first
+        /// instruction: the command line the kernel copied into the new
+        /// image is not the one decided on at execve entry, and a rule
+        /// refuses it.
+        pub const KILLED: u32 = 5;
         /// The decision value proper (the low byte).
         pub const MASK: u32 = 0xff;
         /// Flag: the caller was stopped (`SIGSTOP`) after its refused call,
@@ -74,6 +84,9 @@ pub mod lsm {
         pub const FILE_TRUNCATE: u32 = 7;
         pub const FILE_OPEN: u32 = 8;
         pub const BPRM_CHECK_SECURITY: u32 = 9;
+        /// Not an LSM hook: the `sched_process_exec` tracepoint, where the
+        /// new image's argv is checked against the decision.
+        pub const SCHED_PROCESS_EXEC: u32 = 10;
 
         pub const fn name(h: u32) -> &'static str {
             match h {
@@ -86,6 +99,7 @@ pub mod lsm {
                 FILE_TRUNCATE => "file_truncate",
                 FILE_OPEN => "file_open",
                 BPRM_CHECK_SECURITY => "bprm_check_security",
+                SCHED_PROCESS_EXEC => "sched_process_exec",
                 _ => "unknown",
             }
         }
@@ -188,15 +202,30 @@ pub struct ExecRule {
 const _: () = assert!(size_of::<ExecRule>() == 64 + 16);
 
 /// Value of `LSM_EXEC_VERDICT` (per thread, written at execve entry):
-/// the exec rule that matched the command line.
+/// the exec rule that matched the command line (rule 0 with treatment
+/// allow when none did), and what it was decided on, for the check of the
+/// new image's argv at `sched_process_exec`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ExecVerdict {
     /// Kernel rule index (as in [`LsmDecision::rule`]).
     pub rule: u32,
     pub treatment: u32,
+    /// argv entries read at entry (argv[0] included, at most
+    /// [`lsm::MAX_EXEC_ARGS`]); 0 when no rule named the program.
+    pub count: u32,
+    /// `bprm->argc` at the first `bprm_check_security` (0 before it).
+    pub argc: u32,
+    /// Order-sensitive hash of the argument hashes read (argv[1..count)).
+    pub chain: u64,
+    /// Exec rules naming argv[0]'s base name at entry (a `#!` script's
+    /// argv[0] is not in the new image).
+    pub argv0_progs: u32,
+    /// 1 once an allowance let the exec through (`#!` interpreter levels
+    /// then pass too).
+    pub allowed: u32,
 }
-const _: () = assert!(size_of::<ExecVerdict>() == 8);
+const _: () = assert!(size_of::<ExecVerdict>() == 32);
 
 /// Key of `LSM_ALLOW`: a one-shot allowance for one operation on one
 /// object under one rule (the executable's inode for exec).
@@ -257,8 +286,12 @@ pub struct TokenScratch {
     pub seen: u64,
     /// Letters of every short-option cluster read so far.
     pub all_letters: [u64; 2],
+    /// Order-sensitive hash of the argument hashes read so far.
+    pub chain: u64,
+    /// argv entries read (argv[0] included).
+    pub count: u64,
 }
-const _: () = assert!(size_of::<TokenScratch>() == 552);
+const _: () = assert!(size_of::<TokenScratch>() == 568);
 
 #[cfg(feature = "user")]
 mod lsm_pod {

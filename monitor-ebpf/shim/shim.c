@@ -277,3 +277,38 @@ const char *shim_obj_link(struct dentry___obj *d)
 	i = BPF_CORE_READ(d, d_inode);
 	return i ? BPF_CORE_READ(i, i_link) : 0;
 }
+
+/* bprm */
+/* ---- Exec argv re-check (monitor-ebpf/src/probes/lsm/exec.rs) ---- */
+#pragma clang attribute push(__attribute__((preserve_access_index)), apply_to = record)
+struct linux_binprm___argv {
+	int argc;
+	const char *filename;
+};
+struct mm_struct___argv {
+	unsigned long start_stack;
+};
+struct task_struct___argv {
+	struct mm_struct___argv *mm;
+};
+#pragma clang attribute pop
+
+/* The argument count: the caller's at bprm_check_security's first call,
+ * the interpreter's command line after a `#!` or binfmt_misc rewrite. */
+int shim_bprm_argc(struct linux_binprm *b)
+{
+	return b ? BPF_CORE_READ((struct linux_binprm___argv *)b, argc) : 0;
+}
+
+/* The kernel's copy of the path given to execve (getname). */
+const char *shim_bprm_filename(struct linux_binprm *b)
+{
+	return b ? BPF_CORE_READ((struct linux_binprm___argv *)b, filename) : 0;
+}
+
+/* mm->start_stack: after load_elf_binary, the user address of argc, followed
+ * by the argv pointers create_elf_tables wrote (fs/binfmt_elf.c). */
+u64 shim_task_start_stack(struct task_struct *t)
+{
+	return t ? BPF_CORE_READ((struct task_struct___argv *)t, mm, start_stack) : 0;
+}

@@ -23,3 +23,11 @@ unsafe extern "C" {
     pub fn shim_task_in_compat(t: *const c_void) -> u32;
     pub fn shim_task_group_live(t: *const c_void) -> i32;
 }
+
+/* bprm */
+// SAFETY: as above: CO-RE relocated bpf_probe_read_kernel reads; a bad pointer yields 0.
+unsafe extern "C" {
+    pub fn shim_bprm_argc(b: *const c_void) -> i32;
+    pub fn shim_bprm_filename(b: *const c_void) -> *const u8;
+    pub fn shim_task_start_stack(t: *const c_void) -> u64;
+}

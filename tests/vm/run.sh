@@ -119,6 +119,16 @@ t lsm-exec-late-arg "git push with --force after 41 arguments refused, rule vm.g
 t lsm-exec-argv-unread "git push with 1101 arguments refused (builtin.enforce-argv-unread); env true with 1101 ran" all \
     '[ "$(rc deny git-push-unread)" != 0 ]' '! grep -q "git push origin 1 2 3" $E' \
     'denial $T builtin.enforce-argv-unread bprm_check_security' '[ "$(rc deny unnamed-unread)" = 0 ]'
+# argv rewritten after execve's entry: the new image's argv is matched again
+# and the exec killed; every kill is a decision record in the trace.
+R=$OUT/argvrace.log
+cnt() { sed -n "s/^$1 .*$2=\([0-9]*\).*/\1/p" "$R"; }
+race_kills=$(( $(cnt unfaulted killed | grep . || echo 0) + $(cnt flip killed | grep . || echo 0) ))
+trace_kills=$(grep '"hook":"sched_process_exec"' $T | grep '"rule":"vm.git-force-push"' | grep -c '"decision":"killed"')
+t lsm-exec-argv-race "argv changed after execve entry never ran with --force; unfaulted: $(grep unfaulted $R); $(grep flip $R); $trace_kills kills in the trace" all \
+    '[ "$(cnt unfaulted killed)" = 1 ]' '[ "$(cnt flip ran)" -ge 1 ]' '[ "$(cnt flip other)" = 0 ]' \
+    '! grep -Eq "(race|unfaulted) --force" $E' '[ "$trace_kills" = "$race_kills" ]' \
+    'grep "\"decision\":\"killed\"" $T | grep -q "argv changed after the decision"'
 t trace-verifies "abm verify accepts the enforcing run's trace" sh -c "abm verify $T > /dev/null 2>&1"
 
 # --- benign: no denials -----------------------------------------------------

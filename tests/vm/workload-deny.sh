@@ -35,5 +35,9 @@ step git-push-lease git push --force-with-lease origin main
 # exec rules read, a rule that could still match refuses.
 step git-push-force-late git push origin $(seq 1 40) --force
 step git-push-unread git push origin $(seq 1 1100)
+# argv rewritten after execve's entry (unreadable there, or flipped by a
+# second thread): never runs with --force, killed before it runs.
+step argv-race-unfaulted argvrace unfaulted /tmp/bin/git "$OUT/argvrace.log"
+step argv-race-flip argvrace flip 100 /tmp/bin/git "$OUT/argvrace.log"
 step unnamed-unread env true $(seq 1 1100)
 exit 0

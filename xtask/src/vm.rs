@@ -8,7 +8,8 @@
 //!    nothing while the mirror's version is unchanged).
 //! 3. An initramfs: busybox-static, the release `abm` (debug info stripped)
 //!    with the glibc libraries `ldd` names, the static io_uring helper
-//!    (tests/coverage/helper.c built with `cc -static`) and `tests/vm/`.
+//!    (tests/coverage/helper.c built with `cc -static`), the static argv
+//!    race helper (tests/vm/argvrace.c) and `tests/vm/`.
 //! 4. QEMU with software emulation (TCG; KVM guests hang on these hosts),
 //!    both kernels in parallel, `lsm=...,bpf` on the command line.
 //!    `tests/vm/run.sh` prints `ABM-VM-TEST <name> PASS|FAIL <detail>` per
@@ -217,6 +218,13 @@ fn initramfs(abm: &Path) -> Result<PathBuf> {
         .arg(root().join("tests/coverage/helper.c")))
     .context("building the static io_uring helper (needs gcc and libc6-dev)")?;
     install(&tree, &helper, "/tests/bin/covhelper", 0o755)?;
+    let race = dir.join("argvrace");
+    run(Command::new("cc")
+        .args(["-static", "-O2", "-pthread", "-o"])
+        .arg(&race)
+        .arg(root().join("tests/vm/argvrace.c")))
+    .context("building the static argv race helper (needs gcc and libc6-dev)")?;
+    install(&tree, &race, "/tests/bin/argvrace", 0o755)?;
     let src = root().join("tests/vm");
     for e in fs::read_dir(&src)? {
         let p = e?.path();

@@ -18,7 +18,11 @@
 //! entry by `sys_enter_exec_rules`, which hashes the program's base name and
 //! every argument while the old image (and its argv) still exists, and
 //! stores the matching rule per thread in `LSM_EXEC_VERDICT`.
-//! `bprm_check_security` then denies before the point of no return.
+//! `bprm_check_security` then denies before the point of no return. The
+//! kernel copies argv after that entry, so `sched_process_exec_verify`
+//! matches the new image's argv (the kernel's copy) again and kills the
+//! task before its first instruction when a rule refuses what it would run
+//! and the entry's decision was not made on those arguments.
 //!
 //! Rules are bits of a u64 numbered in policy precedence order, so "the
 //! first matching rule decides" is "the lowest set bit decides". Every
@@ -34,7 +38,7 @@ use aya_ebpf::{
     helpers::{
         bpf_get_current_pid_tgid, bpf_get_current_task, bpf_ktime_get_ns, bpf_probe_read_kernel,
         bpf_probe_read_user,
-        generated::{bpf_probe_read_user_str, bpf_send_signal},
+        generated::{bpf_probe_read_kernel_str, bpf_probe_read_user_str, bpf_send_signal},
     },
     macros::{lsm, map, raw_tracepoint},
     maps::{Array, HashMap, LruHashMap, PerCpuArray, RingBuf},
@@ -45,7 +49,7 @@ use monitor_common::{
     field_tag::{FD_PATH, ROOT},
     lsm::{
         decision, field, hook, treatment, ALLOW_GRACE_NS, EXEC_CLAUSES, EXEC_INDEX_ARGV_UNREAD,
-        FNV_OFFSET, FNV_PRIME, MAX_EXEC_ARGS,
+        EXEC_INDEX_UNDECIDED, FNV_OFFSET, FNV_PRIME, MAX_EXEC_ARGS,
         MAX_ALLOW, MAX_ENFORCED_TARGETS, MAX_EXEC_RULES, MAX_PROTECT, MAX_TOKEN, MAX_TOKENS, MAX_WALK,
     },
     open_flags::O_TRUNC,
@@ -60,6 +64,7 @@ use crate::{
         shim_dentry_parent, shim_file_dentry, shim_file_mnt, shim_mnt_mountpoint, shim_mnt_parent,
         shim_mnt_root, shim_task_fd_file, shim_task_root_dentry, shim_task_root_mnt,
     },
+    shim::{shim_bprm_argc, shim_bprm_filename, shim_task_in_compat, shim_task_start_stack},
 };
 
 mod exec;
@@ -304,7 +309,7 @@ pub extern "C" fn lsm_emit(packed: u64, d1: u64, m1: u64, d2: u64, m2: u64) -> u
     // SAFETY: this CPU's entry of the per-CPU scratch array (non-null from
     // the lookup), not referenced elsewhere while this program runs.
     let hdr: &mut EventHeader = unsafe { &mut (*buf).hdr };
-    let result = if dec == decision::ALLOWED_ONCE {
+    let result = if dec == decision::ALLOWED_ONCE || dec == decision::KILLED {
         0
     } else {
         -(EPERM as i64)

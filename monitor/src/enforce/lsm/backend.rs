@@ -168,26 +168,24 @@ impl LsmBackend {
             );
             attached.push(hook);
         }
-        let tp: &mut RawTracePoint = ebpf
-            .program_mut(EXEC_RULES_PROGRAM)
-            .ok_or_else(|| LsmError::Program {
-                name: EXEC_RULES_PROGRAM,
-                hook: "sys_enter",
-                detail: "missing".into(),
-            })?
-            .try_into()
-            .map_err(|e: aya::programs::ProgramError| LsmError::Program {
-                name: EXEC_RULES_PROGRAM,
-                hook: "sys_enter",
-                detail: e.to_string(),
-            })?;
-        tp.load()
-            .and_then(|_| tp.attach("sys_enter").map(|_| ()))
-            .map_err(|e| LsmError::Program {
-                name: EXEC_RULES_PROGRAM,
-                hook: "sys_enter",
-                detail: e.to_string(),
-            })?;
+        for (name, tracepoint) in [
+            (EXEC_RULES_PROGRAM, "sys_enter"),
+            (EXEC_CHECK_PROGRAM, "sched_process_exec"),
+        ] {
+            let perr = |detail: String| LsmError::Program {
+                name,
+                hook: tracepoint,
+                detail,
+            };
+            let tp: &mut RawTracePoint = ebpf
+                .program_mut(name)
+                .ok_or_else(|| perr("missing".into()))?
+                .try_into()
+                .map_err(|e: aya::programs::ProgramError| perr(e.to_string()))?;
+            tp.load()
+                .and_then(|_| tp.attach(tracepoint).map(|_| ()))
+                .map_err(|e| perr(e.to_string()))?;
+        }
         for r in &compiled.report {
             match &r.fidelity {
                 Fidelity::AuditOnly(why) if blocks(r.treatment) => {
@@ -468,6 +466,10 @@ impl LsmBackend {
                     }
                 }
                 "allowed_once"
+            }
+            decision::KILLED => {
+                enf["reason"] = json!(KILLED_REASON);
+                "killed"
             }
             _ => "unknown",
         };

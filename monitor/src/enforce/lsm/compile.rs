@@ -197,6 +197,11 @@ pub(super) fn path_entries(
 /// program could still match on them.
 pub const RULE_ARGV_UNREAD: &str = "builtin.enforce-argv-unread";
 
+/// Rule id of the kernel's refusal (or kill) of an enforced exec that has
+/// no decision from execve entry: its per-thread entry could not be stored
+/// or read, or it is a 32-bit compat execve, which the matcher does not read.
+pub const RULE_EXEC_UNDECIDED: &str = "builtin.enforce-exec-undecided";
+
 /// Compiles the policy's rules into kernel tables. Errors only when the
 /// blocking rules do not fit the kernel tables (the policy must then be
 /// trimmed or the seccomp backend used).
@@ -239,6 +244,10 @@ pub fn compile(policy: &Policy, ctx: &Context) -> Result<Compiled, LsmError> {
         c.rules.insert(
             EXEC_INDEX_ARGV_UNREAD,
             (RULE_ARGV_UNREAD.to_owned(), Treatment::Deny),
+        );
+        c.rules.insert(
+            EXEC_INDEX_UNDECIDED,
+            (RULE_EXEC_UNDECIDED.to_owned(), Treatment::Deny),
         );
     }
     if c.protect.len() > MAX_PROTECT as usize {

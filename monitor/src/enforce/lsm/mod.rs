@@ -29,7 +29,7 @@ use aya::{
 use monitor_common::{
     lsm::{
         decision, field, fnv1a, hook, treatment, EXEC_CLAUSES, EXEC_INDEX_ARGV_UNREAD,
-        MAX_EXEC_RULES, MAX_FILE_RULES, MAX_PROTECT, MAX_TOKEN, MAX_TOKENS,
+        EXEC_INDEX_UNDECIDED, MAX_EXEC_RULES, MAX_FILE_RULES, MAX_PROTECT, MAX_TOKEN, MAX_TOKENS,
     },
     AllowKey, Allowance, ExecRule, InodeKey, LsmConfig, LsmDecision, PathRuleBits,
 };
@@ -72,6 +72,14 @@ pub const PROGRAMS: [(&str, &str, bool); 9] = [
 
 /// The exec-rule matcher, a raw tracepoint attached only with this backend.
 pub const EXEC_RULES_PROGRAM: &str = "sys_enter_exec_rules";
+
+/// The check of the new image's argv against the decision (kills the task
+/// before its first instruction when they differ and a rule refuses it), a
+/// raw tracepoint on `sched_process_exec` attached with the matcher.
+pub const EXEC_CHECK_PROGRAM: &str = "sched_process_exec_verify";
+
+/// `enforcement.reason` of a `killed` exec decision.
+pub const KILLED_REASON: &str = "argv changed after the decision";
 
 /// The scope target id of `abm run`'s command (`ScopeEntry::target`).
 pub const RUN_TARGET: u32 = 1;

@@ -339,6 +339,16 @@ fn exec_rules_decide_like_the_policy_engine() {
         Some(("t.rm-rf", treatment::DENY))
     );
     assert_eq!(rule_of(&["git", "push"]), None);
+    // The kernel's own exec refusals (and kills) name builtin rules.
+    assert_eq!(
+        c.rules.get(&EXEC_INDEX_ARGV_UNREAD),
+        Some(&(RULE_ARGV_UNREAD.to_owned(), Treatment::Deny))
+    );
+    assert_eq!(
+        c.rules.get(&EXEC_INDEX_UNDECIDED),
+        Some(&(RULE_EXEC_UNDECIDED.to_owned(), Treatment::Deny))
+    );
+    assert_eq!(hook::name(hook::SCHED_PROCESS_EXEC), "sched_process_exec");
 }
 
 #[test]
