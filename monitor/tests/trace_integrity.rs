@@ -300,7 +300,11 @@ fn gated_burst(t: &TempDir, ws: &TempDir, extra: &[&str], stop_monitor: bool) ->
         let _ = std::fs::remove_file(f);
         let c = std::ffi::CString::new(f.to_str().unwrap()).unwrap();
         // SAFETY: mkfifo(3) with a valid NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo {f:?}");
+        assert_eq!(
+            unsafe { libc::mkfifo(c.as_ptr(), 0o600) },
+            0,
+            "mkfifo {f:?}"
+        );
     }
     let script = "import os\n\
                   open('go').read()\n\
