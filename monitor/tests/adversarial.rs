@@ -134,6 +134,29 @@ fd = os.open("/proc/%s" % sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
 signal.pidfd_send_signal(fd, signal.SIGKILL)
 ' $PPID; sleep 1"#;
 
+/// Takes BPF links, maps and programs of the host by id (bpf() as root):
+/// with one of abm's, a process could detach its programs or rewrite its
+/// scope map. Only the descriptors are taken, nothing is detached.
+const PY_BPF_BY_ID: &str = r#"python3 -c '
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+libc.syscall.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_long]
+def bpf(cmd, attr):
+    return libc.syscall(321, cmd, ctypes.addressof(attr), ctypes.sizeof(attr))
+got = 0
+# (GET_NEXT_ID, GET_FD_BY_ID) for links, maps, programs.
+for nxt, get in ((31, 30), (12, 14), (11, 13)):
+    a = (ctypes.c_uint32 * 3)()
+    while bpf(nxt, a) == 0:
+        b = (ctypes.c_uint32 * 3)(a[1], 0, 0)
+        if bpf(get, b) >= 0:
+            got += 1
+        a[0] = a[1]
+if got:
+    open("owned", "w").write(str(got))
+'"#;
+
 const PY_KILL: &str = r#"python3 -c 'import os, sys; os.kill(int(sys.argv[1]), 9)' $PPID; sleep 1"#;
 
 /// openat2(O_WRONLY|O_TRUNC) whose `open_how` sits in a file-backed page
@@ -243,6 +266,14 @@ fn attacks() -> Vec<Attack> {
             name: "pidfd_send_signal(SIGKILL) on a descriptor of /proc/<abm pid>",
             script: PY_PIDFD_DIR,
             effect: Effect::Unsealed,
+            shows: None,
+            expect: [Blocked, Blocked],
+            gap: "",
+        },
+        Attack {
+            name: "take abm's BPF links and maps by id (bpf() *_GET_FD_BY_ID)",
+            script: PY_BPF_BY_ID,
+            effect: Effect::Test("test -e owned"),
             shows: None,
             expect: [Blocked, Blocked],
             gap: "",

@@ -10,7 +10,10 @@
 //!   `process_vm_readv`/`writev`, `pidfd_open` aimed at abm's pid or one of
 //!   its threads; `pidfd_send_signal` fails with `ENOSYS` for every target
 //!   (a descriptor opened on `/proc/<abm pid>` is a pidfd the filter cannot
-//!   tell apart; callers such as Go's runtime fall back to `kill`). The
+//!   tell apart; callers such as Go's runtime fall back to `kill`); and,
+//!   unless `--allow-kernel-admin`, the calls that would change the kernel
+//!   under abm: `bpf()` lookups of BPF objects by id (to detach abm's
+//!   programs or edit its maps), module loading and kexec. The
 //!   same numbers of the ia32 table are checked for `int 0x80`. Threads abm
 //!   creates after the command started are not in the filter (their ids
 //!   were not known), see docs/security.md.
@@ -44,7 +47,9 @@ pub const RULE_TRACE_IDENTITY: &str = "builtin.trace-identity";
 const MAX_IDS: usize = 24;
 
 /// Syscall numbers per ABI: kill, tkill, tgkill, ptrace,
-/// process_vm_readv, process_vm_writev, pidfd_open, pidfd_send_signal.
+/// process_vm_readv, process_vm_writev, pidfd_open, pidfd_send_signal, and
+/// the calls that change the kernel under abm: bpf, module and kexec loading
+/// (0: the ABI has no such call).
 struct Abi {
     arch: u32,
     kill: u32,
@@ -55,6 +60,8 @@ struct Abi {
     vm_writev: u32,
     pidfd_open: u32,
     pidfd_send_signal: u32,
+    bpf: u32,
+    kernel_admin: [u32; 5],
 }
 
 const ABIS: [Abi; 2] = [
@@ -68,6 +75,10 @@ const ABIS: [Abi; 2] = [
         vm_writev: 311,
         pidfd_open: 434,
         pidfd_send_signal: 424,
+        bpf: 321,
+        // init_module, delete_module, finit_module, kexec_load,
+        // kexec_file_load.
+        kernel_admin: [175, 176, 313, 246, 320],
     },
     Abi {
         arch: AUDIT_ARCH_I386,
@@ -79,8 +90,17 @@ const ABIS: [Abi; 2] = [
         vm_writev: 348,
         pidfd_open: 434,
         pidfd_send_signal: 424,
+        bpf: 357,
+        kernel_admin: [128, 129, 350, 283, 0],
     },
 ];
+
+/// `bpf()` commands that hand out a descriptor of any BPF object on the
+/// host by its id (uapi/linux/bpf.h: BPF_PROG_GET_FD_BY_ID,
+/// BPF_MAP_GET_FD_BY_ID, BPF_LINK_GET_FD_BY_ID). With one, a root process
+/// could detach abm's programs or rewrite its maps (take itself out of
+/// scope). Loading and attaching programs of one's own stays allowed.
+const BPF_BY_ID_CMDS: [u32; 3] = [13, 14, 30];
 
 /// The filter that keeps the watched tree's hands off abm's process.
 pub struct SelfGuard {
@@ -89,8 +109,9 @@ pub struct SelfGuard {
 
 impl SelfGuard {
     /// The filter for abm's pid `pid`, its threads `tids` and its process
-    /// group `pgid`.
-    pub fn new(pid: u32, tids: &[u32], pgid: u32) -> SelfGuard {
+    /// group `pgid`. Unless `kernel_admin`, it also refuses `bpf()` lookups
+    /// of BPF objects by id, module loading and unloading, and kexec.
+    pub fn new(pid: u32, tids: &[u32], pgid: u32, kernel_admin: bool) -> SelfGuard {
         let mut ids: Vec<u32> = vec![pid];
         ids.extend(tids.iter().copied().filter(|t| *t != pid));
         ids.truncate(MAX_IDS);
@@ -104,15 +125,26 @@ impl SelfGuard {
         for abi in &ABIS {
             // Per ABI: arch check, then per-syscall tests, each jumping to
             // its own block after the fall-through ALLOW.
-            let calls: [(u32, u32, &[u32]); 7] = [
-                (abi.kill, 0, &kill_vals),
-                (abi.tkill, 0, &[]),
+            // (syscall, argument tested, refused values: none = always).
+            // The short blocks come first to keep every jump in 8 bits.
+            let mut calls: Vec<(u32, u32, &[u32])> = vec![(abi.tkill, 0, &[])];
+            if !kernel_admin {
+                calls.push((abi.bpf, 0, &BPF_BY_ID_CMDS));
+                calls.extend(
+                    abi.kernel_admin
+                        .iter()
+                        .filter(|nr| **nr != 0)
+                        .map(|nr| (*nr, 0, [].as_slice())),
+                );
+            }
+            calls.extend([
+                (abi.kill, 0, kill_vals.as_slice()),
                 (abi.tgkill, 0, &ids),
                 (abi.ptrace, 1, &ids),
                 (abi.vm_readv, 0, &ids),
                 (abi.vm_writev, 0, &ids),
                 (abi.pidfd_open, 0, &ids),
-            ];
+            ]);
             let other_abi = p.label();
             p.load(OFF_ARCH);
             p.jump(Cmp::Eq, abi.arch, To::Next, other_abi);
@@ -154,8 +186,9 @@ impl SelfGuard {
         }
     }
 
-    /// For the current process: its pid, threads and process group.
-    pub fn for_self() -> SelfGuard {
+    /// For the current process: its pid, threads and process group (see
+    /// [`SelfGuard::new`] for `kernel_admin`).
+    pub fn for_self(kernel_admin: bool) -> SelfGuard {
         let pid = std::process::id();
         let tids: Vec<u32> = std::fs::read_dir("/proc/self/task")
             .map(|d| {
@@ -166,7 +199,7 @@ impl SelfGuard {
             .unwrap_or_default();
         // SAFETY: getpgrp has no arguments and cannot fail.
         let pgid = unsafe { libc::getpgrp() } as u32;
-        SelfGuard::new(pid, &tids, pgid)
+        SelfGuard::new(pid, &tids, pgid, kernel_admin)
     }
 
     /// Installs the filter in the calling process (between fork and exec:
@@ -395,7 +428,7 @@ mod tests {
 
     #[test]
     fn self_guard_refuses_signals_and_tracing_aimed_at_abm_only() {
-        let g = SelfGuard::new(1000, &[1000, 1001, 1002], 900);
+        let g = SelfGuard::new(1000, &[1000, 1001, 1002], 900, false);
         let x = AUDIT_ARCH_X86_64;
         let neg = |v: i64| v as u64;
         // kill
@@ -436,12 +469,34 @@ mod tests {
         assert_eq!(g.run(i, 37, [1000, 9, 0, 0, 0, 0]), ERRNO);
         assert_eq!(g.run(i, 62, [1000, 9, 0, 0, 0, 0]), SECCOMP_RET_ALLOW);
         assert_eq!(g.run(i, 26, [16, 1000, 0, 0, 0, 0]), ERRNO);
+        // bpf(): lookups by id refused; loading (5), next-id queries (11,
+        // 12, 31), object info (15) allowed.
+        for cmd in BPF_BY_ID_CMDS {
+            assert_eq!(g.run(x, 321, [cmd as u64, 0, 0, 0, 0, 0]), ERRNO);
+            assert_eq!(g.run(i, 357, [cmd as u64, 0, 0, 0, 0, 0]), ERRNO);
+        }
+        for cmd in [0, 5, 11, 12, 15, 28, 31] {
+            assert_eq!(g.run(x, 321, [cmd, 0, 0, 0, 0, 0]), SECCOMP_RET_ALLOW);
+        }
+        // Module loading, unloading and kexec, in both ABIs.
+        for nr in [175, 176, 313, 246, 320] {
+            assert_eq!(g.run(x, nr, [0; 6]), ERRNO, "{nr}");
+        }
+        for nr in [128, 129, 350, 283] {
+            assert_eq!(g.run(i, nr, [0; 6]), ERRNO, "{nr}");
+        }
+        // With kernel administration left to the command, all of them pass
+        // and the rest of the filter is unchanged.
+        let open = SelfGuard::new(1000, &[1000, 1001, 1002], 900, true);
+        assert_eq!(open.run(x, 321, [14, 0, 0, 0, 0, 0]), SECCOMP_RET_ALLOW);
+        assert_eq!(open.run(x, 313, [0; 6]), SECCOMP_RET_ALLOW);
+        assert_eq!(open.run(x, 62, [1000, 9, 0, 0, 0, 0]), ERRNO);
     }
 
     #[test]
     fn self_guard_with_the_most_threads_stays_within_jump_range() {
         let tids: Vec<u32> = (1000..1040).collect();
-        let g = SelfGuard::new(1000, &tids, 900);
+        let g = SelfGuard::new(1000, &tids, 900, false);
         let x = AUDIT_ARCH_X86_64;
         // The first MAX_IDS ids are named; later threads are not.
         let last = 1000 + MAX_IDS as u64 - 1;

@@ -75,6 +75,14 @@ pub struct RunArgs {
     /// (docs/security.md).
     #[arg(long)]
     pub allow_ptrace: bool,
+    /// Let the command take BPF programs, maps and links by id (`bpf()`
+    /// *_GET_FD_BY_ID), load or unload kernel modules and kexec a kernel.
+    /// By default these calls fail with EPERM, so that even a root command
+    /// cannot detach abm's programs or take itself out of scope. Only BPF
+    /// tooling (bpftool, bpftrace listing others' programs) and module
+    /// loaders need them (docs/security.md).
+    #[arg(long)]
+    pub allow_kernel_admin: bool,
     /// Also put CMD in a fresh cgroup v2 child (under the hierarchy found in
     /// /proc/self/mountinfo) and watch it by cgroup id, so a process that
     /// joins the cgroup from outside the tree is in scope too; everything

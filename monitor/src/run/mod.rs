@@ -237,7 +237,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
     // installs its filter and sends the listener fd to the supervisor).
     let child_setup = enforcer.as_ref().and_then(|e| e.child_setup());
     // In every mode the command may not signal, trace or read abm.
-    let self_guard = crate::enforce::self_guard::SelfGuard::for_self();
+    let self_guard = crate::enforce::self_guard::SelfGuard::for_self(args.allow_kernel_admin);
     let drop_ptrace = !args.allow_ptrace;
     // SAFETY: the closure only makes raw syscalls (async-signal-safe).
     unsafe {
