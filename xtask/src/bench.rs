@@ -39,6 +39,10 @@ const BURST_DIRS: u32 = 100;
 const GIT_FILES: u32 = 3_000;
 const GIT_BRANCHES: u32 = 10;
 const BUILD_UNITS: u32 = 50;
+/// The published crate the session workload clones, builds and tests: a
+/// dependency of the workspace (through clap), so its sources are in
+/// cargo's registry cache wherever the workspace builds.
+const SESSION_CRATE: &str = "strsim-0.11.1";
 const LOOP_CALLS: u32 = 200_000;
 const LOOP_REPS: u32 = 1;
 const HASH_EVENTS: u32 = 200_000;
@@ -47,7 +51,9 @@ const HASH_EVENTS: u32 = 200_000;
 /// dropped; a dropped record costs the kernel less than a delivered one and
 /// would flatter the number.
 const LOOP_RINGBUF_KIB: u32 = 256 * 1024;
-const WORKLOADS: [&str; 6] = ["burst", "git", "build", "outside", "report", "verify"];
+const WORKLOADS: [&str; 7] = [
+    "burst", "git", "build", "session", "outside", "report", "verify",
+];
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Config {
@@ -87,6 +93,7 @@ enum Kind {
     Burst,
     Git,
     Build,
+    Session,
     Outside,
 }
 
@@ -279,6 +286,12 @@ impl Workload {
                 s("build.sh"),
                 self.ws.join("project").into(),
             ],
+            Kind::Session => vec![
+                "/bin/sh".into(),
+                s("session.sh"),
+                env.dir.join("session-src").into(),
+                self.ws.join("clone").into(),
+            ],
         }
     }
 
@@ -286,7 +299,7 @@ impl Workload {
     fn reset(&self) -> Result<()> {
         match self.kind {
             Kind::Burst | Kind::Outside => remove_tree(&self.ws.join("tree")),
-            Kind::Git => remove_tree(&self.ws.join("clone")),
+            Kind::Git | Kind::Session => remove_tree(&self.ws.join("clone")),
             Kind::Build => {
                 run_quiet(
                     Command::new("make")
@@ -333,6 +346,29 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
     } else {
         (v[n / 2 - 1] + v[n / 2]) / 2.0
     })
+}
+
+/// The sources of [`SESSION_CRATE`] in cargo's registry cache
+/// (`$CARGO_HOME/registry/src/<index>/`).
+fn session_crate() -> Result<PathBuf> {
+    let home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
+        .context("session workload: neither CARGO_HOME nor HOME is set")?;
+    let src = home.join("registry/src");
+    if let Ok(indexes) = fs::read_dir(&src) {
+        for index in indexes.flatten() {
+            let p = index.path().join(SESSION_CRATE);
+            if p.join("Cargo.toml").is_file() {
+                return Ok(p);
+            }
+        }
+    }
+    bail!(
+        "session workload: the sources of {SESSION_CRATE} are not in {} \
+         (run `cargo fetch` in the workspace, which depends on it, then retry)",
+        src.display()
+    )
 }
 
 /// Compiles timeit and the syscall loop with the system C compiler.
@@ -559,6 +595,22 @@ fn bench_in(
                     Kind::Build,
                     format!(
                         "build: make -j2 a {BUILD_UNITS}-file C project (cc -O2), run it, make clean"
+                    ),
+                )
+            }
+            "session" => {
+                let crate_dir = session_crate()?;
+                run_quiet(
+                    Command::new("/bin/sh")
+                        .arg(scripts.join("session_repo.sh"))
+                        .arg(&crate_dir)
+                        .arg(dir.join("session-src")),
+                )?;
+                (
+                    Kind::Session,
+                    format!(
+                        "session: clone {SESSION_CRATE} (a Rust library) from a local repository, \
+                         cargo build, cargo test, two edits, build and test again, commit, clean -fdx"
                     ),
                 )
             }

@@ -51,7 +51,7 @@ enum Cmd {
         /// Runs per configuration (alternated A B A B ...).
         #[arg(long, default_value_t = 5)]
         runs: usize,
-        /// Only these workloads (burst, git, build, outside, report, verify).
+        /// Only these workloads (burst, git, build, session, outside, report, verify).
         #[arg(long)]
         only: Vec<String>,
     },

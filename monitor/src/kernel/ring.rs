@@ -28,7 +28,7 @@ use aya::maps::{MapData, RingBuf};
 use super::probes::Probes;
 
 /// Records handed to the pipeline per turn of the event loop.
-pub const DRAIN_BATCH: usize = 8192;
+pub const DRAIN_BATCH: usize = 1024;
 /// Period at which the drain thread empties the ring when the kernel did
 /// not wake it (the programs wake userspace only once the ring is 1/8
 /// full), and at which the event loop looks at the queue.

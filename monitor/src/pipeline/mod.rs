@@ -117,7 +117,11 @@ impl Pipeline {
     /// holds it for ordering.
     pub fn accept(&mut self, ev: KernelEvent, views: &mut Views, target: u32) {
         if resolve::DirCache::invalidates(&ev) {
-            self.dirs.clear();
+            if resolve::DirCache::only_unlinks(&ev) {
+                self.dirs.forget_indirect();
+            } else {
+                self.dirs.clear();
+            }
         }
         match ev.kind {
             EventKind::SyscallExit => {

@@ -136,8 +136,12 @@ fn canonical_parent_with(path: &[u8], cache: Option<&mut DirCache>) -> Option<Ve
 ///
 /// An entry is used for [`DirCache::TTL`] at most, and the whole cache is
 /// dropped whenever a record that can change what a directory path names
-/// is read (a rename, rmdir, unlink or symlink in the traced tree: see
-/// [`DirCache::invalidates`]), so records are resolved against the same
+/// is read (a rename, rmdir or symlink in the traced tree: see
+/// [`DirCache::invalidates`]). An unlink drops only the entries whose path
+/// is not already canonical (it went through a symbolic link or `..`): a
+/// path whose every component is a directory names that directory, or
+/// nothing (and then resolves to itself, as the cache says), until a
+/// rename or a symlink. So records are resolved against the same
 /// file-system state as without the cache; only a change made outside the
 /// traced tree can go unseen, for at most the TTL (resolution is already
 /// that late: records are read in batches, every 25 ms at most). Paths
@@ -145,7 +149,9 @@ fn canonical_parent_with(path: &[u8], cache: Option<&mut DirCache>) -> Option<Ve
 /// exist are never cached.
 #[derive(Debug, Default)]
 pub struct DirCache {
-    dirs: HashMap<Vec<u8>, (Vec<u8>, Instant)>,
+    /// Path as written → (canonical path, when, whether it is its own
+    /// canonical path).
+    dirs: HashMap<Vec<u8>, (Vec<u8>, Instant, bool)>,
 }
 
 impl DirCache {
@@ -176,6 +182,29 @@ impl DirCache {
         )
     }
 
+    /// Whether a record that [`DirCache::invalidates`] removes only files
+    /// (an unlink, entry or result), so [`DirCache::forget_indirect`] is
+    /// enough. `unlinkat(AT_REMOVEDIR)`, recorded as an unlink too, removes
+    /// a directory: its path, if canonical, still names what the cache says
+    /// (the path as written, which is also what a missing directory
+    /// resolves to).
+    pub fn only_unlinks(ev: &KernelEvent) -> bool {
+        let kind = match ev.kind {
+            EventKind::SyscallExit => match monitor_common::syscall(ev.hdr.syscall) {
+                Some(s) => s.kind,
+                None => return false,
+            },
+            k => k,
+        };
+        kind == EventKind::Unlink
+    }
+
+    /// Forgets the directories whose path as written is not their
+    /// canonical path (it went through a symbolic link or `..`).
+    pub fn forget_indirect(&mut self) {
+        self.dirs.retain(|_, (_, _, direct)| *direct);
+    }
+
     /// Forgets every directory.
     pub fn clear(&mut self) {
         if !self.dirs.is_empty() {
@@ -189,7 +218,7 @@ impl DirCache {
             return canonical_dir(dir);
         }
         let now = Instant::now();
-        if let Some((real, at)) = self.dirs.get(key) {
+        if let Some((real, at, _)) = self.dirs.get(key) {
             if now.duration_since(*at) <= Self::TTL {
                 return Some(real.clone());
             }
@@ -201,7 +230,8 @@ impl DirCache {
                 if self.dirs.len() >= Self::MAX_ENTRIES {
                     self.dirs.clear();
                 }
-                self.dirs.insert(key.to_vec(), (r.clone(), now));
+                let direct = r.as_slice() == key;
+                self.dirs.insert(key.to_vec(), (r.clone(), now, direct));
             }
             None => {
                 self.dirs.remove(key);
@@ -1385,6 +1415,44 @@ mod tests {
         // /proc is per process: never cached.
         let _ = resolve_raw_with(b"/", b"/proc/self/fd/0", true, Some(&mut cache));
         assert!(cache.dirs.is_empty());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// An unlink keeps the directories whose path is already canonical
+    /// and forgets those reached through a symbolic link.
+    #[test]
+    fn unlinks_forget_only_indirect_directories() {
+        use monitor_common::syscall_nr as nr;
+        let entry = |k| KernelEvent::decode(&encode(&empty_header(k), &[])).unwrap();
+        assert!(DirCache::only_unlinks(&entry(EventKind::Unlink)));
+        assert!(DirCache::only_unlinks(&exit_record(nr::UNLINKAT)));
+        for k in [EventKind::Rename, EventKind::Rmdir, EventKind::Symlink] {
+            assert!(!DirCache::only_unlinks(&entry(k)), "{k:?}");
+        }
+        assert!(!DirCache::only_unlinks(&exit_record(nr::RENAMEAT2)));
+
+        let d = std::env::temp_dir().join(format!("abm-dircache-unlink-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join("a")).unwrap();
+        std::os::unix::fs::symlink(d.join("a"), d.join("link")).unwrap();
+        let d = std::fs::canonicalize(&d).unwrap();
+        let base = d.as_os_str().as_bytes();
+        let mut cache = DirCache::default();
+        let direct = resolve_raw_with(base, b"a/f", true, Some(&mut cache));
+        let via_link = resolve_raw_with(base, b"link/f", true, Some(&mut cache));
+        assert_eq!(direct, via_link);
+        assert_eq!(cache.dirs.len(), 2);
+        cache.forget_indirect();
+        assert_eq!(cache.dirs.len(), 1);
+        assert!(cache.dirs.contains_key(d.join("a").as_os_str().as_bytes()));
+        // The directory removed: the kept entry says what the file system
+        // without the cache says.
+        std::fs::remove_file(d.join("link")).unwrap();
+        std::fs::remove_dir(d.join("a")).unwrap();
+        assert_eq!(
+            resolve_raw_with(base, b"a/f", true, Some(&mut cache)),
+            resolve_raw(base, b"a/f", true)
+        );
         std::fs::remove_dir_all(&d).unwrap();
     }
 

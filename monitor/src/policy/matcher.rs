@@ -12,7 +12,7 @@ use regex::RegexSet;
 use crate::record::Op;
 
 pub use super::paths::Root;
-pub(crate) use super::paths::{glob_error, text_glob, PathGlobs, PathTest, Roots};
+pub(crate) use super::paths::{glob_error, text_glob, Hits, PathGlobs, PathIndex, PathTest, Roots};
 
 /// What a condition looks at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -375,17 +375,16 @@ impl Condition {
     fn positive(&self, v: &View<'_>) -> bool {
         match &self.test {
             Test::Path(t) => {
-                let subjects: &[Option<&str>] = match self.field {
-                    Field::Path => &v.paths,
-                    Field::Source => &v.paths[..2],
-                    Field::Dest if matches!(v.op, Op::Rename | Op::Link | Op::Symlink) => {
-                        &v.paths[2..]
-                    }
-                    Field::Dest => &v.paths[..2],
-                    Field::Cwd => std::slice::from_ref(&v.cwd),
-                    _ => &[],
+                // Subjects: the four paths of the view, then its cwd.
+                let subjects = match self.field {
+                    Field::Path => 0..4,
+                    Field::Source => 0..2,
+                    Field::Dest if matches!(v.op, Op::Rename | Op::Link | Op::Symlink) => 2..4,
+                    Field::Dest => 0..2,
+                    Field::Cwd => 4..5,
+                    _ => 0..0,
                 };
-                subjects.iter().flatten().any(|p| t.is_match(p, &v.roots))
+                subjects.into_iter().any(|i| v.path_matches(i, t))
             }
             Test::Text(t) => match self.field {
                 Field::Program => v

@@ -38,7 +38,7 @@ pub(crate) use matcher::FlagSpec;
 pub use matcher::{Condition, Field, FieldKind, Operator, Root};
 
 use compile::{compile, op_bit, Source};
-use matcher::{PathGlobs, Roots, View};
+use matcher::{PathGlobs, PathIndex, Roots, View};
 
 /// The default pack's files, in load order: (name, text).
 pub const DEFAULT_PACK: &[(&str, &str)] = &[(
@@ -142,6 +142,8 @@ struct Inner {
     sensitive: Vec<String>,
     /// The trace file and its siblings: protected whatever the policy says.
     always_protected: PathGlobs,
+    /// Every path glob test above and in the rules, merged.
+    index: PathIndex,
     sources: Vec<Source>,
     digest: String,
 }
@@ -215,17 +217,30 @@ impl Policy {
         let compiled = compile(&sources, false)?;
         let mut rules = builtin.rules;
         rules.extend(compiled.rules);
-        let always_protected =
+        let mut always_protected =
             PathGlobs::compile(&["${trace}*".to_owned()]).expect("static glob compiles");
+        let mut protected = compiled.protected;
+        let mut protected_except = compiled.protected_except;
+        let mut tests: Vec<&mut PathGlobs> =
+            vec![&mut always_protected, &mut protected, &mut protected_except];
+        for r in &mut rules {
+            for c in &mut r.conditions {
+                if let matcher::Test::Path(matcher::PathTest::Glob(g)) = &mut c.test {
+                    tests.push(g);
+                }
+            }
+        }
+        let index = PathIndex::build(&mut tests);
         let digest = digest_of(&sources);
         Ok(Policy {
             inner: Arc::new(Inner {
                 rules,
                 value_options: compiled.value_options,
-                protected: compiled.protected,
-                protected_except: compiled.protected_except,
+                protected,
+                protected_except,
                 sensitive: compiled.sensitive,
                 always_protected,
+                index,
                 sources,
                 digest,
             }),
@@ -386,7 +401,7 @@ impl Policy {
 
     fn view<'a>(&'a self, action: &'a Action, op: Op, ctx: &'a Context) -> View<'a> {
         let roots = Roots::new(&ctx.workspace, &ctx.home, ctx.trace_path.as_deref());
-        View::new(action, op, roots, |p| self.value_options(p))
+        View::new(action, op, roots, |p| self.value_options(p)).with_index(&self.inner.index)
     }
 
     fn verdict(&self, rule: Option<&Rule>, v: &View<'_>) -> Verdict {
@@ -438,6 +453,14 @@ impl Policy {
             || (i.protected.is_match(path, roots) && !i.protected_except.is_match(path, roots))
     }
 
+    /// [`Policy::protected_in`] for a subject of the view, through the
+    /// merged index.
+    fn protected_at(&self, v: &View<'_>, i: usize) -> bool {
+        let p = &self.inner;
+        v.globs_match(i, &p.always_protected)
+            || (v.globs_match(i, &p.protected) && !v.globs_match(i, &p.protected_except))
+    }
+
     fn derive_scope(&self, v: &View<'_>) -> Scope {
         if !v.op.is_action() {
             return Scope::Workspace;
@@ -448,11 +471,7 @@ impl Policy {
                 _ => Scope::Shared,
             };
         }
-        if v.paths
-            .iter()
-            .flatten()
-            .any(|p| self.protected_in(p, &v.roots))
-        {
+        if (0..4).any(|i| self.protected_at(v, i)) {
             return Scope::Protected;
         }
         let mut any = false;

@@ -1,6 +1,6 @@
 //! Path globs anchored to named roots (`${workspace}`, `${home}`, `${trace}`).
 
-use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 use regex::RegexSet;
 
 // ---------------------------------------------------------------------------
@@ -84,6 +84,10 @@ impl PathTest {
 pub(crate) struct PathGlobs {
     abs: Option<GlobSet>,
     roots: [RootGlobs; 3],
+    /// The globs by root (`None`: absolute), for a policy's [`PathIndex`].
+    parts: Vec<(Option<Root>, Glob)>,
+    /// This test's number in the policy's [`PathIndex`], once indexed.
+    pub(crate) id: Option<u32>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -155,11 +159,14 @@ impl PathGlobs {
         let mut n_abs = 0;
         let mut roots: [(GlobSetBuilder, usize, bool); 3] =
             std::array::from_fn(|_| (GlobSetBuilder::new(), 0, false));
+        let mut parts = Vec::new();
         for (i, p) in patterns.iter().enumerate() {
             let (root, rest) = split_root(p).map_err(|(m, h)| (i, m, h))?;
             match root {
                 None => {
-                    abs.add(path_glob(rest).map_err(|e| (i, e, GLOB_HINT.to_owned()))?);
+                    let g = path_glob(rest).map_err(|e| (i, e, GLOB_HINT.to_owned()))?;
+                    abs.add(g.clone());
+                    parts.push((None, g));
                     n_abs += 1;
                 }
                 Some(r) => {
@@ -167,8 +174,9 @@ impl PathGlobs {
                     if rest.is_empty() {
                         slot.2 = true;
                     } else {
-                        slot.0
-                            .add(path_glob(rest).map_err(|e| (i, e, GLOB_HINT.to_owned()))?);
+                        let g = path_glob(rest).map_err(|e| (i, e, GLOB_HINT.to_owned()))?;
+                        slot.0.add(g.clone());
+                        parts.push((Some(r), g));
                         slot.1 += 1;
                     }
                 }
@@ -184,6 +192,8 @@ impl PathGlobs {
         let mut out = PathGlobs {
             abs,
             roots: Default::default(),
+            parts,
+            id: None,
         };
         for (i, (b, n, exact)) in roots.into_iter().enumerate() {
             out.roots[i] = RootGlobs {
@@ -218,5 +228,144 @@ impl PathGlobs {
             }
         }
         false
+    }
+}
+
+/// Every path glob test of a policy merged into one glob set per root (and
+/// one for absolute patterns), so that a path is matched against all of
+/// them in one run per root: [`PathIndex::hits`] says which tests match
+/// it, exactly as each test's own [`PathGlobs::is_match`] would.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct PathIndex {
+    abs: IndexSet,
+    roots: [IndexSet; 3],
+    /// Tests that a bare `${root}` pattern satisfies, by root.
+    exact: [Vec<u32>; 3],
+    tests: usize,
+}
+
+/// One merged glob set and, for each of its globs, the test it belongs to.
+#[derive(Clone, Debug, Default)]
+struct IndexSet {
+    set: Option<GlobSet>,
+    owner: Vec<u32>,
+}
+
+impl IndexSet {
+    fn build(globs: Vec<(u32, Glob)>) -> IndexSet {
+        if globs.is_empty() {
+            return IndexSet::default();
+        }
+        let mut b = GlobSetBuilder::new();
+        let mut owner = Vec::with_capacity(globs.len());
+        for (id, g) in globs {
+            b.add(g);
+            owner.push(id);
+        }
+        // Each glob already compiled on its own, and a set of compiled
+        // globs always builds.
+        match b.build() {
+            Ok(set) => IndexSet {
+                set: Some(set),
+                owner,
+            },
+            Err(_) => IndexSet::default(),
+        }
+    }
+
+    /// Marks the tests of the globs that match `s`.
+    fn mark(&self, s: &str, scratch: &mut Vec<usize>, hits: &mut Hits) {
+        if let Some(set) = &self.set {
+            set.matches_into(s, scratch);
+            for &i in scratch.iter() {
+                hits.set(self.owner[i]);
+            }
+        }
+    }
+}
+
+/// Which tests of a [`PathIndex`] match one path.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Hits(Vec<u64>);
+
+impl Hits {
+    fn set(&mut self, id: u32) {
+        let (w, b) = (id as usize / 64, id % 64);
+        if self.0.len() <= w {
+            self.0.resize(w + 1, 0);
+        }
+        self.0[w] |= 1 << b;
+    }
+
+    pub fn has(&self, id: u32) -> bool {
+        self.0
+            .get(id as usize / 64)
+            .is_some_and(|w| w & (1 << (id % 64)) != 0)
+    }
+}
+
+impl PathIndex {
+    /// Numbers the tests in order and merges their globs. A test whose
+    /// merged set fails to build (it cannot: every glob compiled alone)
+    /// keeps no number and is matched on its own.
+    pub fn build(tests: &mut [&mut PathGlobs]) -> PathIndex {
+        let mut abs = Vec::new();
+        let mut roots: [Vec<(u32, Glob)>; 3] = Default::default();
+        let mut exact: [Vec<u32>; 3] = Default::default();
+        for (id, t) in tests.iter_mut().enumerate() {
+            let id = id as u32;
+            for (root, g) in &t.parts {
+                match root {
+                    None => abs.push((id, g.clone())),
+                    Some(r) => roots[*r as usize].push((id, g.clone())),
+                }
+            }
+            for (r, rg) in t.roots.iter().enumerate() {
+                if rg.exact {
+                    exact[r].push(id);
+                }
+            }
+        }
+        let has_abs = !abs.is_empty();
+        let abs = IndexSet::build(abs);
+        let has_root: [bool; 3] = std::array::from_fn(|r| !roots[r].is_empty());
+        let roots = roots.map(IndexSet::build);
+        let built = (!has_abs || abs.set.is_some())
+            && (0..3).all(|r| !has_root[r] || roots[r].set.is_some());
+        for (id, t) in tests.iter_mut().enumerate() {
+            t.id = built.then_some(id as u32);
+        }
+        PathIndex {
+            abs,
+            roots,
+            exact,
+            tests: tests.len(),
+        }
+    }
+
+    /// The tests that match `path`, computed as [`PathGlobs::is_match`]
+    /// does for each of them.
+    pub fn hits(&self, path: &str, roots: &Roots<'_>) -> Hits {
+        let mut hits = Hits(Vec::with_capacity(self.tests.div_ceil(64)));
+        let mut scratch = Vec::new();
+        self.abs.mark(path, &mut scratch, &mut hits);
+        for r in Root::ALL {
+            let i = r as usize;
+            let set = &self.roots[i];
+            if set.set.is_none() && self.exact[i].is_empty() {
+                continue;
+            }
+            let Some(root) = roots.get(r) else { continue };
+            let Some(rest) = path.strip_prefix(root) else {
+                continue;
+            };
+            if rest.is_empty() || (root.is_empty() && rest == "/") {
+                for &id in &self.exact[i] {
+                    hits.set(id);
+                }
+            }
+            set.mark(rest, &mut scratch, &mut hits);
+        }
+        hits
     }
 }

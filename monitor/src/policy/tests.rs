@@ -1011,3 +1011,101 @@ fn compiled_rules_expose_their_patterns() {
     let builtin = &p.rules()[0];
     assert_eq!(builtin.conditions[0].values, ["${trace}*"]);
 }
+
+// ---------------------------------------------------------------------------
+// The merged path index answers as each test does on its own.
+
+/// Every path condition of every rule, and the protected-path test, give
+/// the same answer through the policy's merged glob sets as through each
+/// condition's own sets, for paths at, under and beside every root.
+#[test]
+fn merged_path_index_matches_like_each_test() {
+    use super::pack_tests::{HOME, TRACE, WS};
+    let custom = Policy::load_on_default(&[]).unwrap();
+    let extra = pol(r#"version = 1
+[[rule]]
+id = "roots"
+reason = "x"
+treatment = "confirm"
+paths = ["${workspace}", "${home}", "${trace}*", "/", "**/*.db", "/etc/{passwd,shadow}"]
+
+[[rule]]
+id = "cwd"
+reason = "x"
+treatment = "deny"
+ops = ["exec"]
+when = [
+  { field = "cwd", operator = "glob", values = ["${home}/**"] },
+  { field = "cwd", operator = "not_glob", values = ["${home}/ok/**"] },
+  { field = "dest", operator = "glob", values = ["${trace}", "${workspace}/**"] },
+]
+"#);
+    let mut paths: Vec<String> = ["/", "/etc/passwd", "/etc/shadow", "/usr/bin/git", "/tmp/x"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    for root in [WS, HOME, TRACE, "/home/devx", "/var/log/abm"] {
+        for rest in [
+            "",
+            "/",
+            ".idx",
+            ".1",
+            "/.git",
+            "/.git/config",
+            "/.git/objects/ab/cd",
+            "/src/main.rs",
+            "/target/debug/app",
+            "/.ssh/id_rsa",
+            "/.env",
+            "/node_modules/a/b.js",
+            "/.cargo/registry/x",
+            "/a/b/c/d.db",
+            "/.bashrc",
+            "/ok/x",
+            "/Cargo.lock",
+        ] {
+            paths.push(format!("{root}{rest}"));
+        }
+    }
+    let c = ctx();
+    let mut compared = 0;
+    for policy in [custom, extra] {
+        let indexed: usize = policy
+            .rules()
+            .iter()
+            .flat_map(|r| &r.conditions)
+            .filter(|c| matches!(&c.test, matcher::Test::Path(matcher::PathTest::Glob(g)) if g.id.is_some()))
+            .count();
+        assert!(indexed > 0, "no path test was indexed");
+        for (i, p) in paths.iter().enumerate() {
+            let q = &paths[(i * 7 + 3) % paths.len()];
+            for op in Op::ALL {
+                let mut a = act(&format!("unlink {p}"), &format!("cwd={q}"));
+                a.op = Some(op);
+                a.path2 = Some(q.clone());
+                a.container_path = Some(q.clone());
+                let with = policy.view(&a, op, &c);
+                let roots = Roots::new(&c.workspace, &c.home, c.trace_path.as_deref());
+                let without = View::new(&a, op, roots, |x| policy.value_options(x));
+                for r in policy.rules() {
+                    for cond in &r.conditions {
+                        assert_eq!(
+                            cond.matches(&with),
+                            cond.matches(&without),
+                            "rule {} condition {cond} on {op:?} {p} / {q}",
+                            r.id
+                        );
+                        compared += 1;
+                    }
+                }
+                for s in 0..4 {
+                    let plain = without
+                        .subject(s)
+                        .is_some_and(|x| policy.protected_in(x, &roots));
+                    assert_eq!(policy.protected_at(&with, s), plain, "protected {p} / {q}");
+                }
+            }
+        }
+    }
+    assert!(compared > 10_000, "{compared}");
+}

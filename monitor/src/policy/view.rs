@@ -148,6 +148,11 @@ pub(crate) struct View<'a> {
     pub exec: Option<ExecView<'a>>,
     /// What the action model knows about the record's action.
     pub facts: Option<&'a super::Facts>,
+    /// The policy's merged path globs, and per subject (the four paths,
+    /// then the working directory) the tests that match it, computed on
+    /// first use.
+    index: Option<&'a PathIndex>,
+    hits: [std::cell::OnceCell<Hits>; 5],
 }
 
 impl<'a> View<'a> {
@@ -178,6 +183,52 @@ impl<'a> View<'a> {
             roots,
             exec,
             facts: None,
+            index: None,
+            hits: Default::default(),
+        }
+    }
+
+    /// Matches path tests through a policy's merged index.
+    pub fn with_index(mut self, index: &'a PathIndex) -> Self {
+        self.index = Some(index);
+        self
+    }
+
+    /// Subject `i`: the four paths, then the working directory.
+    pub fn subject(&self, i: usize) -> Option<&'a str> {
+        match i {
+            0..4 => self.paths[i],
+            4 => self.cwd,
+            _ => None,
+        }
+    }
+
+    /// Whether subject `i` is present and matches a path test.
+    pub fn path_matches(&self, i: usize, test: &PathTest) -> bool {
+        let Some(p) = self.subject(i) else {
+            return false;
+        };
+        match (test, self.index) {
+            (PathTest::Glob(g), Some(index)) => match g.id {
+                Some(id) => self.hits[i]
+                    .get_or_init(|| index.hits(p, &self.roots))
+                    .has(id),
+                None => g.is_match(p, &self.roots),
+            },
+            _ => test.is_match(p, &self.roots),
+        }
+    }
+
+    /// Whether subject `i` is present and matches `globs`.
+    pub fn globs_match(&self, i: usize, globs: &PathGlobs) -> bool {
+        let Some(p) = self.subject(i) else {
+            return false;
+        };
+        match (globs.id, self.index) {
+            (Some(id), Some(index)) => self.hits[i]
+                .get_or_init(|| index.hits(p, &self.roots))
+                .has(id),
+            _ => globs.is_match(p, &self.roots),
         }
     }
 
