@@ -12,7 +12,7 @@
 //! the programs compute (`monitor_common::full_name_hash`), and a mount
 //! point (`/proc`'s) that the mount-point flag is the bit the programs
 //! test (and which bit that is). When any check fails the lookup stays off and records say so
-//! (`path_issues: ["identity_unknown"]`).
+//! (`identity_gap: "off"`).
 use std::{
     ffi::CString,
     fs,
