@@ -33,8 +33,10 @@ const SAMPLES: usize = 12;
 /// Where `DCACHE_MOUNTED` has been: 0x10000 on 6.1 and 6.12, one bit
 /// lower after the flags were renumbered (6.18).
 const MOUNTED_CANDIDATES: [u64; 2] = [0x10000, 0x8000];
-/// Lowest address of the x86_64 kernel half.
-const KERNEL_HALF: u64 = 0xffff_8000_0000_0000;
+/// Lowest address of the x86_64 kernel half with 5-level paging (LA57,
+/// where the direct map starts at 0xff11_0000_0000_0000); with 4-level
+/// paging kernel addresses start higher, at 0xffff_8000_0000_0000.
+const KERNEL_HALF: u64 = 0xff00_0000_0000_0000;
 
 /// Locates the table and gives it to the programs (`DCACHE`). The program
 /// `dcache_sample` is attached only while abm samples its own calls.
@@ -249,6 +251,24 @@ mod tests {
         };
         let cfg = solve(&names, &samples, &mp).unwrap();
         assert_eq!((cfg.table, cfg.shift, cfg.mounted), (table, shift, 0x8000));
+    }
+
+    #[test]
+    fn solves_a_table_in_a_five_level_direct_map() {
+        // With LA57 the direct map starts at 0xff11_0000_0000_0000, below
+        // the 4-level kernel half.
+        let (table, shift, parent) = (0xff11_0000_0345_0000u64, 16u64, 0xff11_0000_0777_0000u64);
+        let names: Vec<Vec<u8>> = (0..12).map(|i| format!("f{i}").into_bytes()).collect();
+        let samples: Vec<_> = names
+            .iter()
+            .map(|n| sample_of(table, shift, parent, n))
+            .collect();
+        let mp = DcacheSample {
+            mountpoint_flags: 0x10000,
+            ..Default::default()
+        };
+        let cfg = solve(&names, &samples, &mp).unwrap();
+        assert_eq!((cfg.table, cfg.shift, cfg.mounted), (table, shift, 0x10000));
     }
 
     #[test]
