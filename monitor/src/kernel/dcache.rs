@@ -221,15 +221,30 @@ pub fn solve(
 mod tests {
     use super::*;
 
-    fn sample_of(table: u64, shift: u64, parent: u64, name: &[u8]) -> DcacheSample {
-        let h = full_name_hash(parent, name) as u64;
+    /// The samples of fresh files `names` in directory `parent`, each at the
+    /// head of its chain of a table at `table` with `shift`.
+    fn samples_of(table: u64, shift: u64, parent: u64, names: &[Vec<u8>]) -> Vec<DcacheSample> {
+        names
+            .iter()
+            .map(|name| {
+                let h = full_name_hash(parent, name) as u64;
+                DcacheSample {
+                    dentry: 0xffff_9000_0000_1000,
+                    parent,
+                    hash_len: ((name.len() as u64) << 32) | h,
+                    pprev: table + 8 * (h >> shift),
+                    flags: 0x0020_0000,
+                    mountpoint_flags: 0,
+                }
+            })
+            .collect()
+    }
+
+    /// The sample of a mount point whose `d_flags` are `flags`.
+    fn mount_point(flags: u64) -> DcacheSample {
         DcacheSample {
-            dentry: 0xffff_9000_0000_1000,
-            parent,
-            hash_len: ((name.len() as u64) << 32) | h,
-            pprev: table + 8 * (h >> shift),
-            flags: 0x0020_0000,
-            mountpoint_flags: 0,
+            mountpoint_flags: flags,
+            ..Default::default()
         }
     }
 
@@ -239,16 +254,10 @@ mod tests {
         let names: Vec<Vec<u8>> = (0..12)
             .map(|i| format!("{}{i}", "s".repeat(i % 9)).into_bytes())
             .collect();
-        let mut samples: Vec<_> = names
-            .iter()
-            .map(|n| sample_of(table, shift, parent, n))
-            .collect();
+        let mut samples = samples_of(table, shift, parent, &names);
         // One dentry no longer first in its chain: pprev inside another dentry.
         samples[3].pprev = 0xffff_8881_0000_0048;
-        let mp = DcacheSample {
-            mountpoint_flags: 0x8000 | 0x0020_0000,
-            ..Default::default()
-        };
+        let mp = mount_point(0x8000 | 0x0020_0000);
         let cfg = solve(&names, &samples, &mp).unwrap();
         assert_eq!((cfg.table, cfg.shift, cfg.mounted), (table, shift, 0x8000));
     }
@@ -259,14 +268,8 @@ mod tests {
         // the 4-level kernel half.
         let (table, shift, parent) = (0xff11_0000_0345_0000u64, 16u64, 0xff11_0000_0777_0000u64);
         let names: Vec<Vec<u8>> = (0..12).map(|i| format!("f{i}").into_bytes()).collect();
-        let samples: Vec<_> = names
-            .iter()
-            .map(|n| sample_of(table, shift, parent, n))
-            .collect();
-        let mp = DcacheSample {
-            mountpoint_flags: 0x10000,
-            ..Default::default()
-        };
+        let samples = samples_of(table, shift, parent, &names);
+        let mp = mount_point(0x10000);
         let cfg = solve(&names, &samples, &mp).unwrap();
         assert_eq!((cfg.table, cfg.shift, cfg.mounted), (table, shift, 0x10000));
     }
@@ -275,22 +278,13 @@ mod tests {
     fn refuses_a_different_hash_or_mount_flag() {
         let (table, shift, parent) = (0xffff_a000_1234_0000u64, 12u64, 0xffff_8880_0000_1000u64);
         let names: Vec<Vec<u8>> = (0..12).map(|i| format!("n{i}").into_bytes()).collect();
-        let mut samples: Vec<_> = names
-            .iter()
-            .map(|n| sample_of(table, shift, parent, n))
-            .collect();
-        let mp = DcacheSample {
-            mountpoint_flags: 0x10000,
-            ..Default::default()
-        };
+        let mut samples = samples_of(table, shift, parent, &names);
+        let mp = mount_point(0x10000);
         assert!(solve(&names, &samples, &DcacheSample::default())
             .unwrap_err()
             .contains("mount-point"));
         // Both candidates set on the mount point: ambiguous.
-        let both = DcacheSample {
-            mountpoint_flags: 0x18000,
-            ..Default::default()
-        };
+        let both = mount_point(0x18000);
         assert!(solve(&names, &samples, &both)
             .unwrap_err()
             .contains("mount-point"));
