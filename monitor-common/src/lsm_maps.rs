@@ -87,6 +87,13 @@ pub mod lsm {
         /// Not an LSM hook: the `sched_process_exec` tracepoint, where the
         /// new image's argv is checked against the decision.
         pub const SCHED_PROCESS_EXEC: u32 = 10;
+        pub const INODE_SETATTR: u32 = 11;
+        pub const INODE_SETXATTR: u32 = 12;
+        pub const INODE_REMOVEXATTR: u32 = 13;
+        pub const PATH_LINK: u32 = 14;
+        pub const PATH_SYMLINK: u32 = 15;
+        pub const FILE_IOCTL: u32 = 16;
+        pub const FILE_IOCTL_COMPAT: u32 = 17;
 
         pub const fn name(h: u32) -> &'static str {
             match h {
@@ -100,6 +107,13 @@ pub mod lsm {
                 FILE_OPEN => "file_open",
                 BPRM_CHECK_SECURITY => "bprm_check_security",
                 SCHED_PROCESS_EXEC => "sched_process_exec",
+                INODE_SETATTR => "inode_setattr",
+                INODE_SETXATTR => "inode_setxattr",
+                INODE_REMOVEXATTR => "inode_removexattr",
+                PATH_LINK => "path_link",
+                PATH_SYMLINK => "path_symlink",
+                FILE_IOCTL => "file_ioctl",
+                FILE_IOCTL_COMPAT => "file_ioctl_compat",
                 _ => "unknown",
             }
         }
@@ -142,7 +156,10 @@ const _: () = assert!(size_of::<InodeKey>() == 16);
 
 /// Value of `LSM_PROTECT`: which file rules an inode satisfies, as the
 /// target itself, as its parent directory, or as any ancestor; and which
-/// rules it excludes (`not_paths`) the same three ways.
+/// rules it excludes (`not_paths`) the same three ways. `anc`: the
+/// blocking rules of which an object lies below this directory (or is
+/// this directory's content): renaming the directory moves that object,
+/// so a rename of it is judged as touching the object.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PathRuleBits {
@@ -152,15 +169,16 @@ pub struct PathRuleBits {
     pub excl_self: u64,
     pub excl_child: u64,
     pub excl_desc: u64,
+    pub anc: u64,
 }
-const _: () = assert!(size_of::<PathRuleBits>() == 48);
+const _: () = assert!(size_of::<PathRuleBits>() == 56);
 
 /// The single entry of `LSM_CONFIG`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct LsmConfig {
     /// Per [`EventKind`] value: the file rules that apply to that operation.
-    pub op_rules: [u64; 16],
+    pub op_rules: [u64; 32],
     /// File rules without a path condition (they match any path).
     pub any_path: u64,
     /// File rules by treatment; a matching rule in none of them allows.
@@ -177,9 +195,12 @@ pub struct LsmConfig {
     /// once per (process, operation, rule), unless its fd 2 is a character
     /// device (a terminal, `/dev/null`), until userspace has told it why.
     pub hold_refused: u32,
-    pub _pad: u32,
+    /// Non-zero when the kernel's `inode_setattr` hook takes a
+    /// `struct mnt_idmap *` first (6.12: `idmap, dentry, attr`; 6.1:
+    /// `dentry, attr`). Set by the loader from the kernel BTF.
+    pub setattr_idmap: u32,
 }
-const _: () = assert!(size_of::<LsmConfig>() == 184);
+const _: () = assert!(size_of::<LsmConfig>() == 312);
 
 /// One entry of `LSM_EXEC_RULES`. Clause `c` of rule `r` is satisfied when
 /// an argument's hash maps to bit `r * EXEC_CLAUSES + c` in

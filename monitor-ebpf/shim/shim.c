@@ -312,3 +312,15 @@ u64 shim_task_start_stack(struct task_struct *t)
 {
 	return t ? BPF_CORE_READ((struct task_struct___argv *)t, mm, start_stack) : 0;
 }
+
+/* lsm hooks */
+/* ---- Inode hooks and ioctl (monitor-ebpf/src/probes/lsm/files.rs) ---- */
+#pragma clang attribute push(__attribute__((preserve_access_index)), apply_to = record)
+struct iattr___lsm {
+	unsigned int ia_valid;
+};
+#pragma clang attribute pop
+
+/* attr->ia_valid: which attributes notify_change() sets (ATTR_* of
+ * include/linux/fs.h). */
+u32 shim_iattr_valid(struct iattr___lsm *a) { return a ? BPF_CORE_READ(a, ia_valid) : 0; }

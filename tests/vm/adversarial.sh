@@ -1,11 +1,14 @@
 # The red-team suite's attacks (monitor/tests/adversarial.rs, same names)
 # under `abm run --enforce --enforce-backend lsm`, as root in the watched
-# tree. Each attack prints
+# tree, and attacks of their own on the operations the LSM hooks decide
+# (timestamps, extended attributes, links, renamed ancestors). Each
+# attack prints
 #   ABM-VM-ATTACK <name>|<outcome>
 # (blocked, detected, recorded, missed), which `cargo xtask vm-test` writes
 # into docs/security.md, and a test line that passes when the outcome is
-# the one expected here. The attacks that need python3 (not in the VM) are
-# left out; C helpers (covhelper) stand in for the other python snippets.
+# the one expected here. C helpers (covhelper, vmhelper) stand in for the
+# python snippets (python3 is not in the VM); `python os.kill` is the one
+# attack left out (`kill -9` is the same call).
 #
 # Loading the programs takes long under TCG, so the attacks that leave abm
 # and its trace alone share one run (each on files of its own); those that
@@ -13,21 +16,27 @@
 ADV=/tmp/adv
 mkdir -p $ADV
 H=/tests/bin/covhelper
-export H
+V=/tests/bin/vmhelper
+export H V
 
 # adv_run NAME SCRIPT: runs SCRIPT in workspace $ADV/NAME (with protected/
-# files k1..k13, f1..f13 and a directory d5 holding a key), trace in
+# files k1..k13, f1..f16 and a directory d5 holding a key, f15 with the
+# attribute trusted.keep, and outer/inner/keys/k), trace in
 # $ADV/NAME.t/run.jsonl.
 adv_run() {
     W=$ADV/$1
     TDIR=$ADV/$1.t
     TRACE=$TDIR/run.jsonl
-    mkdir -p $W/protected/d5 $TDIR
-    for i in 1 2 3 4 6 7 8 9 11 12 13; do
+    mkdir -p $W/protected/d5 $W/outer/inner/keys $TDIR
+    for i in 1 2 3 4 6 7 8 9 11 12 13 14 15 16; do
         echo key > $W/protected/k$i
         echo data > $W/protected/f$i
     done
     echo key > $W/protected/d5/key
+    echo key > $W/outer/inner/keys/k
+    echo data > $W/xattr-control
+    $V setxattr $W/protected/f15 trusted.keep 1
+    $V setxattr $W/xattr-control trusted.keep 1
     export TRACE TDIR
     (cd $W && abm run --enforce --enforce-backend lsm --policy /tests/adversarial.toml \
         --workspace $W --trace $TRACE --format jsonl -q --linger 0 -- sh -c "$2") \
@@ -95,6 +104,14 @@ for f in /proc/$PPID/fd/*; do readlink "$f" >/dev/null && touch owned-fd; done
 ( $H openat2-trunc-cold protected/f11 )
 ( $H handle-trunc protected/f12 )
 ( $H int80-unlink protected/k13 )
+( $V setxattr protected/f14 trusted.forged 1 )
+( $V removexattr protected/f15 trusted.keep )
+( touch protected/f16 )
+( ln "$TRACE" tracelink )
+( $V setxattr "$TRACE" trusted.forged 1 )
+( touch -d "2001-01-01 00:00:00" "$TRACE" )
+( mv outer outer2 && rm outer2/inner/keys/k )
+( $V bpf-by-id )
 mv "$TDIR" "$TDIR.moved"
 true'
 judge "ptrace(PTRACE_ATTACH, abm)" blocked 'test -e owned-ptrace' -
@@ -109,14 +126,27 @@ judge "chmod 000 link (symlink to a protected file)" blocked 'test "$(stat -c %a
 judge "mv protected moved; rm moved/key (rename an ancestor)" blocked \
     'test ! -e protected/d5/key && test ! -e moved5/key' moved5/key
 judge "chattr +i on a protected file" blocked 'lsattr protected/f6 | cut -c1-16 | grep -q i' protected/f6
-judge "touch -d 2001-01-01 (timestamp forgery)" recorded 'test "$(stat -c %Y protected/f7)" -lt 1000000000' protected/f7
-judge "setxattr security.capability (file capability)" recorded '$H has-cap protected/f8' protected/f8
-judge "ln protected/f (hard link around a path rule)" recorded 'test -e hardlink9' protected/f9
-judge "ln -s into a protected directory" recorded 'test -L protected/evil10' protected/evil10
+judge "touch -d 2001-01-01 (timestamp forgery)" blocked 'test "$(stat -c %Y protected/f7)" -lt 1000000000' protected/f7
+judge "setxattr security.capability (file capability)" blocked '$H has-cap protected/f8' protected/f8
+judge "ln protected/f (hard link around a path rule)" blocked 'test -e hardlink9' protected/f9
+judge "ln -s into a protected directory" blocked 'test -L protected/evil10' protected/evil10
 judge "openat2(O_TRUNC) with open_how in an unfaulted page" blocked 'test ! -s protected/f11' protected/f11
 judge "open_by_handle_at(O_TRUNC)" blocked 'test ! -s protected/f12' -
 judge "unlink through int 0x80 (32-bit compat syscall)" blocked 'test ! -e protected/k13' protected/k13
-judge "rename the trace's directory" recorded 'test ! -e "$TDIR"' TDIR
+# The attribute attacks mean something only where the file system keeps
+# trusted.* attributes.
+t adv-xattr-control "trusted.* attributes are kept on this file system" $V hasxattr $W/xattr-control trusted.keep
+judge "setxattr trusted.* on a protected file" blocked '$V hasxattr protected/f14 trusted.forged' protected/f14
+judge "removexattr on a protected file" blocked '! $V hasxattr protected/f15 trusted.keep' protected/f15
+judge "touch (timestamps to now) on a protected file" blocked \
+    'test "$(stat -c %Y protected/f16)" -gt "$(stat -c %Y protected/f13)"' protected/f16
+judge "ln of the trace (hard link, no truncation)" blocked 'test -e tracelink' -
+judge "setxattr on the trace" blocked '$V hasxattr "$T" trusted.forged' -
+judge "touch -d 2001-01-01 on the trace" blocked 'test "$(stat -c %Y "$T")" -lt 1000000000' -
+judge "mv an ancestor of a protected file, then rm the file" blocked \
+    'test -e outer2 || test ! -e outer/inner/keys/k' outer2
+judge "take abm's BPF links and maps by id (bpf() *_GET_FD_BY_ID)" blocked 'test -e owned-bpf' -
+judge "rename the trace's directory" blocked 'test ! -e "$TDIR"' TDIR
 
 adv_run pidfd '$H pidfd-kill $PPID; sleep 1'
 judge "pidfd_send_signal(SIGKILL) on a descriptor of /proc/<abm pid>" blocked unsealed -

@@ -9,7 +9,8 @@
 //! 3. An initramfs: busybox-static, the release `abm` (debug info stripped)
 //!    with the glibc libraries `ldd` names, the static io_uring helper
 //!    (tests/coverage/helper.c built with `cc -static`), the static argv
-//!    race helper (tests/vm/argvrace.c) and `tests/vm/`.
+//!    race helper (tests/vm/argvrace.c), the static helper of the red-team
+//!    attacks (tests/vm/vmhelper.c) and `tests/vm/`.
 //! 4. QEMU with software emulation (TCG; KVM guests hang on these hosts),
 //!    both kernels in parallel, `lsm=...,bpf` on the command line.
 //!    `tests/vm/run.sh` prints `ABM-VM-TEST <name> PASS|FAIL <detail>` per
@@ -225,6 +226,13 @@ fn initramfs(abm: &Path) -> Result<PathBuf> {
         .arg(root().join("tests/vm/argvrace.c")))
     .context("building the static argv race helper (needs gcc and libc6-dev)")?;
     install(&tree, &race, "/tests/bin/argvrace", 0o755)?;
+    let vmhelper = dir.join("vmhelper");
+    run(Command::new("cc")
+        .args(["-static", "-O2", "-o"])
+        .arg(&vmhelper)
+        .arg(root().join("tests/vm/vmhelper.c")))
+    .context("building the static VM test helper (needs gcc and libc6-dev)")?;
+    install(&tree, &vmhelper, "/tests/bin/vmhelper", 0o755)?;
     let src = root().join("tests/vm");
     for e in fs::read_dir(&src)? {
         let p = e?.path();

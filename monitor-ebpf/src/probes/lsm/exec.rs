@@ -297,6 +297,21 @@ fn program_rules(ptr: u64, flags: u64) -> u32 {
     unsafe { LSM_EXEC_PROGRAMS.get(&h) }.copied().unwrap_or(0)
 }
 
+/// `(pid_tgid, configuration)` when exec rules apply to the current
+/// process: it is enforced and the policy has exec rules.
+#[inline(always)]
+fn exec_rules_apply() -> Option<(u64, &'static LsmConfig)> {
+    let pid_tgid = bpf_get_current_pid_tgid();
+    if !enforced((pid_tgid >> 32) as u32) {
+        return None;
+    }
+    let cfg = LSM_CONFIG.get(0)?;
+    if cfg.exec_rules == 0 {
+        return None;
+    }
+    Some((pid_tgid, cfg))
+}
+
 /// i386 `execve` and `execveat` (arch/x86/entry/syscalls/syscall_32.tbl).
 const COMPAT_EXECVE: u32 = 11;
 const COMPAT_EXECVEAT: u32 = 358;
@@ -326,16 +341,9 @@ pub fn sys_enter_exec_rules(ctx: RawTracePointContext) -> i32 {
     if id != EXECVE && id != EXECVEAT {
         return 0;
     }
-    let pid_tgid = bpf_get_current_pid_tgid();
-    if !enforced((pid_tgid >> 32) as u32) {
-        return 0;
-    }
-    let Some(cfg) = LSM_CONFIG.get(0) else {
+    let Some((pid_tgid, cfg)) = exec_rules_apply() else {
         return 0;
     };
-    if cfg.exec_rules == 0 {
-        return 0;
-    }
     let tid = pid_tgid as u32;
     let regs: *const u8 = ctx.arg(0);
     let (file, argv) = if id == EXECVEAT {
@@ -419,16 +427,9 @@ fn kill_exec(bprm: *const c_void, rule: u32) -> i32 {
 /// given to execve (and, for a direct exec, the new argv[0]).
 #[raw_tracepoint(tracepoint = "sched_process_exec")]
 pub fn sched_process_exec_verify(ctx: RawTracePointContext) -> i32 {
-    let pid_tgid = bpf_get_current_pid_tgid();
-    if !enforced((pid_tgid >> 32) as u32) {
-        return 0;
-    }
-    let Some(cfg) = LSM_CONFIG.get(0) else {
+    let Some((_, cfg)) = exec_rules_apply() else {
         return 0;
     };
-    if cfg.exec_rules == 0 {
-        return 0;
-    }
     // TP_PROTO(struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm):
     // old_pid is the thread id before de_thread (a thread that is not the
     // leader takes the leader's id), the key execve entry used.

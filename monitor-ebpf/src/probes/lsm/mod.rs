@@ -7,8 +7,10 @@
 //! here runs.
 //!
 //! File hooks (`path_unlink`, `path_rmdir`, `path_rename`, `path_chmod`,
-//! `path_chown`, `path_truncate`, `file_truncate`, `file_open`) see resolved
-//! kernel objects: the decision walks from the target dentry up through
+//! `path_chown`, `path_truncate`, `file_truncate`, `file_open`,
+//! `path_link`, `path_symlink`, `inode_setattr` for timestamps,
+//! `inode_setxattr`, `inode_removexattr`, `file_ioctl` for inode flags)
+//! see resolved kernel objects: the decision walks from the target dentry up through
 //! `d_parent` (crossing mounts) and looks every inode up in `LSM_PROTECT`,
 //! which the daemon filled from the policy's path rules. There is no path
 //! string to race with (no TOCTOU), and io_uring's unlinkat/renameat reach
@@ -30,7 +32,10 @@
 //! `LSM_EVENTS` with the rule index and the target's path.
 //!
 //! Kernel sources relied on: include/linux/lsm_hook_defs.h (hook
-//! signatures, identical in 6.1 and 6.12 for the hooks used here),
+//! signatures, identical in 6.1 and 6.12 for the hooks used here but
+//! `inode_setattr`, which gained a first `idmap` argument, and
+//! `inode_setxattr`/`inode_removexattr`, whose first argument changed type
+//! from `user_namespace` to `mnt_idmap`, not position),
 //! kernel/bpf/bpf_lsm.c, fs/namei.c (where each hook is called).
 use core::ffi::c_void;
 
@@ -62,7 +67,8 @@ use crate::{
     record::walk_path,
     shim::{
         shim_dentry_parent, shim_file_dentry, shim_file_mnt, shim_mnt_mountpoint, shim_mnt_parent,
-        shim_mnt_root, shim_task_fd_file, shim_task_root_dentry, shim_task_root_mnt,
+        shim_mnt_root, shim_task_fd_file, shim_task_pwd_mnt, shim_task_root_dentry,
+        shim_task_root_mnt,
     },
     shim::{shim_bprm_argc, shim_bprm_filename, shim_task_in_compat, shim_task_start_stack},
 };
@@ -82,6 +88,8 @@ unsafe extern "C" {
     fn shim_file_fmode(f: *const c_void) -> u32;
     fn shim_bprm_file(b: *const c_void) -> *const c_void;
     fn shim_file_imode(f: *const c_void) -> u32;
+    fn shim_iattr_valid(a: *const c_void) -> u32;
+    fn shim_mnt_dev(m: *const c_void) -> u32;
 }
 
 // ---------------------------------------------------------------------------
@@ -474,7 +482,7 @@ fn check_file(op: EventKind, hook: u32, d1: u64, m1: u64, d2: u64, m2: u64) -> i
     // The mask must survive optimisation (the compiler knows the enum's
     // range, the verifier does not): read the index through a volatile load.
     // SAFETY: a plain read of a global the loader sets before the programs run.
-    let idx = unsafe { core::ptr::read_volatile(&(op as u32)) } & 15;
+    let idx = unsafe { core::ptr::read_volatile(&(op as u32)) } & 31;
     let cand = cfg.op_rules[idx as usize];
     if cand == 0 {
         return 0;
@@ -486,9 +494,14 @@ fn check_file(op: EventKind, hook: u32, d1: u64, m1: u64, d2: u64, m2: u64) -> i
     let bits = if d2 == 0 {
         lsm_path_rules(d1, m1, RULES_FINAL, init)
     } else {
-        let matched = init
+        let mut matched = init
             | lsm_path_rules(d1, m1, RULES_MATCHED, 0)
             | lsm_path_rules(d2, m2, RULES_MATCHED, 0);
+        if op as u32 == EventKind::Rename as u32 {
+            // A directory moved (or swapped by RENAME_EXCHANGE) moves what
+            // lies below it: the rules protecting such an object apply.
+            matched |= ancestor_rules(d1) | ancestor_rules(d2);
+        }
         let excluded =
             lsm_path_rules(d1, m1, RULES_EXCLUDED, 0) | lsm_path_rules(d2, m2, RULES_EXCLUDED, 0);
         matched & !excluded
@@ -508,6 +521,18 @@ fn check_file(op: EventKind, hook: u32, d1: u64, m1: u64, d2: u64, m2: u64) -> i
         return 0;
     };
     apply(op as u32, hook, bit_index(low), treat, d1, m1, d2, m2)
+}
+
+/// The blocking rules of which an object lies below the directory
+/// `dentry` (`PathRuleBits::anc`; 0 for a negative dentry).
+#[inline(always)]
+fn ancestor_rules(dentry: u64) -> u64 {
+    let key = inode_key(dentry);
+    if key.ino == 0 {
+        return 0;
+    }
+    // SAFETY: a map lookup; the value is read at once, within this program run.
+    unsafe { LSM_PROTECT.get(&key) }.map_or(0, |e| e.anc)
 }
 
 /// Whether the rules apply to process `tgid`: it is in scope, and its
@@ -537,6 +562,35 @@ fn path_of(p: u64) -> (u64, u64) {
     let p = p as *const c_void;
     // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
     unsafe { (shim_path_dentry(p) as u64, shim_path_mnt(p) as u64) }
+}
+
+/// The mount of `dentry` for the inode hooks, which get no mount: the
+/// caller's cwd mount or root mount when its file system is the dentry's
+/// (the usual case: a call relative to the cwd or by absolute path within
+/// one file system), else 0 (the walk then stops at the root of the
+/// dentry's file system and does not cross to the mounts above it).
+#[inline(always)]
+fn dentry_mnt(dentry: u64) -> u64 {
+    let dev = inode_key(dentry).dev;
+    if dev == 0 {
+        return 0;
+    }
+    // SAFETY: BPF helper without arguments; the task pointer is only
+    // passed to CO-RE reads.
+    let task = unsafe { bpf_get_current_task() } as *const c_void;
+    // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
+    let pwd = unsafe { shim_task_pwd_mnt(task) };
+    // SAFETY: as above.
+    if !pwd.is_null() && unsafe { shim_mnt_dev(pwd) } == dev {
+        return pwd as u64;
+    }
+    // SAFETY: as above.
+    let root = unsafe { shim_task_root_mnt(task) };
+    // SAFETY: as above.
+    if !root.is_null() && unsafe { shim_mnt_dev(root) } == dev {
+        return root as u64;
+    }
+    0
 }
 
 /// (dentry, mount) of a `struct file *`.

@@ -92,7 +92,8 @@ impl LsmBackend {
         targets: &[u32],
     ) -> Result<LsmBackend, LsmError> {
         available().map_err(LsmError::Unavailable)?;
-        let compiled = compile(policy, ctx)?;
+        let mut compiled = compile(policy, ctx)?;
+        compiled.config.setattr_idmap = setattr_idmap()? as u32;
         let ebpf = &mut probes.ebpf;
         // Filled in place: the maps stay owned by the object, whose program
         // instructions refer to their fds (a taken and dropped map would
@@ -230,7 +231,8 @@ impl LsmBackend {
         policy: &Policy,
         ctx: &Context,
     ) -> Result<(), LsmError> {
-        let new = compile(policy, ctx)?;
+        let mut new = compile(policy, ctx)?;
+        new.config.setattr_idmap = self.compiled.config.setattr_idmap;
         let ebpf = &mut probes.ebpf;
         {
             let mut protect: BpfHashMap<&mut MapData, InodeKey, PathRuleBits> =
@@ -649,6 +651,12 @@ pub fn decode(bytes: &[u8]) -> Option<(Action, LsmDecision)> {
     a.result = Some(ev.hdr.result);
     if ev.hdr.result < 0 {
         a.errno = Some(resolve::errno_name(ev.hdr.result));
+    }
+    if a.op == Some(Op::Symlink) {
+        // The decision names the new link (the hook's object), which a
+        // symlink record calls `path2`; its target string is not sent.
+        a.path2 = a.path.take();
+        a.path2_b64 = a.path_b64.take();
     }
     if let Some(t2) = ev.field(field::TARGET2) {
         let p = resolve::components_to_path(&t2.data);

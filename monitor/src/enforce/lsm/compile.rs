@@ -3,6 +3,23 @@
 use super::*;
 use crate::{policy::FlagSpec, record::FILE_OPS};
 
+/// The operations the file hooks decide: [`FILE_OPS`] and the metadata
+/// operations (`link`, `symlink`, `utimes`, `xattr`, `setflags`).
+pub const LSM_FILE_OPS: [Op; 12] = [
+    FILE_OPS[0],
+    FILE_OPS[1],
+    FILE_OPS[2],
+    FILE_OPS[3],
+    FILE_OPS[4],
+    FILE_OPS[5],
+    FILE_OPS[6],
+    Op::Link,
+    Op::Symlink,
+    Op::Utimes,
+    Op::Xattr,
+    Op::Setflags,
+];
+
 /// What one policy rule became in the kernel.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case", tag = "fidelity", content = "note")]
@@ -192,6 +209,39 @@ pub(super) fn path_entries(
     }
 }
 
+/// The directories whose rename moves what `pattern` names: the parents of
+/// a literal path, a pattern's directory (`DIR/**`, `DIR/*`,
+/// `DIR/NAME-GLOB`) and its parents, up to `/`, as the kernel names them
+/// (stat after resolving symlinks). Empty when nothing exists there yet.
+pub(super) fn ancestors(pattern: &str, ctx: &Context) -> Vec<InodeKey> {
+    let Ok(Some(p)) = substitute(pattern, ctx) else {
+        return vec![];
+    };
+    let comps: Vec<&str> = p.split('/').filter(|c| !c.is_empty()).collect();
+    let first_meta = comps
+        .iter()
+        .position(|c| has_meta(c))
+        .unwrap_or(comps.len());
+    let prefix: PathBuf = std::iter::once("/")
+        .chain(comps[..first_meta].iter().copied())
+        .collect();
+    if std::fs::symlink_metadata(&prefix).is_err() {
+        return vec![];
+    }
+    let dir = if first_meta == comps.len() {
+        match prefix.parent() {
+            Some(d) => d.to_path_buf(),
+            None => return vec![],
+        }
+    } else {
+        prefix
+    };
+    let Ok(dir) = std::fs::canonicalize(&dir) else {
+        return vec![];
+    };
+    dir.ancestors().filter_map(|a| inode_of(a, true)).collect()
+}
+
 /// Rule id of the kernel's refusal of an exec whose arguments it could not
 /// all read (more than `MAX_EXEC_ARGS`) while an exec rule naming the
 /// program could still match on them.
@@ -214,10 +264,27 @@ pub fn compile(policy: &Policy, ctx: &Context) -> Result<Compiled, LsmError> {
             .ops
             .iter()
             .copied()
-            .filter(|o| FILE_OPS.contains(o))
+            .filter(|o| LSM_FILE_OPS.contains(o))
             .collect();
         if !file_ops.is_empty() {
             let r = compile_file_rule(&mut c, rule, &file_ops, file_n, ctx)?;
+            if let (Some(n), true) = (
+                r.index,
+                rule.ops.contains(&Op::Rename) && blocks(rule.treatment),
+            ) {
+                // Renaming a directory above a protected object moves it.
+                for cond in rule
+                    .conditions
+                    .iter()
+                    .filter(|c| path_cond(c) == Some(true))
+                {
+                    for v in &cond.values {
+                        for k in ancestors(v, ctx) {
+                            c.protect.entry(k).or_default().anc |= 1u64 << n;
+                        }
+                    }
+                }
+            }
             if r.index.is_some() {
                 file_n += 1;
             }

@@ -46,6 +46,7 @@ use crate::{
 
 mod approvals;
 mod backend;
+pub mod btf;
 mod compile;
 mod guard;
 #[cfg(test)]
@@ -58,7 +59,10 @@ pub use guard::LsmGuard;
 
 /// LSM programs: (program name, hook, required). `file_truncate` exists
 /// since Linux 6.2; before that `path_truncate` sees ftruncate and O_TRUNC.
-pub const PROGRAMS: [(&str, &str, bool); 9] = [
+/// `file_ioctl_compat` exists since 6.8; before that `file_ioctl` sees the
+/// 32-bit compat ioctls too. A required hook that does not load stops the
+/// backend with an error naming it.
+pub const PROGRAMS: [(&str, &str, bool); 16] = [
     ("lsm_path_unlink", "path_unlink", true),
     ("lsm_path_rmdir", "path_rmdir", true),
     ("lsm_path_rename", "path_rename", true),
@@ -68,7 +72,33 @@ pub const PROGRAMS: [(&str, &str, bool); 9] = [
     ("lsm_file_truncate", "file_truncate", false),
     ("lsm_file_open", "file_open", true),
     ("lsm_bprm_check_security", "bprm_check_security", true),
+    ("lsm_path_link", "path_link", true),
+    ("lsm_path_symlink", "path_symlink", true),
+    ("lsm_inode_setattr", "inode_setattr", true),
+    ("lsm_inode_setxattr", "inode_setxattr", true),
+    ("lsm_inode_removexattr", "inode_removexattr", true),
+    ("lsm_file_ioctl", "file_ioctl", true),
+    ("lsm_file_ioctl_compat", "file_ioctl_compat", false),
 ];
+
+/// Whether the running kernel's `inode_setattr` takes `(idmap, dentry,
+/// attr)` (true) or `(dentry, attr)` (false): [`LsmConfig::setattr_idmap`].
+pub fn setattr_idmap() -> Result<bool, LsmError> {
+    match btf::hook_args("inode_setattr") {
+        Ok(3) => Ok(true),
+        Ok(2) => Ok(false),
+        Ok(n) => Err(LsmError::Program {
+            name: "lsm_inode_setattr",
+            hook: "inode_setattr",
+            detail: format!("the hook has {n} arguments in this kernel, abm reads (dentry, attr) or (idmap, dentry, attr)"),
+        }),
+        Err(e) => Err(LsmError::Program {
+            name: "lsm_inode_setattr",
+            hook: "inode_setattr",
+            detail: e,
+        }),
+    }
+}
 
 /// The exec-rule matcher, a raw tracepoint attached only with this backend.
 pub const EXEC_RULES_PROGRAM: &str = "sys_enter_exec_rules";

@@ -493,3 +493,70 @@ fn decision_records_decode() {
     assert_eq!(a.path2.as_deref(), Some("/tmp/ws/scratch/b"));
     assert_eq!(a.errno.as_deref(), Some("EPERM"));
 }
+
+#[test]
+fn renaming_an_ancestor_of_a_protected_object_is_refused() {
+    let ws = Ws::new();
+    let ctx = ws.ctx();
+    let policy = Policy::from_str(FILE_POLICY, "test.toml").unwrap();
+    let c = compile(&policy, &ctx).unwrap();
+    let anc = |rel: &str| {
+        let k = inode_of(Path::new(&ws.p(rel)), true).unwrap();
+        c.protect.get(&k).map_or(0, |e| e.anc)
+    };
+    let bit = |id: &str| {
+        let (n, _) = c.rules.iter().find(|(_, (r, _))| r == id).unwrap();
+        1u64 << n
+    };
+    let (protect, trace) = (bit("t.protect"), bit("builtin.trace-integrity"));
+    // `protected/**`: the directory itself and everything above it.
+    assert_ne!(anc("protected") & protect, 0);
+    assert_ne!(anc("") & protect, 0);
+    assert_ne!(anc("..") & protect, 0);
+    // The trace's directory (the workspace here) and its parents.
+    assert_ne!(anc("") & trace, 0);
+    // Not an ancestor of anything protected; rules that do not name
+    // rename (t.children) or do not block (t.accept-allowed) add nothing.
+    assert_eq!(anc("scratch"), 0);
+    assert_eq!(anc("protected/sub"), 0);
+    assert_eq!(anc("keep"), 0);
+    assert_eq!(anc("protected") & bit("t.accept-allowed"), 0);
+    // The rename hook sees the rule for the directory.
+    assert_ne!(c.config.op_rules[Op::Rename.kind() as usize] & protect, 0);
+}
+
+#[test]
+fn metadata_operations_compile_for_the_hooks() {
+    let ws = Ws::new();
+    let ctx = ws.ctx();
+    let policy = Policy::from_str(FILE_POLICY, "test.toml").unwrap();
+    let c = compile(&policy, &ctx).unwrap();
+    let trace = c
+        .rules
+        .iter()
+        .find(|(_, (r, _))| r == "builtin.trace-integrity")
+        .map(|(n, _)| 1u64 << n)
+        .unwrap();
+    for op in [Op::Link, Op::Symlink, Op::Utimes, Op::Xattr, Op::Setflags] {
+        assert_ne!(
+            c.config.op_rules[op.kind() as usize] & trace,
+            0,
+            "{op:?} is not decided for the trace"
+        );
+    }
+}
+
+#[test]
+fn hook_arguments_from_the_kernel_btf() {
+    // Signatures that are the same on every kernel abm supports.
+    assert_eq!(btf::hook_args("path_link"), Ok(3));
+    assert_eq!(btf::hook_args("path_symlink"), Ok(3));
+    assert_eq!(btf::hook_args("inode_removexattr"), Ok(3));
+    assert_eq!(btf::hook_args("inode_setxattr"), Ok(6));
+    let n = btf::hook_args("inode_setattr").unwrap();
+    assert!(n == 2 || n == 3, "inode_setattr has {n} arguments");
+    assert!(btf::hook_args("no_such_hook")
+        .unwrap_err()
+        .contains("no LSM hook no_such_hook"));
+    assert!(btf::func_params(b"not btf at all, not btf at all", "x").is_err());
+}
