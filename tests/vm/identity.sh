@@ -47,7 +47,7 @@ id_check() {
     t "identity-$op-$name" "$detail" [ $ok = 1 ]
 }
 off=$(grep -c '"identity_gap":"off"' $IT)
-t identity-lookup-on "abm exit $status; $off records with identity_gap off (the kernel lookup is off)" \
+t identity-lookup-on "abm exit $status; records saying identity_gap \"off\" (lookup off on this kernel): $off" \
     all '[ $status = 0 ]' '[ "$off" = 0 ]'
 id_check unlink f1 "$want_f1" "$want_c"
 id_check rmdir d2 "$want_d2" "$want_c"

@@ -8,8 +8,12 @@
  *   vmhelper setxattr FILE NAME V  setxattr(2)
  *   vmhelper removexattr FILE NAME removexattr(2)
  *   vmhelper hasxattr FILE NAME    exit 0 when FILE has attribute NAME
+ *   vmhelper chattr +i|-i|+a|-a FILE  FS_IOC_SETFLAGS (busybox has no chattr)
+ *   vmhelper hasflag i|a FILE      exit 0 when FILE has the flag
  */
 #include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -59,8 +63,46 @@ static int bpf_by_id(void)
 	return got ? 0 : 1;
 }
 
+static int flag_bit(char c)
+{
+	return c == 'i' ? FS_IMMUTABLE_FL : c == 'a' ? FS_APPEND_FL : 0;
+}
+
+static int chattr(const char *spec, const char *file)
+{
+	int bit = flag_bit(spec[1]), flags = 0;
+	int fd = open(file, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0 || !bit || (spec[0] != '+' && spec[0] != '-')) {
+		perror(file);
+		return 2;
+	}
+	if (ioctl(fd, FS_IOC_GETFLAGS, &flags) < 0) {
+		perror("FS_IOC_GETFLAGS");
+		return 1;
+	}
+	flags = spec[0] == '+' ? flags | bit : flags & ~bit;
+	if (ioctl(fd, FS_IOC_SETFLAGS, &flags) < 0) {
+		perror("FS_IOC_SETFLAGS");
+		return 1;
+	}
+	return 0;
+}
+
+static int hasflag(const char *flag, const char *file)
+{
+	int flags = 0;
+	int fd = open(file, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0 || ioctl(fd, FS_IOC_GETFLAGS, &flags) < 0)
+		return 2;
+	return (flags & flag_bit(flag[0])) ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 4 && !strcmp(argv[1], "chattr"))
+		return chattr(argv[2], argv[3]);
+	if (argc == 4 && !strcmp(argv[1], "hasflag"))
+		return hasflag(argv[2], argv[3]);
 	if (argc == 2 && !strcmp(argv[1], "bpf-by-id"))
 		return bpf_by_id();
 	if (argc == 5 && !strcmp(argv[1], "setxattr")) {
@@ -81,6 +123,7 @@ int main(int argc, char **argv)
 		char v[256];
 		return getxattr(argv[2], argv[3], v, sizeof v) < 0;
 	}
-	fprintf(stderr, "usage: vmhelper bpf-by-id | setxattr FILE NAME VALUE | removexattr FILE NAME | hasxattr FILE NAME\n");
+	fprintf(stderr, "usage: vmhelper bpf-by-id | setxattr FILE NAME VALUE | removexattr FILE NAME | hasxattr FILE NAME"
+			" | chattr +i|-i|+a|-a FILE | hasflag i|a FILE\n");
 	return 2;
 }

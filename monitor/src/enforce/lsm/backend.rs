@@ -652,12 +652,6 @@ pub fn decode(bytes: &[u8]) -> Option<(Action, LsmDecision)> {
     if ev.hdr.result < 0 {
         a.errno = Some(resolve::errno_name(ev.hdr.result));
     }
-    if a.op == Some(Op::Symlink) {
-        // The decision names the new link (the hook's object), which a
-        // symlink record calls `path2`; its target string is not sent.
-        a.path2 = a.path.take();
-        a.path2_b64 = a.path_b64.take();
-    }
     if let Some(t2) = ev.field(field::TARGET2) {
         let p = resolve::components_to_path(&t2.data);
         let (s, b) = text_fields(&p);

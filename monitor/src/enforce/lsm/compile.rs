@@ -276,7 +276,7 @@ pub fn compile(policy: &Policy, ctx: &Context) -> Result<Compiled, LsmError> {
                 for cond in rule
                     .conditions
                     .iter()
-                    .filter(|c| path_cond(c) == Some(true))
+                    .filter(|cond| path_cond(cond) == Some(true))
                 {
                     for v in &cond.values {
                         for k in ancestors(v, ctx) {

@@ -77,6 +77,7 @@ impl Guard for LsmGuard {
             ..
         } = s;
         let (policy, ctx, quiet) = (info.policy, info.ctx, info.quiet);
+        precreate_trace(info.trace);
         let mut b = LsmBackend::start(probes, policy, ctx, quarantine, quiet)
             .map_err(|err| anyhow::anyhow!("--enforce (BPF LSM backend): {err}"))?;
         if !quiet {
@@ -160,6 +161,31 @@ impl Guard for LsmGuard {
 
     fn counts(&self) -> &BTreeMap<String, u64> {
         &self.counts
+    }
+}
+
+/// Creates the trace file empty when it does not exist yet, so that the
+/// tables compiled before the command starts name its inode for the
+/// built-in `${trace}*` rule (the trace writer opens this same empty
+/// file: trace::writer accepts an empty regular file of abm's user).
+/// Without it the rule would name no existing object and only the trace's
+/// append-only flag would stand between the command and its trace.
+fn precreate_trace(path: &std::path::Path) {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    match std::fs::OpenOptions::new()
+        .append(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+    {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        // The writer reports the error that matters when it opens the trace.
+        Err(e) => tracing::warn!(
+            "cannot create the trace {} before compiling the BPF LSM tables: {e}",
+            path.display()
+        ),
     }
 }
 
