@@ -156,6 +156,15 @@ judge "rename the trace's directory" blocked 'test ! -e "$TDIR"' TDIR
 t adv-trace-hooks "link and rename of the trace refused by builtin.trace-integrity from path_link, path_rename" \
     all 'denial $T builtin.trace-integrity path_link' 'denial $T builtin.trace-integrity path_rename'
 t adv-flags-control "inode flags (chattr) work on this file system" test -e $W/flag-control.ok
+# Each hook's refusal is the enforcement of the call's own record, as for
+# the other hooks: hooked OP HOOK.
+hooked() {
+    grep '"type":"event"' "$T" | grep "\"op\":\"$1\"" | grep '"rule":"redteam.protected"' |
+        grep "\"hook\":\"$2\"" | grep -q '"decision":"denied"'
+}
+t adv-hook-records "utimes, xattr, link, symlink, setflags and ancestor-rename refusals are the enforcement of their records" \
+    all 'hooked utimes inode_setattr' 'hooked xattr inode_setxattr' 'hooked xattr inode_removexattr' \
+    'hooked link path_link' 'hooked symlink path_symlink' 'hooked setflags file_ioctl' 'hooked rename path_rename'
 
 adv_run pidfd '$H pidfd-kill $PPID; sleep 1'
 judge "pidfd_send_signal(SIGKILL) on a descriptor of /proc/<abm pid>" blocked unsealed -

@@ -160,6 +160,12 @@ impl LsmBackend {
                     tracing::info!("LSM hook {hook} not in this kernel ({e}); skipped");
                     continue;
                 }
+                Err(aya::programs::ProgramError::Btf(e)) => {
+                    return Err(perr(format!(
+                        "this kernel has no LSM hook {hook} ({e}), which the backend needs; \
+                         use `--enforce-backend seccomp`"
+                    )))
+                }
                 Err(e) => return Err(perr(explain_load(&e))),
             }
             prog.attach().map_err(|e| perr(explain_load(&e)))?;
