@@ -135,6 +135,9 @@ pub struct Env {
     logs: PathBuf,
     timeit: PathBuf,
     sloop: PathBuf,
+    /// tests/bench/notify_floor.c: one seccomp user notification answered
+    /// at once, the mechanism's own cost.
+    nfloor: PathBuf,
     observe_policy: PathBuf,
     seq: std::cell::Cell<u32>,
     /// A burst trace in the default form, kept for the verification
@@ -371,23 +374,25 @@ fn session_crate() -> Result<PathBuf> {
     )
 }
 
-/// Compiles timeit and the syscall loop with the system C compiler.
-fn compile_helpers(scripts: &Path, dir: &Path) -> Result<(PathBuf, PathBuf)> {
+/// Compiles timeit, the syscall loop and the notification floor with the
+/// system C compiler.
+fn compile_helpers(scripts: &Path, dir: &Path) -> Result<(PathBuf, PathBuf, PathBuf)> {
     let mut out = Vec::new();
-    for name in ["timeit", "syscall_loop"] {
+    for name in ["timeit", "syscall_loop", "notify_floor"] {
         let bin = dir.join(name);
         run_quiet(
             Command::new("cc")
-                .args(["-O2", "-Wall", "-o"])
+                .args(["-O2", "-Wall", "-pthread", "-o"])
                 .arg(&bin)
                 .arg(scripts.join(format!("{name}.c"))),
         )
         .with_context(|| format!("compiling tests/bench/{name}.c (is a C compiler installed?)"))?;
         out.push(bin);
     }
+    let nfloor = out.pop().unwrap();
     let sloop = out.pop().unwrap();
     let timeit = out.pop().unwrap();
-    Ok((timeit, sloop))
+    Ok((timeit, sloop, nfloor))
 }
 
 fn load_average() -> String {
@@ -495,7 +500,7 @@ fn bench_in(
     bench_start: Instant,
 ) -> Result<()> {
     let load_before = load_average();
-    let (timeit, sloop) = compile_helpers(scripts, dir)?;
+    let (timeit, sloop, nfloor) = compile_helpers(scripts, dir)?;
     let env = Env {
         abm: abm.to_path_buf(),
         scripts: scripts.to_path_buf(),
@@ -503,6 +508,7 @@ fn bench_in(
         logs: logs.to_path_buf(),
         timeit,
         sloop,
+        nfloor,
         observe_policy: scripts.join("observe-only.toml"),
         seq: Default::default(),
         kept_burst: Default::default(),

@@ -231,6 +231,9 @@ impl Policy {
             }
         }
         let index = PathIndex::build(&mut tests);
+        for t in tests {
+            t.release();
+        }
         let digest = digest_of(&sources);
         Ok(Policy {
             inner: Arc::new(Inner {

@@ -1,5 +1,7 @@
 //! Path globs anchored to named roots (`${workspace}`, `${home}`, `${trace}`).
 
+use std::sync::OnceLock;
+
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 use regex::RegexSet;
 
@@ -80,21 +82,64 @@ impl PathTest {
 
 /// Path globs grouped by root. A pattern `${root}REST` matches a path that
 /// starts with the root's value followed by something REST matches.
+///
+/// The test's own glob sets are built when the policy is compiled (which
+/// checks them) and dropped again once the policy's [`PathIndex`] answers
+/// for the test ([`PathGlobs::release`]): the merged sets hold the same
+/// globs. They are built again, once, if something still asks the test
+/// directly.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct PathGlobs {
-    abs: Option<GlobSet>,
-    roots: [RootGlobs; 3],
+    sets: OnceLock<Sets>,
+    /// Per root: a bare `${root}` pattern, the root path itself.
+    exact: [bool; 3],
     /// The globs by root (`None`: absolute), for a policy's [`PathIndex`].
     parts: Vec<(Option<Root>, Glob)>,
     /// This test's number in the policy's [`PathIndex`], once indexed.
     pub(crate) id: Option<u32>,
 }
 
+/// One test's compiled glob sets: absolute patterns, then one per root.
 #[derive(Clone, Debug, Default)]
-struct RootGlobs {
-    set: Option<GlobSet>,
-    /// A bare `${root}` pattern: the root path itself.
-    exact: bool,
+struct Sets {
+    abs: Option<GlobSet>,
+    roots: [Option<GlobSet>; 3],
+}
+
+impl Sets {
+    fn build(parts: &[(Option<Root>, Glob)]) -> Result<Sets, globset::Error> {
+        let mut abs = GlobSetBuilder::new();
+        let mut n_abs = 0;
+        let mut roots: [(GlobSetBuilder, usize); 3] =
+            std::array::from_fn(|_| (GlobSetBuilder::new(), 0));
+        for (root, g) in parts {
+            match root {
+                None => {
+                    abs.add(g.clone());
+                    n_abs += 1;
+                }
+                Some(r) => {
+                    let slot = &mut roots[*r as usize];
+                    slot.0.add(g.clone());
+                    slot.1 += 1;
+                }
+            }
+        }
+        let build = |b: GlobSetBuilder, n: usize| -> Result<Option<GlobSet>, globset::Error> {
+            if n == 0 {
+                return Ok(None);
+            }
+            b.build().map(Some)
+        };
+        let mut out = Sets {
+            abs: build(abs, n_abs)?,
+            roots: Default::default(),
+        };
+        for (i, (b, n)) in roots.into_iter().enumerate() {
+            out.roots[i] = build(b, n)?;
+        }
+        Ok(out)
+    }
 }
 
 /// A path glob split into its root and the rest; on error, a message and a
@@ -155,73 +200,60 @@ impl PathGlobs {
     /// Compile patterns; on error, the index of the offending pattern, a
     /// message and a hint.
     pub fn compile(patterns: &[String]) -> Result<PathGlobs, (usize, String, String)> {
-        let mut abs = GlobSetBuilder::new();
-        let mut n_abs = 0;
-        let mut roots: [(GlobSetBuilder, usize, bool); 3] =
-            std::array::from_fn(|_| (GlobSetBuilder::new(), 0, false));
+        let mut exact = [false; 3];
         let mut parts = Vec::new();
         for (i, p) in patterns.iter().enumerate() {
             let (root, rest) = split_root(p).map_err(|(m, h)| (i, m, h))?;
-            match root {
-                None => {
-                    let g = path_glob(rest).map_err(|e| (i, e, GLOB_HINT.to_owned()))?;
-                    abs.add(g.clone());
-                    parts.push((None, g));
-                    n_abs += 1;
-                }
-                Some(r) => {
-                    let slot = &mut roots[r as usize];
-                    if rest.is_empty() {
-                        slot.2 = true;
-                    } else {
-                        let g = path_glob(rest).map_err(|e| (i, e, GLOB_HINT.to_owned()))?;
-                        slot.0.add(g.clone());
-                        parts.push((Some(r), g));
-                        slot.1 += 1;
-                    }
-                }
+            if let (Some(r), true) = (root, rest.is_empty()) {
+                exact[r as usize] = true;
+                continue;
             }
+            let g = path_glob(rest).map_err(|e| (i, e, GLOB_HINT.to_owned()))?;
+            parts.push((root, g));
         }
-        let build = |b: GlobSetBuilder, n: usize| -> Result<Option<GlobSet>, String> {
-            if n == 0 {
-                return Ok(None);
-            }
-            b.build().map(Some).map_err(|e| glob_error(&e))
-        };
-        let abs = build(abs, n_abs).map_err(|e| (0, e, GLOB_HINT.to_owned()))?;
-        let mut out = PathGlobs {
-            abs,
-            roots: Default::default(),
+        let sets = Sets::build(&parts).map_err(|e| (0, glob_error(&e), GLOB_HINT.to_owned()))?;
+        Ok(PathGlobs {
+            sets: OnceLock::from(sets),
+            exact,
             parts,
             id: None,
-        };
-        for (i, (b, n, exact)) in roots.into_iter().enumerate() {
-            out.roots[i] = RootGlobs {
-                set: build(b, n).map_err(|e| (0, e, GLOB_HINT.to_owned()))?,
-                exact,
-            };
+        })
+    }
+
+    /// Drops the test's own sets if the policy's index answers for it.
+    pub fn release(&mut self) {
+        if self.id.is_some() {
+            self.sets = OnceLock::new();
         }
-        Ok(out)
+    }
+
+    fn sets(&self) -> &Sets {
+        // These globs built into sets when the policy was compiled; the
+        // same build cannot fail now.
+        self.sets
+            .get_or_init(|| Sets::build(&self.parts).unwrap_or_default())
     }
 
     pub fn is_match(&self, path: &str, roots: &Roots<'_>) -> bool {
-        if let Some(abs) = &self.abs {
+        let sets = self.sets();
+        if let Some(abs) = &sets.abs {
             if abs.is_match(path) {
                 return true;
             }
         }
-        for (r, globs) in Root::ALL.iter().zip(&self.roots) {
-            if globs.set.is_none() && !globs.exact {
+        for (i, r) in Root::ALL.iter().enumerate() {
+            let (set, exact) = (&sets.roots[i], self.exact[i]);
+            if set.is_none() && !exact {
                 continue;
             }
             let Some(root) = roots.get(*r) else { continue };
             let Some(rest) = path.strip_prefix(root) else {
                 continue;
             };
-            if globs.exact && (rest.is_empty() || (root.is_empty() && rest == "/")) {
+            if exact && (rest.is_empty() || (root.is_empty() && rest == "/")) {
                 return true;
             }
-            if let Some(set) = &globs.set {
+            if let Some(set) = set {
                 if set.is_match(rest) {
                     return true;
                 }
@@ -320,8 +352,8 @@ impl PathIndex {
                     Some(r) => roots[*r as usize].push((id, g.clone())),
                 }
             }
-            for (r, rg) in t.roots.iter().enumerate() {
-                if rg.exact {
+            for (r, e) in t.exact.iter().enumerate() {
+                if *e {
                     exact[r].push(id);
                 }
             }

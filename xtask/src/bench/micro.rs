@@ -12,6 +12,9 @@ pub(super) struct Micro {
     /// guardrail backend this kernel offers: BPF LSM, else seccomp).
     pub(super) ns: [[Option<f64>; 4]; 2],
     pub(super) lost_in_scope: Option<u64>,
+    /// ns added per unlinkat by a seccomp user notification that a bare
+    /// supervisor answers at once (tests/bench/notify_floor.c), median.
+    pub(super) notify_floor: Option<f64>,
     /// abm's fixed cost: `abm run -- true` (wall s, CPU s, RSS KiB, of it
     /// ring buffer mapping KiB).
     pub(super) fixed: Option<(f64, f64, u64, u64)>,
@@ -40,6 +43,33 @@ pub(super) fn loop_args(env: &Env) -> Vec<OsString> {
         "getppid".into(),
         "unlinkat".into(),
     ]
+}
+
+/// The seccomp user-notification round trip alone: filtered minus plain
+/// unlinkat in tests/bench/notify_floor.c, median over `rounds`.
+fn notify_floor(env: &Env, dir: &Path, rounds: usize) -> Result<Option<f64>> {
+    let mut added = Vec::new();
+    for _ in 0..rounds {
+        let o = Command::new(&env.nfloor)
+            .args([LOOP_CALLS.to_string(), LOOP_REPS.to_string()])
+            .current_dir(dir)
+            .output()?;
+        let text = String::from_utf8_lossy(&o.stderr);
+        if !o.status.success() {
+            bail!("tests/bench/notify_floor.c failed: {}", peers::tail(&text));
+        }
+        let line = text.lines().find(|l| l.starts_with("ABM_NOTIFY_FLOOR "));
+        let get = |k: &str| {
+            line?
+                .split_whitespace()
+                .find_map(|kv| kv.strip_prefix(k))
+                .and_then(|v| v.parse::<f64>().ok())
+        };
+        if let (Some(n), Some(p)) = (get("median_ns="), get("plain_ns=")) {
+            added.push(n - p);
+        }
+    }
+    Ok(median(added))
 }
 
 pub(super) fn micro(env: &Env, rounds: usize) -> Result<Micro> {
@@ -119,6 +149,7 @@ pub(super) fn micro(env: &Env, rounds: usize) -> Result<Micro> {
         }
     }
     m.lost_in_scope = Some(lost);
+    m.notify_floor = notify_floor(env, &loop_dir, rounds)?;
 
     // Fixed cost of one `abm run`: load and attach, spawn, seal, exit.
     let mut fixed = Vec::new();
