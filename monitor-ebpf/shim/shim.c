@@ -55,6 +55,32 @@ u32 shim_dentry_name_len(struct dentry *d) { return d ? BPF_CORE_READ(d, d_name.
 
 void *shim_mnt_root(struct vfsmount *m) { return m ? BPF_CORE_READ(m, mnt_root) : 0; }
 
+/* Layouts for fused reads. One bpf_probe_read_kernel of a few adjacent
+ * fields costs about what the read of one field costs, so the walks read
+ * neighbours together. These return relocated offsets and touch no memory;
+ * the Rust side uses a fused read only when the fields are adjacent on the
+ * running kernel, and the accessors above otherwise. */
+
+void *shim_task_fs(struct task_struct *t) { return t ? BPF_CORE_READ(t, fs) : 0; }
+
+/* fs_struct.root | fs_struct.pwd << 16 | path.mnt << 32 | path.dentry << 48 */
+u64 shim_layout_fs(void)
+{
+	return (u64)bpf_core_field_offset(struct fs_struct, root) |
+	       (u64)bpf_core_field_offset(struct fs_struct, pwd) << 16 |
+	       (u64)bpf_core_field_offset(struct path, mnt) << 32 |
+	       (u64)bpf_core_field_offset(struct path, dentry) << 48;
+}
+
+/* dentry.d_parent | dentry.d_name << 16 | qstr.name << 32 | dentry.d_hash << 48 */
+u64 shim_layout_dentry(void)
+{
+	return (u64)bpf_core_field_offset(struct dentry, d_parent) |
+	       (u64)bpf_core_field_offset(struct dentry, d_name) << 16 |
+	       (u64)bpf_core_field_offset(struct qstr, name) << 32 |
+	       (u64)bpf_core_field_offset(struct dentry___obj, d_hash) << 48;
+}
+
 /* container_of(vfsmount, struct mount, mnt), with the offset relocated. */
 static SHIM struct mount *real_mount(struct vfsmount *m)
 {

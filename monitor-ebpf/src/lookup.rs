@@ -135,8 +135,18 @@ fn byte(st: &LookupState, i: u64) -> u8 {
     st.path[i as usize & PATH_MASK]
 }
 
+/// Sets the task's root directory and its mount for the next
+/// [`lookup_path`] (the caller has read them for its record already).
+#[inline(always)]
+pub fn set_root(root: u64, root_mnt: u64) {
+    if let Some(st) = state() {
+        st.root = root;
+        st.root_mnt = root_mnt;
+    }
+}
+
 /// Looks the path at user address `path` (from byte `skip`) up from the
-/// directory `dentry` in mount `mnt`; the result is in the state's `out`
+/// directory `dentry` in mount `mnt`, with the root [`set_root`] gave; the result is in the state's `out`
 /// for [`crate::record::put_lookup`]. `mode`: [`FOLLOW`] or 0. A global
 /// function, verified once.
 // SAFETY: a symbol name used once in the object.
@@ -161,16 +171,10 @@ pub extern "C" fn lookup_path(path: u64, skip: u64, dentry: u64, mnt: u64, mode:
     if n <= 0 || n as usize >= MAX_RAW_PATH {
         return 0;
     }
-    // SAFETY: a BPF helper without memory arguments.
-    let task = unsafe { bpf_get_current_task() } as *const c_void;
-    // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
-    let (root, root_mnt) = unsafe { (shim_task_root_dentry(task) as u64, shim_task_root_mnt(task) as u64) };
     st.n = n as u64 - 1;
     st.pos = skip;
     st.cur = dentry;
     st.mnt = mnt;
-    st.root = root;
-    st.root_mnt = root_mnt;
     st.mode = mode;
     st.links = 0;
     st.table = cfg.table;
@@ -526,33 +530,48 @@ pub extern "C" fn chain_find() -> u64 {
     let first = unsafe { bpf_probe_read_kernel(bucket as *const u64) }.unwrap_or(0);
     // The low bit of a bucket head is its lock.
     let mut node = (first & !1) as *const c_void;
+    // `d_hash` (next, pprev), `d_parent` and `d_name` (hash_len, name) are
+    // adjacent in `struct dentry`: one probe read per chain entry.
+    // SAFETY: returns relocated offsets, reads no memory.
+    let lay = unsafe { shim_layout_dentry() };
+    let (o_parent, o_name, o_qname, o_hash) = (lay & 0xffff, (lay >> 16) & 0xffff, (lay >> 32) & 0xffff, lay >> 48);
+    let fused = o_parent == o_hash + 16 && o_name == o_parent + 8 && o_qname == 8;
     let mut k = 0;
     while k < MAX_CHAIN && !node.is_null() {
         // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
         let d = unsafe { shim_obj_hash_dentry(node) };
-        // SAFETY: as above.
-        if unsafe { shim_obj_hash_len(d) } == hash_len
+        let (next, d_parent, d_hash_len, d_name) = if fused {
+            // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
+            let v = unsafe { bpf_probe_read_kernel(node as *const [u64; 5]) }.unwrap_or([0; 5]);
+            (v[0] as *const c_void, v[2], v[3], v[4])
+        } else {
             // SAFETY: as above.
-            && unsafe { shim_dentry_parent(d) } as u64 == parent
-            && name_eq(d as u64) != 0
-        {
+            unsafe {
+                (
+                    shim_obj_hash_next(d),
+                    shim_dentry_parent(d) as u64,
+                    shim_obj_hash_len(d),
+                    shim_dentry_name(d) as u64,
+                )
+            }
+        };
+        if d_hash_len == hash_len && d_parent == parent && name_eq(d_name) != 0 {
             return d as u64;
         }
-        // SAFETY: as above.
-        node = unsafe { shim_obj_hash_next(d) };
+        node = next;
         k += 1;
     }
     0
 }
 
-/// Whether dentry `d`'s name is the current component.
+/// Whether the name at kernel address `name` (a dentry's `d_name.name`) is
+/// the current component.
 // SAFETY: a symbol name used once in the object.
 #[unsafe(no_mangle)]
 #[inline(never)]
-pub extern "C" fn name_eq(d: u64) -> u64 {
+pub extern "C" fn name_eq(name: u64) -> u64 {
     let Some(st) = state() else { return 0 };
-    // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
-    let name = unsafe { shim_dentry_name(d as *const c_void) };
+    let name = name as *const c_void;
     // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
     let n = unsafe { bpf_probe_read_kernel_str(st.name.as_mut_ptr() as *mut c_void, NAME_BUF as u32, name as *const c_void) };
     if n <= 0 || n as u64 != st.clen + 1 {

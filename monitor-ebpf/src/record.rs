@@ -8,7 +8,7 @@
 use core::ffi::c_void;
 
 use aya_ebpf::helpers::{
-    bpf_probe_read_user,
+    bpf_probe_read_kernel, bpf_probe_read_user,
     bpf_get_current_cgroup_id, bpf_get_current_comm, bpf_get_current_pid_tgid,
     bpf_get_current_task, bpf_get_current_uid_gid, bpf_ktime_get_ns,
     generated::{bpf_probe_read_kernel_str, bpf_probe_read_user_str},
@@ -188,16 +188,19 @@ impl Record {
     /// absolute path, else `dirfd` (or the cwd for `AT_FDCWD`).
     #[inline(always)]
     pub fn walk_base(&mut self, tag: u8, first_byte: u8, dirfd: i32) {
-        // SAFETY: a BPF helper without memory arguments.
-        let task = unsafe { bpf_get_current_task() } as *const c_void;
-        // SAFETY: CO-RE accessors of the C shim: they read through
-        // bpf_probe_read_kernel, a bad pointer yields 0, never a fault.
-        let (d, m) = unsafe {
+        let (d, m) = if first_byte == b'/' || dirfd == AT_FDCWD {
+            let fs = TaskFs::current();
             if first_byte == b'/' {
-                (shim_task_root_dentry(task), shim_task_root_mnt(task))
-            } else if dirfd == AT_FDCWD {
-                (shim_task_pwd_dentry(task), shim_task_pwd_mnt(task))
+                (fs.root as *const c_void, fs.root_mnt as *const c_void)
             } else {
+                (fs.pwd as *const c_void, fs.pwd_mnt as *const c_void)
+            }
+        } else {
+            // SAFETY: a BPF helper without memory arguments.
+            let task = unsafe { bpf_get_current_task() } as *const c_void;
+            // SAFETY: CO-RE accessors of the C shim: they read through
+            // bpf_probe_read_kernel, a bad pointer yields 0, never a fault.
+            unsafe {
                 let f = shim_task_fd_file(task, dirfd);
                 (shim_file_dentry(f), shim_file_mnt(f))
             }
@@ -215,20 +218,28 @@ impl Record {
     /// With `lookup` (`Some(mode)`, see [`crate::lookup::FOLLOW`]) the path is
     /// also looked up in the dentry cache from that base, and the object's
     /// and its directory's identities recorded (`tags.lookup`).
-    pub fn walk_arg_base(&mut self, tags: BaseTags, first_byte: u8, dirfd: i32, path: *const u8, lookup: Option<u64>) {
+    pub fn walk_arg_base(
+        &mut self,
+        tags: BaseTags,
+        first_byte: u8,
+        dirfd: i32,
+        path: *const u8,
+        lookup: Option<u64>,
+        fs: &TaskFs,
+    ) {
         let link = if first_byte == b'/' { proc_link(path as u64) } else { 0 };
-        // SAFETY: a BPF helper without memory arguments.
-        let task = unsafe { bpf_get_current_task() } as *const c_void;
         let kind = link & LINK_KIND_MASK;
-        // SAFETY: CO-RE accessors of the C shim: they read through
-        // bpf_probe_read_kernel, a bad pointer yields 0, never a fault.
-        let (d, m) = unsafe {
-            if kind == LINK_CWD || (kind == 0 && first_byte != b'/' && dirfd == AT_FDCWD) {
-                (shim_task_pwd_dentry(task), shim_task_pwd_mnt(task))
-            } else if kind == LINK_ROOT || (kind == 0 && first_byte == b'/') {
-                (shim_task_root_dentry(task), shim_task_root_mnt(task))
-            } else {
-                let fd = if kind == LINK_FD { (link >> LINK_FD_SHIFT) as u32 as i32 } else { dirfd };
+        let (d, m) = if kind == LINK_CWD || (kind == 0 && first_byte != b'/' && dirfd == AT_FDCWD) {
+            (fs.pwd as *const c_void, fs.pwd_mnt as *const c_void)
+        } else if kind == LINK_ROOT || (kind == 0 && first_byte == b'/') {
+            (fs.root as *const c_void, fs.root_mnt as *const c_void)
+        } else {
+            // SAFETY: a BPF helper without memory arguments.
+            let task = unsafe { bpf_get_current_task() } as *const c_void;
+            let fd = if kind == LINK_FD { (link >> LINK_FD_SHIFT) as u32 as i32 } else { dirfd };
+            // SAFETY: CO-RE accessors of the C shim: they read through
+            // bpf_probe_read_kernel, a bad pointer yields 0, never a fault.
+            unsafe {
                 let f = shim_task_fd_file(task, fd);
                 (shim_file_dentry(f), shim_file_mnt(f))
             }
@@ -244,6 +255,7 @@ impl Record {
             } else {
                 (0, mode)
             };
+            crate::lookup::set_root(fs.root, fs.root_mnt);
             crate::lookup::lookup_path(path as u64, skip, d as u64, m as u64, mode);
             put_lookup(tags.lookup as u64);
         }
@@ -264,21 +276,20 @@ impl Record {
     /// Walks the task's root directory (empty for the host root).
     #[inline(always)]
     pub fn walk_root(&mut self, tag: u8) {
-        // SAFETY: a BPF helper without memory arguments.
-        let task = unsafe { bpf_get_current_task() } as *const c_void;
-        // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
-        let (d, m) = unsafe { (shim_task_root_dentry(task), shim_task_root_mnt(task)) };
-        self.walk(tag, d, m);
+        self.walk_root_of(tag, &TaskFs::current());
+    }
+
+    /// [`Record::walk_root`] with the task's root already read.
+    #[inline(always)]
+    pub fn walk_root_of(&mut self, tag: u8, fs: &TaskFs) {
+        self.walk(tag, fs.root as *const c_void, fs.root_mnt as *const c_void);
     }
 
     /// Walks the task's working directory.
     #[inline(always)]
     pub fn walk_cwd(&mut self, tag: u8) {
-        // SAFETY: a BPF helper without memory arguments.
-        let task = unsafe { bpf_get_current_task() } as *const c_void;
-        // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
-        let (d, m) = unsafe { (shim_task_pwd_dentry(task), shim_task_pwd_mnt(task)) };
-        self.walk(tag, d, m);
+        let fs = TaskFs::current();
+        self.walk(tag, fs.pwd as *const c_void, fs.pwd_mnt as *const c_void);
     }
 
     /// Copies a NUL-terminated kernel string (at most `MAX` bytes with the
@@ -353,6 +364,74 @@ fn wakeup_flags() -> u64 {
 }
 
 pub const AT_FDCWD: i32 = -100;
+
+/// The calling task's root and working directory (dentry and mount of
+/// each), read once per record: `task->fs`, then `root` and `pwd`
+/// together (adjacent in `struct fs_struct`), two probe reads instead of
+/// eight.
+#[derive(Clone, Copy)]
+pub struct TaskFs {
+    pub root: u64,
+    pub root_mnt: u64,
+    pub pwd: u64,
+    pub pwd_mnt: u64,
+}
+
+impl TaskFs {
+    #[inline(always)]
+    pub fn current() -> TaskFs {
+        // SAFETY: a BPF helper without memory arguments; the pointer only goes to probe reads.
+        let task = unsafe { bpf_get_current_task() } as *const c_void;
+        // SAFETY: returns relocated offsets, reads no memory.
+        let lay = unsafe { shim_layout_fs() };
+        let (root, pwd, p_mnt, p_dentry) = (lay & 0xffff, (lay >> 16) & 0xffff, (lay >> 32) & 0xffff, (lay >> 48) & 0xffff);
+        if pwd == root + 16 && p_mnt == 0 && p_dentry == 8 {
+            // SAFETY: a CO-RE accessor of the C shim (probe read); a bad pointer yields 0.
+            let fs = unsafe { shim_task_fs(task) } as *const u8;
+            if fs.is_null() {
+                return TaskFs { root: 0, root_mnt: 0, pwd: 0, pwd_mnt: 0 };
+            }
+            // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
+            let v = unsafe { bpf_probe_read_kernel(fs.wrapping_add(root as usize) as *const [u64; 4]) }.unwrap_or([0; 4]);
+            return TaskFs { root_mnt: v[0], root: v[1], pwd_mnt: v[2], pwd: v[3] };
+        }
+        // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
+        unsafe {
+            TaskFs {
+                root: shim_task_root_dentry(task) as u64,
+                root_mnt: shim_task_root_mnt(task) as u64,
+                pwd: shim_task_pwd_dentry(task) as u64,
+                pwd_mnt: shim_task_pwd_mnt(task) as u64,
+            }
+        }
+    }
+}
+
+/// Offset of `d_parent` in `struct dentry` when `d_parent`, `d_name.hash_len`
+/// and `d_name.name` are adjacent (they are on every kernel seen), so a walk
+/// reads them in one probe read; `None` otherwise.
+#[inline(always)]
+pub fn dentry_fused() -> Option<usize> {
+    // SAFETY: returns relocated offsets, reads no memory.
+    let lay = unsafe { shim_layout_dentry() };
+    let (parent, name, qname) = (lay & 0xffff, (lay >> 16) & 0xffff, (lay >> 32) & 0xffff);
+    (name == parent + 8 && qname == 8).then_some(parent as usize)
+}
+
+/// `d_parent` and `d_name.name` of dentry `d`: one probe read with a fused
+/// layout ([`dentry_fused`]), else two.
+#[inline(always)]
+fn dentry_up(d: *const c_void, fused: Option<usize>) -> (*const c_void, *const u8) {
+    match fused {
+        Some(off) => {
+            // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
+            let v = unsafe { bpf_probe_read_kernel((d as *const u8).wrapping_add(off) as *const [u64; 3]) }.unwrap_or([0; 3]);
+            (v[0] as *const c_void, v[2] as *const u8)
+        }
+        // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
+        None => unsafe { (shim_dentry_parent(d), shim_dentry_name(d)) },
+    }
+}
 
 /// The field tags of one path argument's base directory.
 #[derive(Clone, Copy)]
@@ -605,9 +684,12 @@ pub extern "C" fn walk_path(tag: u64, dentry: u64, mnt: u64) -> u64 {
     let mut m = mnt as *const c_void;
     let mut done = false;
     let mut off = rec.off();
+    let fused = dentry_fused();
+    // The root of the current mount: read again only when the walk
+    // crosses to the parent mount.
+    // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
+    let mut root = unsafe { shim_mnt_root(m) };
     for _ in 0..MAX_PATH_DEPTH {
-        // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
-        let root = unsafe { shim_mnt_root(m) };
         if d == root {
             // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
             let parent = unsafe { shim_mnt_parent(m) };
@@ -618,10 +700,11 @@ pub extern "C" fn walk_path(tag: u64, dentry: u64, mnt: u64) -> u64 {
             // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
             d = unsafe { shim_mnt_mountpoint(m) };
             m = parent;
+            // SAFETY: as above.
+            root = unsafe { shim_mnt_root(m) };
             continue;
         }
-        // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
-        let p = unsafe { shim_dentry_parent(d) };
+        let (p, name) = dentry_up(d, fused);
         if p.is_null() || p == d {
             // Top of a tree that is not a mount root: the dentry is
             // disconnected (e.g. from a lazily unmounted file system).
@@ -634,8 +717,6 @@ pub extern "C" fn walk_path(tag: u64, dentry: u64, mnt: u64) -> u64 {
             done = true;
             break;
         }
-        // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
-        let name = unsafe { shim_dentry_name(d) };
         let dst = rec.ptr(off);
         // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
         let n = unsafe { bpf_probe_read_kernel_str(dst as *mut c_void, MAX_NAME as u32, name as *const c_void) };

@@ -22,6 +22,9 @@ unsafe extern "C" {
     pub fn shim_mnt_mountpoint(m: *const c_void) -> *const c_void;
     pub fn shim_task_in_compat(t: *const c_void) -> u32;
     pub fn shim_task_group_live(t: *const c_void) -> i32;
+    pub fn shim_task_fs(t: *const c_void) -> *const c_void;
+    pub fn shim_layout_fs() -> u64;
+    pub fn shim_layout_dentry() -> u64;
 }
 
 /* bprm */

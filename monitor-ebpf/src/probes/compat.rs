@@ -17,7 +17,7 @@ use monitor_common::{
 };
 
 use crate::{
-    record::{Record, AT_FDCWD, BASE1_TAGS},
+    record::{Record, TaskFs, AT_FDCWD, BASE1_TAGS},
     shim::shim_task_in_compat,
 };
 
@@ -69,7 +69,7 @@ pub fn record(id: u32, path_reg: u8, regs: *const u8) {
     rec.hdr().fd = dirfd;
     if path_reg != NO_PATH && path != 0 {
         let (first, _) = rec.user_str::<MAX_RAW_PATH>(RAW_PATH, path as *const u8);
-        rec.walk_arg_base(BASE1_TAGS, first, dirfd, path as *const u8, None);
+        rec.walk_arg_base(BASE1_TAGS, first, dirfd, path as *const u8, None, &TaskFs::current());
     }
     rec.walk_root(ROOT);
     rec.send();

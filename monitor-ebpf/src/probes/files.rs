@@ -18,7 +18,7 @@ use aya_ebpf::{helpers::bpf_get_current_pid_tgid, macros::raw_tracepoint, progra
 
 use crate::{
     lookup::{sample, CALIBRATE_TGID, FOLLOW},
-    record::{Record, AT_FDCWD, BASE1_TAGS, BASE2_TAGS},
+    record::{Record, TaskFs, AT_FDCWD, BASE1_TAGS, BASE2_TAGS},
 };
 
 const AT_REMOVEDIR: u64 = 0x200;
@@ -336,12 +336,13 @@ pub fn enter(id: u32, a: &Args) -> Option<(Record, Inflight)> {
     if p.target_fd >= 0 {
         rec.walk_fd_with_id(FD_PATH, FD_ID, p.target_fd);
     }
+    let fs = TaskFs::current();
     if !p.path1.is_null() {
         let (first, ok) = rec.user_str::<MAX_RAW_PATH>(RAW_PATH, p.path1);
         if !ok {
             inflight.retry |= 1;
         }
-        rec.walk_arg_base(BASE1_TAGS, first, p.dirfd1, p.path1, lookup_mode(id, p.flags));
+        rec.walk_arg_base(BASE1_TAGS, first, p.dirfd1, p.path1, lookup_mode(id, p.flags), &fs);
     }
     if !p.path2.is_null() {
         let (first, ok) = rec.user_str::<MAX_RAW_PATH>(RAW_PATH2, p.path2);
@@ -349,9 +350,9 @@ pub fn enter(id: u32, a: &Args) -> Option<(Record, Inflight)> {
             inflight.retry |= 2;
         }
         // The second path is a new name: acted on itself, never followed.
-        rec.walk_arg_base(BASE2_TAGS, first, p.dirfd2, p.path2, Some(0));
+        rec.walk_arg_base(BASE2_TAGS, first, p.dirfd2, p.path2, Some(0), &fs);
     }
-    rec.walk_root(ROOT);
+    rec.walk_root_of(ROOT, &fs);
     Some((rec, inflight))
 }
 
