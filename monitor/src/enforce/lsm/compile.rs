@@ -164,15 +164,8 @@ pub(super) fn path_entries(
     let Some(p) = substitute(pattern, ctx)? else {
         return Ok((vec![], None));
     };
-    let comps: Vec<&str> = p.split('/').filter(|c| !c.is_empty()).collect();
-    let first_meta = comps
-        .iter()
-        .position(|c| has_meta(c))
-        .unwrap_or(comps.len());
-    let prefix: PathBuf = std::iter::once("/")
-        .chain(comps[..first_meta].iter().copied())
-        .collect();
-    let rest = &comps[first_meta..];
+    let (prefix, rest) = literal_prefix(&p);
+    let rest = &rest[..];
     let missing = |what: &str| {
         Some(format!(
             "{} does not exist at start ({what})",
@@ -209,14 +202,10 @@ pub(super) fn path_entries(
     }
 }
 
-/// The directories whose rename moves what `pattern` names: the parents of
-/// a literal path, a pattern's directory (`DIR/**`, `DIR/*`,
-/// `DIR/NAME-GLOB`) and its parents, up to `/`, as the kernel names them
-/// (stat after resolving symlinks). Empty when nothing exists there yet.
-pub(super) fn ancestors(pattern: &str, ctx: &Context) -> Vec<InodeKey> {
-    let Ok(Some(p)) = substitute(pattern, ctx) else {
-        return vec![];
-    };
+/// A substituted pattern split into its literal leading directories (as
+/// an absolute path) and the components from the first one with a glob
+/// metacharacter on.
+fn literal_prefix(p: &str) -> (PathBuf, Vec<&str>) {
     let comps: Vec<&str> = p.split('/').filter(|c| !c.is_empty()).collect();
     let first_meta = comps
         .iter()
@@ -225,10 +214,22 @@ pub(super) fn ancestors(pattern: &str, ctx: &Context) -> Vec<InodeKey> {
     let prefix: PathBuf = std::iter::once("/")
         .chain(comps[..first_meta].iter().copied())
         .collect();
+    (prefix, comps[first_meta..].to_vec())
+}
+
+/// The directories whose rename moves what `pattern` names: the parents of
+/// a literal path, a pattern's directory (`DIR/**`, `DIR/*`,
+/// `DIR/NAME-GLOB`) and its parents, up to `/`, as the kernel names them
+/// (stat after resolving symlinks). Empty when nothing exists there yet.
+pub(super) fn ancestors(pattern: &str, ctx: &Context) -> Vec<InodeKey> {
+    let Ok(Some(p)) = substitute(pattern, ctx) else {
+        return vec![];
+    };
+    let (prefix, rest) = literal_prefix(&p);
     if std::fs::symlink_metadata(&prefix).is_err() {
         return vec![];
     }
-    let dir = if first_meta == comps.len() {
+    let dir = if rest.is_empty() {
         match prefix.parent() {
             Some(d) => d.to_path_buf(),
             None => return vec![],
