@@ -56,7 +56,12 @@ fn notify_floor(env: &Env, dir: &Path, rounds: usize) -> Result<Option<f64>> {
             .output()?;
         let text = String::from_utf8_lossy(&o.stderr);
         if !o.status.success() {
-            bail!("tests/bench/notify_floor.c failed: {}", peers::tail(&text));
+            // The rest of the bench does not need it: say so and go on.
+            eprintln!(
+                "bench: tests/bench/notify_floor.c failed, no notification floor: {}",
+                peers::tail(&text)
+            );
+            return Ok(None);
         }
         let line = text.lines().find(|l| l.starts_with("ABM_NOTIFY_FLOOR "));
         let get = |k: &str| {
