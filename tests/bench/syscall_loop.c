@@ -24,16 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
+#include "loop_clock.h"
 
 static void run(int op, long calls) {
     for (long i = 0; i < calls; i++) {
