@@ -282,6 +282,10 @@ pub mod field_tag {
     /// Result record of a successful open: identity (as [`BASE_ID`]) of
     /// the new fd's file.
     pub const OPENED_ID: u8 = 18;
+    /// Result record of a successful open that created the file it opened
+    /// (the kernel's `FMODE_CREATED` in the new file's `f_mode`): nothing
+    /// was at that name before the call. A u64 field holding the `f_mode`.
+    pub const OPENED_CREATED: u8 = 21;
     /// The object the first path names and the directory that holds its
     /// final component, looked up by the kernel in the dentry cache at
     /// syscall entry, before the call acts (see [`lookup`]): 40 bytes, five
@@ -304,6 +308,11 @@ pub mod field_tag {
     /// [`EventKind::CgroupMkdir`]: the new cgroup's path in its hierarchy.
     pub const CGROUP_PATH: u8 = 35;
 }
+
+/// `FMODE_CREATED` of `struct file`'s `f_mode` (include/linux/fs.h): set
+/// by the open that created the file. The same bit from Linux 4.19
+/// (0x100000) through the 6.x series (`1 << 20`).
+pub const FMODE_CREATED: u32 = 1 << 20;
 
 /// Outcome of the kernel's dentry-cache lookup of a path argument
 /// ([`field_tag::LOOKUP`]): the low byte is one of the statuses below;

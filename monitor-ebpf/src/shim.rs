@@ -15,6 +15,7 @@ unsafe extern "C" {
     pub fn shim_task_fd_file(t: *const c_void, fd: i32) -> *const c_void;
     pub fn shim_file_dentry(f: *const c_void) -> *const c_void;
     pub fn shim_file_mnt(f: *const c_void) -> *const c_void;
+    pub fn shim_file_fmode(f: *const c_void) -> u32;
     pub fn shim_dentry_parent(d: *const c_void) -> *const c_void;
     pub fn shim_dentry_name(d: *const c_void) -> *const u8;
     pub fn shim_mnt_root(m: *const c_void) -> *const c_void;

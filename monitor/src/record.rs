@@ -349,6 +349,11 @@ pub struct Action {
     /// (crate::action::recover).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measured: Option<Measured>,
+    /// The kernel said this open created the file it opened (its result
+    /// record's `OPENED_CREATED`): nothing was at that name before the
+    /// call. Not written to the trace itself; `measured` says it.
+    #[serde(skip)]
+    pub created_by_call: bool,
 }
 
 /// Why the kernel's dentry-cache lookup of a path argument at syscall
@@ -576,7 +581,7 @@ pub enum ObjectKind {
     BuildOutput,
     /// A package or tool cache (`~/.cache`, `~/.cargo/registry`, ...).
     Cache,
-    /// Created earlier in this run.
+    /// Created earlier in this run, or by this very call.
     Created,
     /// Has another hard link.
     Linked,

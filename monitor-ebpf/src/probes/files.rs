@@ -407,14 +407,18 @@ pub fn is_open(id: u32) -> bool {
 
 /// Adds to the result record of a successful open the new fd's file: its
 /// path as the kernel opened it (a final symlink, a `/proc/self/fd/N`
-/// reopen, a handle followed) and its identity.
+/// reopen, a handle followed), its identity, and `OPENED_CREATED` when the
+/// open created the file.
 ///
 /// The walk is in the caller's mount namespace: for a caller outside the
 /// host's, the record says which (`MNT_NS`, without the table capture the
 /// entry record already triggered).
 #[inline(always)]
 pub fn opened(rec: &mut Record, fd: i32) {
-    rec.walk_fd_with_id(OPENED_PATH, OPENED_ID, fd);
+    let fmode = rec.walk_fd_with_id_mode(OPENED_PATH, OPENED_ID, fd);
+    if fmode & monitor_common::FMODE_CREATED != 0 {
+        rec.u64_field(OPENED_CREATED, fmode as u64, 0);
+    }
     // SAFETY: a plain read of a global the loader sets before the programs run.
     let host = unsafe { core::ptr::read_volatile(&HOST_MNT_NS) };
     if host != 0 {

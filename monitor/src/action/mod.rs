@@ -220,6 +220,7 @@ impl Judge {
         self.measurer.forget_lstat();
         let destroyed = destroyed_path(a);
         let m = match &destroyed {
+            Some(p) if a.created_by_call => self.measurer.created_by_call(p),
             Some(p) => {
                 let mut m = self.measurer.measure_effect(p, a.op, by_git);
                 // After the call (trace pipeline), a rewritten or truncated
@@ -245,7 +246,7 @@ impl Judge {
                 let loc = self.measurer.locator.locate(&p, false);
                 // sed -i's temporary file (chown/chmod to match the
                 // original) was made in this run.
-                let object = if self.measurer.created.contains(&p) {
+                let object = if a.created_by_call || self.measurer.created.contains(&p) {
                     ObjectKind::Created
                 } else {
                     ObjectKind::None
@@ -307,7 +308,13 @@ impl Judge {
         // `truncate`) of a path that did not exist before the run.
         let creates = matches!(a.op, Some(Op::Write | Op::Truncate))
             && a.flag_names.iter().any(|f| f == "O_CREAT");
-        if let (true, Some(p)) = (creates, &a.path) {
+        if let (true, true, Some(p)) = (creates, a.created_by_call, &a.path) {
+            // The kernel said the call created it: no stat needed.
+            self.measurer.created.insert(p.clone());
+            if builder {
+                self.measurer.built.insert(p.clone());
+            }
+        } else if let (true, Some(p)) = (creates, &a.path) {
             // The measurement's lstat of this path, when it has one and it
             // is not a symbolic link, is what a stat would say.
             let meta = match self.measurer.take_lstat(p) {

@@ -152,6 +152,20 @@ impl Measurer {
         }
     }
 
+    /// An open that created `path` (the kernel said so at its exit):
+    /// nothing was at that name before the call, so it destroyed nothing;
+    /// no I/O.
+    pub fn created_by_call(&mut self, path: &str) -> Measured {
+        self.last_lstat = None;
+        let in_repo = self.repo_root(Path::new(path)).is_some();
+        Measured {
+            recovery: Recovery::Reversible,
+            location: self.locator.locate(path, in_repo),
+            object: ObjectKind::Created,
+            why: "created by this call: nothing was at this name before".into(),
+        }
+    }
+
     /// Measure what removing or overwriting the content of `path` loses.
     /// `by_git`: the acting action is git itself (its own housekeeping).
     pub fn measure(&mut self, path: &str, by_git: bool) -> Measured {

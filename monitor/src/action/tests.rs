@@ -427,3 +427,65 @@ fn an_rmdir_loses_nothing_but_the_files_it_held_are_judged() {
     );
     assert!(head.verdict.as_ref().unwrap().treatment >= Treatment::Confirm);
 }
+
+/// An open the kernel says created its file destroyed nothing and makes
+/// the file this run's own, without measuring it; an open of a file that
+/// was there before is measured as before.
+#[test]
+fn an_open_that_created_its_file_destroyed_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let r = repo(tmp.path());
+    let ctx = Context {
+        workspace: r.clone(),
+        home: tmp.path().join("home"),
+        trace_path: None,
+    };
+    let policy = Policy::default_pack();
+    let mut j = Judge::new(&ctx);
+    let mut effect = |op: Op, path: &Path, flags: &[&str], created: bool| {
+        let mut a = Action {
+            op: Some(op),
+            pid: 40,
+            tid: 40,
+            ppid: 1,
+            path: Some(s(path)),
+            flag_names: flags.iter().map(|f| f.to_string()).collect(),
+            result: Some(3),
+            created_by_call: created,
+            ..Default::default()
+        };
+        j.judge(&mut a, &policy, &ctx);
+        a
+    };
+    let trunc = ["O_WRONLY", "O_CREAT", "O_TRUNC"];
+    // The file is not on disk: had it been measured, it would be "gone".
+    let new = r.join("out/new.txt");
+    let a = effect(Op::Truncate, &new, &trunc, true);
+    let m = a.measured.as_ref().unwrap();
+    assert_eq!(
+        (m.recovery, m.object, m.location),
+        (
+            Recovery::Reversible,
+            ObjectKind::Created,
+            Location::Workspace
+        )
+    );
+    assert!(m.why.contains("created by this call"), "{}", m.why);
+    // Its later removal is of this run's own file.
+    let a = effect(Op::Unlink, &new, &[], false);
+    let m = a.measured.as_ref().unwrap();
+    assert_eq!(
+        (m.recovery, m.object),
+        (Recovery::Reversible, ObjectKind::Created)
+    );
+    // A write open without O_TRUNC that created the file names it too.
+    let log = r.join("build.log");
+    let a = effect(Op::Write, &log, &["O_WRONLY", "O_CREAT", "O_APPEND"], true);
+    assert_eq!(a.measured.as_ref().unwrap().object, ObjectKind::Created);
+    // Truncating a modified tracked file the call did not create is
+    // measured from the file system, as before.
+    let a = effect(Op::Truncate, &r.join("src/b.rs"), &trunc, false);
+    let m = a.measured.as_ref().unwrap();
+    assert_ne!(m.object, ObjectKind::Created);
+    assert_eq!(m.recovery, Recovery::Unmeasured, "{m:?}");
+}

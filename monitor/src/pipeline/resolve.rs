@@ -616,12 +616,14 @@ fn late_link_target(path: &[u8]) -> Option<Vec<u8>> {
 /// successful open, the file the new fd names (`OPENED_PATH`, walked by
 /// the kernel at the call's exit: the file really opened, through final
 /// symlinks, `/proc/self/fd/N` reopens and handles) becomes `path`, and
-/// its identity `dev`/`ino`. A walk in another mount namespace keeps the
+/// its identity `dev`/`ino`, and whether the open created it
+/// (`created_by_call`). A walk in another mount namespace keeps the
 /// entry's (mapped) path and gives the identity only.
 pub fn apply_result(a: &mut Action, fields: &[Field]) {
     let Some(opened) = fields.iter().find(|f| f.tag == field_tag::OPENED_PATH) else {
         return;
     };
+    a.created_by_call = fields.iter().any(|f| f.tag == field_tag::OPENED_CREATED);
     if let Some((dev, ino)) = fields
         .iter()
         .find(|f| f.tag == field_tag::OPENED_ID)
@@ -1780,6 +1782,11 @@ mod tests {
         // No open result: nothing changes.
         apply_result(&mut a, &[]);
         assert_eq!(a.path.as_deref(), Some("/x"));
+        assert!(!a.created_by_call);
+        // The kernel's FMODE_CREATED: the open created the file.
+        let created = f(field_tag::OPENED_CREATED, &(1u64 << 20).to_ne_bytes());
+        apply_result(&mut a, &[f(field_tag::OPENED_PATH, b"y\0"), created]);
+        assert!(a.created_by_call);
     }
 
     #[test]

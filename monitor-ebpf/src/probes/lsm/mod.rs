@@ -66,8 +66,8 @@ use crate::{
     maps::{count_loss, current_scope, SCRATCH},
     record::walk_path,
     shim::{
-        shim_dentry_parent, shim_file_dentry, shim_file_mnt, shim_mnt_mountpoint, shim_mnt_parent,
-        shim_mnt_root, shim_task_fd_file, shim_task_pwd_mnt, shim_task_root_dentry,
+        shim_dentry_parent, shim_file_dentry, shim_file_fmode, shim_file_mnt, shim_mnt_mountpoint,
+        shim_mnt_parent, shim_mnt_root, shim_task_fd_file, shim_task_pwd_mnt, shim_task_root_dentry,
         shim_task_root_mnt,
     },
     shim::{shim_bprm_argc, shim_bprm_filename, shim_task_in_compat, shim_task_start_stack},
@@ -85,7 +85,6 @@ unsafe extern "C" {
     fn shim_path_dentry(p: *const c_void) -> *const c_void;
     fn shim_path_mnt(p: *const c_void) -> *const c_void;
     fn shim_file_flags(f: *const c_void) -> u32;
-    fn shim_file_fmode(f: *const c_void) -> u32;
     fn shim_bprm_file(b: *const c_void) -> *const c_void;
     fn shim_file_imode(f: *const c_void) -> u32;
     fn shim_iattr_valid(a: *const c_void) -> u32;
