@@ -3,7 +3,9 @@
 # the VM's kernel: the kernel's dentry-cache lookup at syscall entry must
 # name the object and its directory the call really acted on. The
 # workspace is on the tmpfs /tmp, so every lookup crosses a mount; one
-# delete goes through a symlinked directory.
+# delete goes through a symlinked directory. The open's result record must
+# say whether the open created its file (FMODE_CREATED, whose bit this
+# kernel must share with the one abm reads).
 ID=/tmp/ident
 IW=$ID/w
 IT=$ID/trace.jsonl
@@ -22,7 +24,7 @@ ls -lR $IW > /dev/null
 start=$(date +%s)
 abm run --workspace $IW --trace $IT --format jsonl -q --linger 0 -- sh -c "cd $IW &&
     rm a/b/c/f1 && rmdir a/b/c/d2 && mv a/b/c/f3 a/b/c/f3b && chmod 600 a/b/c/f4 &&
-    mv a/b/c/f6 a/b/c/f7 && rm link/sub/f5" > $ID/stderr 2>&1
+    mv a/b/c/f6 a/b/c/f7 && rm link/sub/f5 && : > a/b/c/new1 && : > a/b/c/f4" > $ID/stderr 2>&1
 status=$?
 echo "ABM-VM-INFO identity abm-exit=$status secs=$(($(date +%s) - start))"
 [ $status -ne 0 ] && sed 's/^/ABM-VM-INFO   /' $ID/stderr | tail -n 20
@@ -55,3 +57,15 @@ id_check rename f3 "$want_f3" "$want_c"
 id_check chmod f4 "$want_f4" "$want_c"
 id_check rename f6 "$want_f6" "$want_c" "$want_f7"
 id_check unlink f5 "$want_f5" "$want_sub"
+# created_check NAME WANT: the truncating open of NAME is (WANT=yes) or is
+# not (no) measured as a file the call created.
+created_check() {
+    rec=$(grep '"type":"event"' $IT | grep '"op":"truncate"' | grep "\"path\":\"[^\"]*/$1\"" | head -n 1)
+    obj=$(str "$rec" object)
+    got=no want=$2
+    [ "$obj" = created ] && got=yes
+    t "created-by-open-$1" "truncate $1: measured object \"$obj\", want created: $want" \
+        all '[ -n "$rec" ]' '[ "$got" = "$want" ]'
+}
+created_check new1 yes
+created_check f4 no

@@ -7,8 +7,8 @@
 //! rsi, rdx, r10, r8, r9), see arch/x86/include/uapi/asm/ptrace.h.
 use aya_ebpf::{
     helpers::{bpf_get_current_pid_tgid, bpf_probe_read_kernel},
-    macros::raw_tracepoint,
-    programs::RawTracePointContext,
+    macros::{btf_tracepoint, raw_tracepoint},
+    programs::{BtfTracePointContext, RawTracePointContext},
 };
 use monitor_common::{
     compat_path_reg,
@@ -143,11 +143,17 @@ pub fn sys_enter_exec(ctx: RawTracePointContext) -> i32 {
     0
 }
 
-#[raw_tracepoint(tracepoint = "sys_exit")]
-pub fn sys_exit(ctx: RawTracePointContext) -> i32 {
+/// A BTF tracepoint, unlike `sys_enter`: the raw tracepoint does not pass
+/// the syscall number at exit, and a BTF-typed `regs` lets every syscall of
+/// the host that abm does not trace return after one plain load of
+/// `orig_ax` instead of a `bpf_probe_read_kernel` call.
+#[btf_tracepoint(function = "sys_exit")]
+pub fn sys_exit(ctx: BtfTracePointContext) -> i32 {
     let regs: *const u8 = ctx.arg(0);
-    // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
-    let id = unsafe { bpf_probe_read_kernel(regs.add(ORIG_AX) as *const u64) }.unwrap_or(u64::MAX);
+    // SAFETY: `regs` is the tracepoint's BTF-typed `struct pt_regs *`: the
+    // verifier checks this load against the type (orig_ax, a scalar) and
+    // guards it like a probe read.
+    let id = unsafe { core::ptr::read(regs.add(ORIG_AX) as *const u64) };
     if !is_traced(id as u32) {
         return 0;
     }

@@ -3,8 +3,8 @@ use std::{fs, os::fd::AsRawFd, path::Path};
 
 use aya::{
     maps::{HashMap, MapData, PerCpuArray, ProgramArray, RingBuf},
-    programs::RawTracePoint,
-    Ebpf, EbpfLoader,
+    programs::{BtfTracePoint, RawTracePoint},
+    Btf, Ebpf, EbpfLoader,
 };
 use monitor_common::{LossCause, ScopeEntry};
 
@@ -12,12 +12,16 @@ use monitor_common::{LossCause, ScopeEntry};
 pub(crate) static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/monitor"));
 
 /// Programs of the tracepoint backend and the raw tracepoints they attach to.
-pub const TRACEPOINTS: [(&str, &str); 4] = [
+pub const TRACEPOINTS: [(&str, &str); 3] = [
     ("sys_enter", "sys_enter"),
-    ("sys_exit", "sys_exit"),
     ("sched_process_fork", "sched_process_fork"),
     ("sched_process_exit", "sched_process_exit"),
 ];
+
+/// The program attached as a BTF tracepoint (`tp_btf`), with its
+/// tracepoint: `sys_exit` reads the syscall number from its typed `regs`
+/// with a plain load, so the syscalls abm does not trace pay less.
+pub const BTF_TRACEPOINT: (&str, &str) = ("sys_exit", "sys_exit");
 
 /// Programs `sys_enter` reaches by tail call (slot, name): execve and
 /// execveat only, so that other syscalls run one program at entry.
@@ -135,6 +139,22 @@ impl Probes {
             .map_max_entries("EVENTS", opts.ringbuf_bytes)
             .load(OBJECT)
             .map_err(ProbeError::Load)?;
+        {
+            // The loader parsed the kernel's BTF for its relocations and
+            // dropped it; the BTF tracepoint needs it once more. Parsed
+            // again rather than handed to the loader: `EbpfLoader::new`
+            // parses it regardless, and two copies at once (some 25 MiB
+            // each) would raise abm's peak RSS.
+            let btf = Btf::from_sys_fs().map_err(|_| ProbeError::NoBtf)?;
+            let (name, tracepoint) = BTF_TRACEPOINT;
+            let prog: &mut BtfTracePoint = ebpf
+                .program_mut(name)
+                .ok_or(ProbeError::MissingMap(name))?
+                .try_into()
+                .map_err(|source| ProbeError::Program { name, source })?;
+            prog.load(tracepoint, &btf)
+                .map_err(|source| ProbeError::Program { name, source })?;
+        }
         // The programs `sys_enter` tail-calls, loaded (not attached) and in
         // their slots before `sys_enter` is attached.
         let mut tail: ProgramArray<MapData> =
@@ -158,6 +178,16 @@ impl Probes {
         for (name, tracepoint) in TRACEPOINTS {
             let prog = load_raw_tracepoint(&mut ebpf, name)?;
             prog.attach(tracepoint)
+                .map_err(|source| ProbeError::Program { name, source })?;
+        }
+        {
+            let name = BTF_TRACEPOINT.0;
+            let prog: &mut BtfTracePoint = ebpf
+                .program_mut(name)
+                .ok_or(ProbeError::MissingMap(name))?
+                .try_into()
+                .map_err(|source| ProbeError::Program { name, source })?;
+            prog.attach()
                 .map_err(|source| ProbeError::Program { name, source })?;
         }
         let scope_map = ebpf
@@ -328,7 +358,7 @@ pub fn capabilities() -> Vec<Capability> {
     });
     let tp = if root && btf && !OBJECT.is_empty() {
         match Probes::load(&ProbeOptions { ringbuf_bytes: 4096 * 16, watch_cgroups: false }) {
-            Ok(_) => (true, "raw tracepoints sys_enter/sys_exit/sched_process_fork/sched_process_exit load and attach".into()),
+            Ok(_) => (true, "tracepoints sys_enter, sys_exit (BTF), sched_process_fork and sched_process_exit load and attach".into()),
             Err(e) => (false, e.to_string()),
         }
     } else {
