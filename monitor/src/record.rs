@@ -354,6 +354,12 @@ pub struct Action {
     /// call. Not written to the trace itself; `measured` says it.
     #[serde(skip)]
     pub created_by_call: bool,
+    /// `path` is the lexical join of an open's argument to its base, left
+    /// for the result record to name (it names the file really opened);
+    /// canonicalised by [`crate::pipeline::resolve::settle_path`] if it
+    /// does not. Never written to the trace.
+    #[serde(skip)]
+    pub path_provisional: bool,
 }
 
 /// Why the kernel's dentry-cache lookup of a path argument at syscall

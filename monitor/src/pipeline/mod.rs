@@ -125,8 +125,12 @@ impl Pipeline {
         }
         match ev.kind {
             EventKind::SyscallExit => {
-                if !self.orderer.exit(ev.hdr.tid, ev.hdr.result, &ev.fields) {
-                    self.unpaired_exits += 1;
+                match self.orderer.exit(ev.hdr.tid, ev.hdr.result, &ev.fields) {
+                    // An open whose result did not name its file exactly (it
+                    // failed, or the walk was inexact): its directory is
+                    // canonicalised now, as it would have been at entry.
+                    Some(a) => resolve::settle_path(a, Some(&mut self.dirs)),
+                    None => self.unpaired_exits += 1,
                 }
             }
             EventKind::Fork | EventKind::Exit | EventKind::IoUringSetup => {
@@ -155,6 +159,8 @@ impl Pipeline {
         let mut out = Vec::new();
         self.orderer.release(monotonic_ns(), force, &mut out);
         for a in &mut out {
+            // Its result was lost: canonicalised now.
+            resolve::settle_path(a, None);
             a.time = self.clock.wall(a.ktime_ns);
             match a.op {
                 Some(Op::Fork) => {

@@ -93,15 +93,11 @@ impl Orderer {
     }
 
     /// The result of the thread's pending syscall, with path arguments read
-    /// again at exit (`reread`). Returns false when no entry was pending (its
-    /// entry record was lost).
-    pub fn exit(&mut self, tid: u32, result: i64, reread: &[Field]) -> bool {
-        let Some(key) = self.pending.remove(&tid) else {
-            return false;
-        };
-        let Some(slot) = self.queue.get_mut(&key) else {
-            return false;
-        };
+    /// again at exit (`reread`). Returns the completed action, or `None`
+    /// when no entry was pending (its entry record was lost).
+    pub fn exit(&mut self, tid: u32, result: i64, reread: &[Field]) -> Option<&mut Action> {
+        let key = self.pending.remove(&tid)?;
+        let slot = self.queue.get_mut(&key)?;
         if let (Some(mut ev), false) = (slot.event.take(), reread.is_empty()) {
             for f in reread {
                 if let Some(old) = ev.fields.iter_mut().find(|o| o.tag == f.tag) {
@@ -117,7 +113,7 @@ impl Orderer {
             slot.action.errno = Some(super::resolve::errno_name(result));
         }
         slot.ready = true;
-        true
+        Some(&mut slot.action)
     }
 
     /// Releases records that are complete and older than the reorder
@@ -175,10 +171,10 @@ mod tests {
         let mut out = Vec::new();
         o.release(1_000_000_000, false, &mut out);
         assert!(out.is_empty(), "nothing has a result yet");
-        assert!(o.exit(2, 0, &[]));
+        assert!(o.exit(2, 0, &[]).is_some());
         o.release(1_000_000_000, false, &mut out);
         assert!(out.is_empty(), "head of line (t=100) still waits");
-        assert!(o.exit(1, -2, &[]));
+        assert!(o.exit(1, -2, &[]).is_some());
         o.release(1_000_000_000, false, &mut out);
         assert_eq!(
             out.iter().map(|a| a.ktime_ns).collect::<Vec<_>>(),
@@ -204,8 +200,11 @@ mod tests {
         let mut o = Orderer::default();
         o.enter_test(act(5, 10, Op::Unlink));
         o.enter_test(act(5, 20, Op::Unlink)); // the first exit never came
-        assert!(o.exit(5, 0, &[]));
-        assert!(!o.exit(9, 0, &[]), "exit without entry is reported");
+        assert!(o.exit(5, 0, &[]).is_some());
+        assert!(
+            o.exit(9, 0, &[]).is_none(),
+            "exit without entry is reported"
+        );
         let mut out = Vec::new();
         o.release(u64::MAX / 2, false, &mut out);
         assert_eq!(out.len(), 2);
@@ -221,6 +220,9 @@ mod tests {
         let mut out = Vec::new();
         o.release(MAX_RESULT_WAIT_NS, false, &mut out);
         assert_eq!(out[0].result_note, Some(ResultNote::Pending));
-        assert!(!o.exit(3, 0, &[]), "its late result no longer pairs");
+        assert!(
+            o.exit(3, 0, &[]).is_none(),
+            "its late result no longer pairs"
+        );
     }
 }

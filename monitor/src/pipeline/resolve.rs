@@ -655,6 +655,7 @@ pub fn apply_result(a: &mut Action, fields: &[Field]) {
         (a.dir_dev, a.dir_ino) = (None, None);
     }
     set_text(&host, &mut a.path, &mut a.path_b64);
+    a.path_provisional = false;
     // What made the entry's path inexact no longer applies to it.
     a.path_issues.retain(|i| {
         !matches!(
@@ -673,6 +674,9 @@ pub struct Resolved {
     pub host: Vec<u8>,
     pub container: Option<Vec<u8>>,
     pub raw: Option<Vec<u8>>,
+    /// `host` is the lexical join, left for the open's result to name
+    /// ([`Action::path_provisional`]).
+    pub provisional: bool,
 }
 
 /// Resolves the path made of `raw_tag` + `base_tag` (or `FD_PATH`).
@@ -695,6 +699,7 @@ pub fn resolve_path(
             host,
             container,
             raw: None,
+            provisional: false,
         });
     }
     let raw = ev.field(raw_tag)?;
@@ -722,6 +727,7 @@ pub fn resolve_path(
             container: strip_root(&host, root),
             host,
             raw: Some(raw.data.clone()),
+            provisional: false,
         });
     }
     let base = ev.field(base_tag);
@@ -745,8 +751,26 @@ pub fn resolve_path(
     let magic = (root == b"/")
         .then(|| caller_proc_path(&raw.data, ev.hdr.tid))
         .flatten();
+    // A successful open's result record names the file it opened (its
+    // directory canonical, walked by the kernel at exit): the directory of
+    // its argument is canonicalised only if the result does not name it
+    // ([`settle_path`]), which saves the open and readlink per directory
+    // on the trace's path. Not with `..` in the argument, which lexical
+    // folding would get wrong through a symlink, nor for a path that is not
+    // UTF-8 (the action's text of it is not the path).
+    let provisional = cache.is_some()
+        && magic.is_none()
+        && root == b"/"
+        && raw_tag == field_tag::RAW_PATH
+        && is_open(ev)
+        && ev.field(field_tag::MNT_NS).is_none()
+        && raw.data.contains(&b'/')
+        && !has_dot_dot(&raw.data)
+        && std::str::from_utf8(&raw.data).is_ok()
+        && std::str::from_utf8(&base_path).is_ok();
     let host = match &magic {
         Some(p) => resolve_raw_with(b"/", p, true, cache),
+        None if provisional => join(&base_path, &raw.data),
         None => resolve_raw_with(&base_path, &raw.data, root == b"/", cache),
     };
     if names_proc_link(&host) {
@@ -759,7 +783,35 @@ pub fn resolve_path(
         host,
         container,
         raw: Some(raw.data.clone()),
+        provisional,
     })
+}
+
+/// Whether the entry record is of an open (`open`, `openat`, `openat2`,
+/// `creat`; not a 32-bit call), whose result record names the file.
+fn is_open(ev: &KernelEvent) -> bool {
+    use monitor_common::syscall_nr as n;
+    ev.hdr.hflags & header_flags::COMPAT == 0
+        && matches!(ev.hdr.syscall, n::OPEN | n::OPENAT | n::OPENAT2 | n::CREAT)
+}
+
+/// Whether a path has a `..` component.
+fn has_dot_dot(p: &[u8]) -> bool {
+    p.split(|&b| b == b'/').any(|c| c == b"..")
+}
+
+/// Canonicalises the directory of an action's provisional path
+/// ([`Action::path_provisional`]): the open's result did not name the file.
+pub fn settle_path(a: &mut Action, cache: Option<&mut DirCache>) {
+    if !std::mem::take(&mut a.path_provisional) {
+        return;
+    }
+    let Some(p) = a.path.as_deref() else {
+        return;
+    };
+    if let Some(real) = canonical_parent_with(p.as_bytes(), cache) {
+        set_text(&real, &mut a.path, &mut a.path_b64);
+    }
 }
 
 /// The name of a traced syscall (`monitor_common::SYSCALLS`), or "".
@@ -932,6 +984,7 @@ pub fn action_from_event_with(ev: &KernelEvent, mut cache: Option<&mut DirCache>
         cache.as_deref_mut(),
     ) {
         set_text(&r.host, &mut a.path, &mut a.path_b64);
+        a.path_provisional = r.provisional;
         if let Some(c) = r.container {
             a.container_path = Some(text_fields(&c).0);
         }
@@ -1502,6 +1555,71 @@ mod tests {
             data.extend_from_slice(&v.to_ne_bytes());
         }
         f(tag, &data)
+    }
+
+    /// A path as a base field: its components leaf first, NUL-terminated.
+    fn base_of(p: &Path) -> Field {
+        let mut d = Vec::new();
+        for c in p.components().rev() {
+            if let std::path::Component::Normal(c) = c {
+                d.extend_from_slice(c.as_bytes());
+                d.push(0);
+            }
+        }
+        f(field_tag::BASE, &d)
+    }
+
+    /// On the trace's path an open's directory is left for its result to
+    /// name, and canonicalised only when the result does not (a failed
+    /// open), which gives the path it would have had at entry.
+    #[test]
+    fn an_open_is_canonicalised_only_when_its_result_does_not_name_the_file() {
+        use monitor_common::syscall_nr as n;
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = std::fs::canonicalize(tmp.path()).unwrap();
+        std::fs::create_dir(ws.join("real")).unwrap();
+        std::os::unix::fs::symlink(ws.join("real"), ws.join("link")).unwrap();
+        let open = |raw: &[u8]| {
+            entry(
+                EventKind::Write,
+                n::OPENAT,
+                0o101,
+                &[f(field_tag::RAW_PATH, raw), base_of(&ws)],
+            )
+        };
+        let real_f = ws.join("real/f").to_str().unwrap().to_owned();
+        let link_f = ws.join("link/f").to_str().unwrap().to_owned();
+        // Failed (no OPENED_PATH): canonicalised at its result.
+        let mut cache = DirCache::default();
+        let mut a = action_from_event_with(&open(b"link/f"), Some(&mut cache));
+        assert_eq!(
+            (a.path.as_deref(), a.path_provisional),
+            (Some(&*link_f), true)
+        );
+        apply_result(&mut a, &[]);
+        settle_path(&mut a, Some(&mut cache));
+        assert_eq!(
+            (a.path.as_deref(), a.path_provisional),
+            (Some(&*real_f), false)
+        );
+        // Opened: the result names the file; nothing is canonicalised.
+        let mut a = action_from_event_with(&open(b"link/f"), Some(&mut cache));
+        apply_result(&mut a, &[f(field_tag::OPENED_PATH, b"g\0elsewhere\0")]);
+        assert!(!a.path_provisional);
+        settle_path(&mut a, Some(&mut cache));
+        assert_eq!(a.path.as_deref(), Some("/elsewhere/g"));
+        // Without the trace's cache (the guardrails), and with `..`, at once.
+        let a = action_from_event(&open(b"link/f"));
+        assert_eq!(
+            (a.path.as_deref(), a.path_provisional),
+            (Some(&*real_f), false)
+        );
+        let a = action_from_event_with(&open(b"link/../real/f"), Some(&mut cache));
+        assert!(!a.path_provisional);
+        // Released without its result (lost): canonicalised then.
+        let mut a = action_from_event_with(&open(b"link/f"), Some(&mut cache));
+        settle_path(&mut a, None);
+        assert_eq!(a.path.as_deref(), Some(&*real_f));
     }
 
     /// The kernel's dentry-cache lookups give the object and its directory
