@@ -264,20 +264,14 @@ impl Record {
     /// Walks the file behind `fd`.
     #[inline(always)]
     pub fn walk_fd(&mut self, tag: u8, fd: i32) {
-        walk_fd_id(tag as u64, 0, fd as u64, 0);
+        walk_fd_id(tag as u64, 0, fd as u64);
     }
 
-    /// Walks the file behind `fd` and records its identity (`id_tag`).
+    /// Walks the file behind `fd` and records its identity (`id_tag`);
+    /// returns its `f_mode` (`FMODE_CREATED`: the open made the file).
     #[inline(always)]
-    pub fn walk_fd_with_id(&mut self, tag: u8, id_tag: u8, fd: i32) {
-        walk_fd_id(tag as u64, id_tag as u64, fd as u64, 0);
-    }
-
-    /// [`Record::walk_fd_with_id`] that also returns the file's `f_mode`
-    /// (its `FMODE_*` bits say whether the open that made `fd` created it).
-    #[inline(always)]
-    pub fn walk_fd_with_id_mode(&mut self, tag: u8, id_tag: u8, fd: i32) -> u32 {
-        walk_fd_id(tag as u64, id_tag as u64, fd as u64, 1) as u32
+    pub fn walk_fd_with_id(&mut self, tag: u8, id_tag: u8, fd: i32) -> u32 {
+        walk_fd_id(tag as u64, id_tag as u64, fd as u64) as u32
     }
 
     /// Walks the task's root directory (empty for the host root).
@@ -521,12 +515,12 @@ pub extern "C" fn put_lookup(tag: u64) -> u64 {
 }
 
 /// Walks the file behind the calling task's `fd` as field `tag`, and
-/// records its identity as `id_tag` (0: none). Returns the file's `f_mode`
-/// when `want_mode` is not 0, else 0. A global function, verified once.
+/// records its identity as `id_tag` (0: none); returns the file's `f_mode`.
+/// A global function, verified once.
 // SAFETY: a symbol name used once in the object.
 #[unsafe(no_mangle)]
 #[inline(never)]
-pub extern "C" fn walk_fd_id(tag: u64, id_tag: u64, fd: u64, want_mode: u64) -> u64 {
+pub extern "C" fn walk_fd_id(tag: u64, id_tag: u64, fd: u64) -> u64 {
     // SAFETY: a BPF helper without memory arguments.
     let task = unsafe { bpf_get_current_task() } as *const c_void;
     // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
@@ -535,9 +529,6 @@ pub extern "C" fn walk_fd_id(tag: u64, id_tag: u64, fd: u64, want_mode: u64) -> 
     let (d, m) = unsafe { (shim_file_dentry(f), shim_file_mnt(f)) };
     walk_path(tag, d as u64, m as u64);
     put_id(id_tag, d as u64);
-    if want_mode == 0 {
-        return 0;
-    }
     // SAFETY: as above.
     unsafe { shim_file_fmode(f) as u64 }
 }

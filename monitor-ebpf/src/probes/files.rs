@@ -415,7 +415,7 @@ pub fn is_open(id: u32) -> bool {
 /// entry record already triggered).
 #[inline(always)]
 pub fn opened(rec: &mut Record, fd: i32) {
-    let fmode = rec.walk_fd_with_id_mode(OPENED_PATH, OPENED_ID, fd);
+    let fmode = rec.walk_fd_with_id(OPENED_PATH, OPENED_ID, fd);
     if fmode & monitor_common::FMODE_CREATED != 0 {
         rec.u64_field(OPENED_CREATED, fmode as u64, 0);
     }
