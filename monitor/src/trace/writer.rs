@@ -18,6 +18,8 @@ use crate::record::Action;
 
 /// Buffered bytes above which an append writes the buffer out by itself.
 const AUTO_FLUSH_BYTES: usize = 1 << 20;
+/// Capacity of a new batch: a full batch and its last record.
+const BATCH_CAPACITY: usize = AUTO_FLUSH_BYTES + (64 << 10);
 
 #[derive(Serialize)]
 struct HeaderBody<'a> {
@@ -196,8 +198,15 @@ impl TraceWriter {
 
     fn write_out(&mut self) -> Result<(), TraceError> {
         if let Some(p) = &mut self.packer {
+            // The next batch's buffer at its full size at once: growing it
+            // by doubling would copy the lines written so far each time.
+            let lines = if self.buf.is_empty() {
+                Vec::new()
+            } else {
+                std::mem::replace(&mut self.buf, Vec::with_capacity(BATCH_CAPACITY))
+            };
             return p
-                .submit(std::mem::take(&mut self.buf))
+                .submit(lines)
                 .map_err(|e| TraceError::io(&self.path, "write", e));
         }
         let Some(file) = self.file.as_mut() else {
