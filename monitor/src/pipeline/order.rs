@@ -119,14 +119,21 @@ impl Orderer {
     /// Releases records that are complete and older than the reorder
     /// window (`force`: everything, at the end of a run).
     pub fn release(&mut self, now_ns: u64, force: bool, out: &mut Vec<Action>) {
+        let releasable = |key: &(u64, u64), slot: &Slot| {
+            let age = now_ns.saturating_sub(key.0);
+            force || (slot.ready && age >= REORDER_WINDOW_NS) || age >= MAX_RESULT_WAIT_NS
+        };
+        // Room for all of them at once: actions are large, and growing the
+        // vector by doubling would copy them again and again.
+        out.reserve(
+            self.queue
+                .iter()
+                .take_while(|(k, s)| releasable(k, s))
+                .count(),
+        );
         while let Some(entry) = self.queue.first_entry() {
             let key = *entry.key();
-            let ktime = key.0;
-            let age = now_ns.saturating_sub(ktime);
-            let slot = entry.get();
-            let releasable =
-                force || (slot.ready && age >= REORDER_WINDOW_NS) || age >= MAX_RESULT_WAIT_NS;
-            if !releasable {
+            if !releasable(&key, entry.get()) {
                 break;
             }
             let mut slot = entry.remove();
