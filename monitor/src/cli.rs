@@ -139,7 +139,6 @@ pub fn init_daemon_logging(filter: Option<&str>, format: crate::daemon::LogForma
 }
 
 pub fn main() -> i32 {
-    crate::core::sys::bound_heap();
     let cli = Cli::parse();
     if let Command::Daemon(d) = &cli.command {
         init_daemon_logging(cli.log.as_deref(), d.log_format);

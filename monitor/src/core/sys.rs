@@ -18,23 +18,6 @@ pub fn uname() -> (String, String) {
     (s(&u.nodename), s(&u.release))
 }
 
-/// Fixes glibc's thresholds for handing memory back, before any thread
-/// starts. By default glibc raises its mmap threshold to the size of the
-/// largest block freed (up to 32 MiB): after the first batch of trace
-/// lines (about 1 MiB) is freed, every later batch comes from the heap and
-/// its freed memory stays resident, which raised abm's peak RSS on a burst
-/// by about 7 MiB. Setting the thresholds turns that adjustment off: blocks
-/// of 128 KiB and more are mapped and unmapped on their own, and free
-/// memory at the top of the heap above 128 KiB is returned.
-pub fn bound_heap() {
-    #[cfg(target_env = "gnu")]
-    // SAFETY: mallopt(3) takes plain integers; called before any thread.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 << 10);
-        libc::mallopt(libc::M_TRIM_THRESHOLD, 128 << 10);
-    }
-}
-
 /// `p` made absolute against the current directory, without touching the
 /// file system beyond it (the path need not exist; symlinks and `..` stay).
 pub fn absolute(p: &Path) -> PathBuf {
