@@ -145,14 +145,15 @@ impl Probes {
             // again rather than handed to the loader: `EbpfLoader::new`
             // parses it regardless, and two copies at once (some 25 MiB
             // each) would raise abm's peak RSS.
+            // The loader's copy is freed but resident between blocks kept;
+            // handed back first, so that this parse reuses pages rather
+            // than adding its own to abm's peak.
+            // SAFETY: malloc_trim only releases free heap memory.
+            unsafe { libc::malloc_trim(0) };
             let btf = Btf::from_sys_fs().map_err(|_| ProbeError::NoBtf)?;
             let (name, tracepoint) = BTF_TRACEPOINT;
-            let prog: &mut BtfTracePoint = ebpf
-                .program_mut(name)
-                .ok_or(ProbeError::MissingMap(name))?
-                .try_into()
-                .map_err(|source| ProbeError::Program { name, source })?;
-            prog.load(tracepoint, &btf)
+            btf_tracepoint(&mut ebpf, name)?
+                .load(tracepoint, &btf)
                 .map_err(|source| ProbeError::Program { name, source })?;
         }
         // The programs `sys_enter` tail-calls, loaded (not attached) and in
@@ -180,16 +181,10 @@ impl Probes {
             prog.attach(tracepoint)
                 .map_err(|source| ProbeError::Program { name, source })?;
         }
-        {
-            let name = BTF_TRACEPOINT.0;
-            let prog: &mut BtfTracePoint = ebpf
-                .program_mut(name)
-                .ok_or(ProbeError::MissingMap(name))?
-                .try_into()
-                .map_err(|source| ProbeError::Program { name, source })?;
-            prog.attach()
-                .map_err(|source| ProbeError::Program { name, source })?;
-        }
+        let name = BTF_TRACEPOINT.0;
+        btf_tracepoint(&mut ebpf, name)?
+            .attach()
+            .map_err(|source| ProbeError::Program { name, source })?;
         let scope_map = ebpf
             .take_map("SCOPE")
             .ok_or(ProbeError::MissingMap("SCOPE"))?;
@@ -393,6 +388,17 @@ pub fn lsm_list() -> Option<String> {
             .status();
     }
     fs::read_to_string(p).ok().map(|s| s.trim().to_owned())
+}
+
+/// The BTF tracepoint program `name` of the object.
+fn btf_tracepoint<'a>(
+    ebpf: &'a mut Ebpf,
+    name: &'static str,
+) -> Result<&'a mut BtfTracePoint, ProbeError> {
+    ebpf.program_mut(name)
+        .ok_or(ProbeError::MissingMap(name))?
+        .try_into()
+        .map_err(|source| ProbeError::Program { name, source })
 }
 
 /// Loads the raw tracepoint program `name` of the object (not attached).
