@@ -365,29 +365,39 @@ fn git_internals_are_recoverable_only_when_every_branch_is_on_a_remote() {
     assert_eq!(object(&mut m), Recovery::Irreversible);
 }
 
+/// The context of a run whose workspace is the repository `r`.
+fn ctx_in(r: &Path, tmp: &Path) -> Context {
+    Context {
+        workspace: r.to_path_buf(),
+        home: tmp.join("home"),
+        trace_path: None,
+    }
+}
+
+/// A file call of one process on `path`, not yet judged.
+fn file_effect(op: Op, path: &Path, flags: &[&str]) -> Action {
+    Action {
+        op: Some(op),
+        pid: 30,
+        tid: 30,
+        ppid: 1,
+        path: Some(s(path)),
+        flag_names: flags.iter().map(|f| f.to_string()).collect(),
+        ..Default::default()
+    }
+}
+
 #[test]
 fn an_rmdir_loses_nothing_but_the_files_it_held_are_judged() {
     let tmp = tempfile::tempdir().unwrap();
     let r = repo(tmp.path());
     std::fs::create_dir_all(r.join("tests")).unwrap();
     std::fs::write(r.join("tests/test_x.py"), "def test(): pass\n").unwrap();
-    let ctx = Context {
-        workspace: r.clone(),
-        home: tmp.path().join("home"),
-        trace_path: None,
-    };
+    let ctx = ctx_in(&r, tmp.path());
     let policy = Policy::default_pack();
     let mut j = Judge::new(&ctx);
     let mut effect = |op: Op, path: &Path, flags: &[&str]| {
-        let mut a = Action {
-            op: Some(op),
-            pid: 30,
-            tid: 30,
-            ppid: 1,
-            path: Some(s(path)),
-            flag_names: flags.iter().map(|f| f.to_string()).collect(),
-            ..Default::default()
-        };
+        let mut a = file_effect(op, path, flags);
         j.judge(&mut a, &policy, &ctx);
         a
     };
@@ -435,24 +445,14 @@ fn an_rmdir_loses_nothing_but_the_files_it_held_are_judged() {
 fn an_open_that_created_its_file_destroyed_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let r = repo(tmp.path());
-    let ctx = Context {
-        workspace: r.clone(),
-        home: tmp.path().join("home"),
-        trace_path: None,
-    };
+    let ctx = ctx_in(&r, tmp.path());
     let policy = Policy::default_pack();
     let mut j = Judge::new(&ctx);
     let mut effect = |op: Op, path: &Path, flags: &[&str], created: bool| {
         let mut a = Action {
-            op: Some(op),
-            pid: 40,
-            tid: 40,
-            ppid: 1,
-            path: Some(s(path)),
-            flag_names: flags.iter().map(|f| f.to_string()).collect(),
             result: Some(3),
             created_by_call: created,
-            ..Default::default()
+            ..file_effect(op, path, flags)
         };
         j.judge(&mut a, &policy, &ctx);
         a
