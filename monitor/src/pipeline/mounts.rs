@@ -463,6 +463,9 @@ impl Views {
                 a.path = Some(s);
                 a.path_b64 = b64;
                 a.container_path = c;
+                // A path of another namespace's view: never canonicalised
+                // in abm's own.
+                a.path_provisional = false;
             } else {
                 a.path2 = Some(s);
                 a.path2_b64 = b64;
