@@ -341,6 +341,10 @@ pub mod lookup {
     pub const OTHER: u64 = 8;
     /// Bit: the directory identity is valid.
     pub const DIR_KNOWN: u64 = 1 << 8;
+    /// Bit: the lookup followed at least one symbolic link on the way (its
+    /// result can be found or absent all the same): the path as written is
+    /// then not the object's canonical path.
+    pub const LINKS_FOLLOWED: u64 = 1 << 9;
     /// Components (and mount crossings) one lookup follows at most.
     pub const MAX_STEPS: u32 = 48;
     /// Entries of one hash chain looked at at most.

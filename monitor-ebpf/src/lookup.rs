@@ -24,7 +24,10 @@ use aya_ebpf::{
 use monitor_common::{
     fold_hash, hash_mix,
     limits::MAX_RAW_PATH,
-    lookup::{ABSENT, DEPTH, DIR_KNOWN, FOUND, FS_NAMES, MAX_CHAIN, MAX_STEPS, MOUNT, NOT_CACHED, OFF, OTHER, SYMLINK},
+    lookup::{
+        ABSENT, DEPTH, DIR_KNOWN, FOUND, FS_NAMES, LINKS_FOLLOWED, MAX_CHAIN, MAX_STEPS, MOUNT, NOT_CACHED, OFF, OTHER,
+        SYMLINK,
+    },
     DcacheConfig, DcacheSample,
 };
 
@@ -201,6 +204,9 @@ pub extern "C" fn lookup_path(path: u64, skip: u64, dentry: u64, mnt: u64, mode:
 #[inline(always)]
 fn finish(st: &mut LookupState, status: u64, obj: u64, dir: u64) -> u64 {
     let mut status = status;
+    if st.links != 0 {
+        status |= LINKS_FOLLOWED;
+    }
     if obj != 0 {
         let (ino, dev) = identity(obj);
         st.out[0] = ino;

@@ -770,7 +770,9 @@ pub fn resolve_path(
         && std::str::from_utf8(&base_path).is_ok();
     let host = match &magic {
         Some(p) => resolve_raw_with(b"/", p, true, cache),
-        None if provisional => join(&base_path, &raw.data),
+        None if provisional || (root == b"/" && walked_plain(ev, raw_tag)) => {
+            join(&base_path, &raw.data)
+        }
         None => resolve_raw_with(&base_path, &raw.data, root == b"/", cache),
     };
     if names_proc_link(&host) {
@@ -793,6 +795,30 @@ fn is_open(ev: &KernelEvent) -> bool {
     use monitor_common::syscall_nr as n;
     ev.hdr.hflags & header_flags::COMPAT == 0
         && matches!(ev.hdr.syscall, n::OPEN | n::OPENAT | n::OPENAT2 | n::CREAT)
+}
+
+/// Whether the kernel's dentry-cache lookup of argument `raw_tag` at the
+/// call went through every component from the base (status found or
+/// absent) without following a symbolic link (`LINKS_FOLLOWED`) or
+/// leaving a mount by `..` (that status is `OTHER`): the lexical join of
+/// the argument to its base is then the canonical path, as it was at the
+/// call, and nothing needs to be read from the file system.
+fn walked_plain(ev: &KernelEvent, raw_tag: u8) -> bool {
+    use monitor_common::lookup as l;
+    let tag = if raw_tag == field_tag::RAW_PATH {
+        field_tag::LOOKUP
+    } else {
+        field_tag::LOOKUP2
+    };
+    let Some(f) = ev.field(tag) else {
+        return false;
+    };
+    let plain = Lookup::decode(f).is_some_and(|l| l.gap.is_none())
+        && f.data
+            .get(32..40)
+            .and_then(|b| <[u8; 8]>::try_from(b).ok())
+            .is_some_and(|b| u64::from_ne_bytes(b) & l::LINKS_FOLLOWED == 0);
+    plain && ev.field(field_tag::MNT_NS).is_none()
 }
 
 /// Whether a path has a `..` component.
@@ -1047,7 +1073,13 @@ pub fn action_from_event_with(ev: &KernelEvent, mut cache: Option<&mut DirCache>
     }
     if !compat {
         entry_identities(ev, &mut a);
-        if root == b"/" && ev.field(field_tag::MNT_NS).is_none() && stale_dir(ev, &a) {
+        // A path the kernel walked plainly is the call's own: nothing was
+        // resolved after it that could have changed.
+        if root == b"/"
+            && ev.field(field_tag::MNT_NS).is_none()
+            && !walked_plain(ev, field_tag::RAW_PATH)
+            && stale_dir(ev, &a)
+        {
             PathIssue::add(&mut issues, PathIssue::PathChanged);
         }
     }
@@ -1620,6 +1652,40 @@ mod tests {
         let mut a = action_from_event_with(&open(b"link/f"), Some(&mut cache));
         settle_path(&mut a, None);
         assert_eq!(a.path.as_deref(), Some(&*real_f));
+    }
+
+    /// A path whose every component the kernel's lookup followed at the
+    /// call (found or absent) is the lexical join of the argument to its
+    /// base, read nowhere else; one through a symbolic link is
+    /// canonicalised from the file system, as before.
+    #[test]
+    fn a_path_the_kernel_walked_plainly_is_not_read_again() {
+        use monitor_common::{lookup as l, syscall_nr as n};
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = std::fs::canonicalize(tmp.path()).unwrap();
+        std::fs::create_dir(ws.join("real")).unwrap();
+        std::os::unix::fs::symlink(ws.join("real"), ws.join("link")).unwrap();
+        let unlink = |status: u64| {
+            let lookup = lookup_field(field_tag::LOOKUP, (0, 0), (7, 1), status);
+            let ev = entry(
+                EventKind::Unlink,
+                n::UNLINKAT,
+                0,
+                &[f(field_tag::RAW_PATH, b"link/f"), base_of(&ws), lookup],
+            );
+            action_from_event_with(&ev, Some(&mut DirCache::default()))
+                .path
+                .unwrap()
+        };
+        let path = |p: &str| ws.join(p).to_str().unwrap().to_owned();
+        // Said plain (the kernel would not say so of this link): not read.
+        assert_eq!(unlink(l::ABSENT | l::DIR_KNOWN), path("link/f"));
+        assert_eq!(unlink(l::FOUND | l::DIR_KNOWN), path("link/f"));
+        // A symbolic link on the way (followed, or not), or no lookup:
+        // read from the tree.
+        assert_eq!(unlink(l::FOUND | l::LINKS_FOLLOWED), path("real/f"));
+        assert_eq!(unlink(l::SYMLINK), path("real/f"));
+        assert_eq!(unlink(l::NOT_CACHED), path("real/f"));
     }
 
     /// The kernel's dentry-cache lookups give the object and its directory
