@@ -1086,12 +1086,14 @@ pub fn action_from_event_with(ev: &KernelEvent, mut cache: Option<&mut DirCache>
     // A call that followed a final symlink with no fd to name what it
     // reached: the target, read now, and said so. Only on the host root
     // and mount namespace, where abm's view of the file system is the
-    // caller's.
+    // caller's; not when the kernel's lookup (which follows the final
+    // component for these calls) met no symlink at the call.
     if !compat
         && root == b"/"
         && ev.field(field_tag::MNT_NS).is_none()
         && ev.field(field_tag::FD_PATH).is_none()
         && follows_final_link(h.syscall, flags)
+        && !walked_plain(ev, field_tag::RAW_PATH)
     {
         if let Some(target) = a
             .path
@@ -1916,6 +1918,40 @@ mod tests {
         let a = action_from_event(&lchown);
         assert!(a.path.as_deref().unwrap().ends_with("/link"));
         assert!(a.path_issues.is_empty());
+        // The kernel's lookup at the call met no symlink (the link was
+        // made since): the call's own path, nothing read late.
+        use monitor_common::lookup as l;
+        let mut plain = fields.to_vec();
+        plain.push(lookup_field(
+            field_tag::LOOKUP,
+            (5, 1),
+            (4, 1),
+            l::FOUND | l::DIR_KNOWN,
+        ));
+        let chmod = entry(
+            EventKind::Chmod,
+            monitor_common::syscall_nr::FCHMODAT,
+            0,
+            &plain,
+        );
+        let a = action_from_event(&chmod);
+        assert!(a.path.as_deref().unwrap().ends_with("/link"), "{a:?}");
+        assert!(a.path_issues.is_empty(), "{a:?}");
+        // It followed one: read late, as above.
+        plain.pop();
+        plain.push(lookup_field(
+            field_tag::LOOKUP,
+            (5, 1),
+            (4, 1),
+            l::FOUND | l::DIR_KNOWN | l::LINKS_FOLLOWED,
+        ));
+        let chmod = entry(
+            EventKind::Chmod,
+            monitor_common::syscall_nr::FCHMODAT,
+            0,
+            &plain,
+        );
+        assert_eq!(action_from_event(&chmod).path.as_deref(), real.to_str());
         std::fs::remove_dir_all(&d).unwrap();
     }
 
