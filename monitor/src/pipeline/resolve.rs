@@ -1603,16 +1603,22 @@ mod tests {
         f(field_tag::BASE, &d)
     }
 
+    /// A directory (canonical) holding `real/` and `link` → `real`.
+    fn linked_dir() -> (tempfile::TempDir, std::path::PathBuf) {
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = std::fs::canonicalize(tmp.path()).unwrap();
+        std::fs::create_dir(ws.join("real")).unwrap();
+        std::os::unix::fs::symlink(ws.join("real"), ws.join("link")).unwrap();
+        (tmp, ws)
+    }
+
     /// On the trace's path an open's directory is left for its result to
     /// name, and canonicalised only when the result does not (a failed
     /// open), which gives the path it would have had at entry.
     #[test]
     fn an_open_is_canonicalised_only_when_its_result_does_not_name_the_file() {
         use monitor_common::syscall_nr as n;
-        let tmp = tempfile::tempdir().unwrap();
-        let ws = std::fs::canonicalize(tmp.path()).unwrap();
-        std::fs::create_dir(ws.join("real")).unwrap();
-        std::os::unix::fs::symlink(ws.join("real"), ws.join("link")).unwrap();
+        let (_tmp, ws) = linked_dir();
         let open = |raw: &[u8]| {
             entry(
                 EventKind::Write,
@@ -1663,10 +1669,7 @@ mod tests {
     #[test]
     fn a_path_the_kernel_walked_plainly_is_not_read_again() {
         use monitor_common::{lookup as l, syscall_nr as n};
-        let tmp = tempfile::tempdir().unwrap();
-        let ws = std::fs::canonicalize(tmp.path()).unwrap();
-        std::fs::create_dir(ws.join("real")).unwrap();
-        std::os::unix::fs::symlink(ws.join("real"), ws.join("link")).unwrap();
+        let (_tmp, ws) = linked_dir();
         let unlink = |status: u64| {
             let lookup = lookup_field(field_tag::LOOKUP, (0, 0), (7, 1), status);
             let ev = entry(
