@@ -308,22 +308,19 @@ impl Judge {
         // `truncate`) of a path that did not exist before the run.
         let creates = matches!(a.op, Some(Op::Write | Op::Truncate))
             && a.flag_names.iter().any(|f| f == "O_CREAT");
-        if let (true, true, Some(p)) = (creates, a.created_by_call, &a.path) {
-            // The kernel said the call created it: no stat needed.
-            self.measurer.created.insert(p.clone());
-            if builder {
-                self.measurer.built.insert(p.clone());
-            }
-        } else if let (true, Some(p)) = (creates, &a.path) {
-            // The measurement's lstat of this path, when it has one and it
-            // is not a symbolic link, is what a stat would say.
-            let meta = match self.measurer.take_lstat(p) {
-                Some(m) => Ok(m),
-                None => std::fs::metadata(p),
-            };
-            let new = match meta.and_then(|m| m.created()) {
-                Ok(born) => born >= self.run_start,
-                Err(_) => true,
+        if let (true, Some(p)) = (creates, &a.path) {
+            // The kernel said the call created it (no stat needed), or the
+            // measurement's lstat of this path, when it has one and it is
+            // not a symbolic link, is what a stat would say.
+            let new = a.created_by_call || {
+                let meta = match self.measurer.take_lstat(p) {
+                    Some(m) => Ok(m),
+                    None => std::fs::metadata(p),
+                };
+                match meta.and_then(|m| m.created()) {
+                    Ok(born) => born >= self.run_start,
+                    Err(_) => true,
+                }
             };
             if new || a.result.is_none() && !Path::new(p).exists() {
                 self.measurer.created.insert(p.clone());

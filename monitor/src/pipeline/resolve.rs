@@ -445,6 +445,8 @@ pub struct Lookup {
     pub dir: Option<(u64, u64)>,
     /// Why there is no object identity, when the object may exist.
     pub gap: Option<IdentityGap>,
+    /// The lookup followed a symbolic link on the way (`LINKS_FOLLOWED`).
+    pub links_followed: bool,
 }
 
 impl Lookup {
@@ -479,6 +481,7 @@ impl Lookup {
                 None
             },
             gap,
+            links_followed: status & l::LINKS_FOLLOWED != 0,
         })
     }
 }
@@ -804,21 +807,16 @@ fn is_open(ev: &KernelEvent) -> bool {
 /// the argument to its base is then the canonical path, as it was at the
 /// call, and nothing needs to be read from the file system.
 fn walked_plain(ev: &KernelEvent, raw_tag: u8) -> bool {
-    use monitor_common::lookup as l;
     let tag = if raw_tag == field_tag::RAW_PATH {
         field_tag::LOOKUP
     } else {
         field_tag::LOOKUP2
     };
-    let Some(f) = ev.field(tag) else {
-        return false;
-    };
-    let plain = Lookup::decode(f).is_some_and(|l| l.gap.is_none())
-        && f.data
-            .get(32..40)
-            .and_then(|b| <[u8; 8]>::try_from(b).ok())
-            .is_some_and(|b| u64::from_ne_bytes(b) & l::LINKS_FOLLOWED == 0);
-    plain && ev.field(field_tag::MNT_NS).is_none()
+    ev.field(field_tag::MNT_NS).is_none()
+        && ev
+            .field(tag)
+            .and_then(Lookup::decode)
+            .is_some_and(|l| l.gap.is_none() && !l.links_followed)
 }
 
 /// Whether a path has a `..` component.
@@ -1071,29 +1069,27 @@ pub fn action_from_event_with(ev: &KernelEvent, mut cache: Option<&mut DirCache>
         // result record names the file opened).
         issues.push(PathIssue::ByHandle);
     }
+    // The first path was resolved by abm after the call, in its own view
+    // of the file system, which is the caller's on the host root and mount
+    // namespace: not walked plainly by the kernel at the call, which makes
+    // it the call's own path, with nothing that could have changed since.
+    let resolved_late = !compat
+        && root == b"/"
+        && ev.field(field_tag::MNT_NS).is_none()
+        && !walked_plain(ev, field_tag::RAW_PATH);
     if !compat {
         entry_identities(ev, &mut a);
-        // A path the kernel walked plainly is the call's own: nothing was
-        // resolved after it that could have changed.
-        if root == b"/"
-            && ev.field(field_tag::MNT_NS).is_none()
-            && !walked_plain(ev, field_tag::RAW_PATH)
-            && stale_dir(ev, &a)
-        {
+        if resolved_late && stale_dir(ev, &a) {
             PathIssue::add(&mut issues, PathIssue::PathChanged);
         }
     }
     // A call that followed a final symlink with no fd to name what it
-    // reached: the target, read now, and said so. Only on the host root
-    // and mount namespace, where abm's view of the file system is the
-    // caller's; not when the kernel's lookup (which follows the final
-    // component for these calls) met no symlink at the call.
-    if !compat
-        && root == b"/"
-        && ev.field(field_tag::MNT_NS).is_none()
+    // reached: the target, read now, and said so (the kernel's lookup
+    // follows the final component for these calls, so a plain walk met
+    // no symlink).
+    if resolved_late
         && ev.field(field_tag::FD_PATH).is_none()
         && follows_final_link(h.syscall, flags)
-        && !walked_plain(ev, field_tag::RAW_PATH)
     {
         if let Some(target) = a
             .path
