@@ -1,5 +1,10 @@
 //! The `abm` command line.
 use clap::{Parser, Subcommand};
+use tracing_subscriber::{
+    filter::{LevelFilter, Targets},
+    layer::SubscriberExt as _,
+    util::SubscriberInitExt as _,
+};
 
 use crate::{kernel::probes, oracle, policy_cmd, run, trace};
 
@@ -13,10 +18,11 @@ use crate::{kernel::probes, oracle, policy_cmd, run, trace};
 #[derive(Debug, Parser)]
 #[command(name = "abm", version, propagate_version = true)]
 pub struct Cli {
-    /// Log level for diagnostics on stderr (error, warn, info, debug, trace),
-    /// or a tracing filter such as `monitor=debug`. Also read from ABM_LOG.
-    #[arg(long, global = true, value_name = "FILTER")]
-    pub log: Option<String>,
+    /// Log level for diagnostics on stderr (error, warn, info, debug, trace,
+    /// off), or comma-separated `target=level` pairs such as
+    /// `monitor=debug,warn`. Also read from ABM_LOG.
+    #[arg(long, global = true, value_name = "FILTER", value_parser = parse_log_filter)]
+    pub log: Option<Targets>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -91,18 +97,40 @@ pub fn doctor(a: DoctorArgs) -> anyhow::Result<i32> {
     Ok(if tp { 0 } else { 1 })
 }
 
-pub fn init_logging(filter: Option<&str>) {
-    use tracing_subscriber::EnvFilter;
-    let filter = filter
-        .map(EnvFilter::new)
-        .or_else(|| EnvFilter::try_from_env("ABM_LOG").ok())
-        .unwrap_or_else(|| EnvFilter::new("warn"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .without_time()
+/// Parses a `--log` / `ABM_LOG` filter: a level, or `target=level` pairs.
+fn parse_log_filter(s: &str) -> Result<Targets, String> {
+    s.parse::<Targets>().map_err(|e| {
+        format!("{e}: write a level (error, warn, info, debug, trace, off) or `target=level` pairs separated by commas, e.g. `monitor=debug,warn`")
+    })
+}
+
+/// The filter from `--log`, else from ABM_LOG, else `default`. A bad
+/// ABM_LOG is reported on stderr and the default is used.
+fn log_filter(flag: Option<Targets>, default: LevelFilter) -> Targets {
+    if let Some(f) = flag {
+        return f;
+    }
+    match std::env::var("ABM_LOG") {
+        Ok(s) if !s.trim().is_empty() => match parse_log_filter(&s) {
+            Ok(f) => return f,
+            Err(e) => eprintln!("abm: ignoring ABM_LOG={s:?}: {e}"),
+        },
+        _ => {}
+    }
+    Targets::new().with_default(default)
+}
+
+pub fn init_logging(flag: Option<Targets>) {
+    let filter = log_filter(flag, LevelFilter::WARN);
+    tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_target(false)
+                .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+                .without_time(),
+        )
+        .with(filter)
         .init();
 }
 
@@ -110,40 +138,38 @@ pub fn init_logging(filter: Option<&str>) {
 /// ANSI colours unless stderr is a terminal, no timestamps under systemd
 /// (JOURNAL_STREAM set: the journal stamps each line itself). With
 /// `LogFormat::Json`, one JSON object per line with an RFC 3339 timestamp.
-pub fn init_daemon_logging(filter: Option<&str>, format: crate::daemon::LogFormat) {
+pub fn init_daemon_logging(flag: Option<Targets>, format: crate::daemon::LogFormat) {
     use std::io::IsTerminal as _;
-    use tracing_subscriber::EnvFilter;
-    let filter = filter
-        .map(EnvFilter::new)
-        .or_else(|| EnvFilter::try_from_env("ABM_LOG").ok())
-        .unwrap_or_else(|| EnvFilter::new("info"));
+    let filter = log_filter(flag, LevelFilter::INFO);
+    let registry = tracing_subscriber::registry().with(filter);
     if format == crate::daemon::LogFormat::Json {
-        tracing_subscriber::fmt()
-            .json()
-            .with_env_filter(filter)
-            .with_writer(std::io::stderr)
-            .with_target(false)
+        registry
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .json()
+                    .with_writer(std::io::stderr)
+                    .with_target(false),
+            )
             .init();
         return;
     }
-    let b = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let layer = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_target(false)
         .with_ansi(std::io::stderr().is_terminal());
     if std::env::var_os("JOURNAL_STREAM").is_some() {
-        b.without_time().init();
+        registry.with(layer.without_time()).init();
     } else {
-        b.init();
+        registry.with(layer).init();
     }
 }
 
 pub fn main() -> i32 {
     let cli = Cli::parse();
     if let Command::Daemon(d) = &cli.command {
-        init_daemon_logging(cli.log.as_deref(), d.log_format);
+        init_daemon_logging(cli.log.clone(), d.log_format);
     } else {
-        init_logging(cli.log.as_deref());
+        init_logging(cli.log.clone());
     }
     let result = match cli.command {
         Command::Run(a) => tokio::runtime::Builder::new_current_thread()
@@ -175,5 +201,27 @@ pub fn main() -> i32 {
             eprintln!("abm: error: {e:#}");
             2
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_filters_parse_levels_and_targets_and_name_the_fix() {
+        use tracing::Level;
+        let f = parse_log_filter("monitor=debug,warn").unwrap();
+        assert!(f.would_enable("monitor::run", &Level::DEBUG));
+        assert!(!f.would_enable("aya", &Level::INFO));
+        assert!(f.would_enable("aya", &Level::WARN));
+        let f = parse_log_filter("info").unwrap();
+        assert!(f.would_enable("monitor", &Level::INFO));
+        assert!(!f.would_enable("monitor", &Level::DEBUG));
+        let e = parse_log_filter("monitor=loud").unwrap_err();
+        assert!(e.contains("`target=level`"), "{e}");
+        // The flag takes precedence over ABM_LOG and the default.
+        let f = log_filter(Some(parse_log_filter("trace").unwrap()), LevelFilter::WARN);
+        assert!(f.would_enable("x", &Level::TRACE));
     }
 }

@@ -208,7 +208,7 @@ impl PathGlobs {
                 exact[r as usize] = true;
                 continue;
             }
-            let g = path_glob(rest).map_err(|e| (i, e, GLOB_HINT.to_owned()))?;
+            let g = path_glob(glob_text(root, rest)).map_err(|e| (i, e, GLOB_HINT.to_owned()))?;
             parts.push((root, g));
         }
         let sets = Sets::build(&parts).map_err(|e| (0, glob_error(&e), GLOB_HINT.to_owned()))?;
@@ -253,13 +253,35 @@ impl PathGlobs {
             if exact && (rest.is_empty() || (root.is_empty() && rest == "/")) {
                 return true;
             }
-            if let Some(set) = set {
-                if set.is_match(rest) {
+            if let (Some(set), Some(rel)) = (set, beneath(*r, rest)) {
+                if set.is_match(rel) {
                     return true;
                 }
             }
         }
         false
+    }
+}
+
+/// The part of a root-relative pattern that is compiled: without the `/`
+/// that follows `${workspace}` and `${home}`, so that `${workspace}/**/*.tf`
+/// compiles as `**/*.tf`, which glob sets match by extension alone instead
+/// of with a regex of its own. [`beneath`] strips the same `/` from paths.
+fn glob_text(root: Option<Root>, rest: &str) -> &str {
+    match root {
+        Some(Root::Workspace | Root::Home) => rest.strip_prefix('/').unwrap_or(rest),
+        _ => rest,
+    }
+}
+
+/// What a root-relative glob is matched against, given the path's `rest`
+/// after the root: for `${workspace}` and `${home}` the part after the `/`
+/// (no glob can match a path that continues the root's last name, as
+/// `/work2` continues `/work`); for `${trace}`, `rest` itself.
+fn beneath(root: Root, rest: &str) -> Option<&str> {
+    match root {
+        Root::Workspace | Root::Home => rest.strip_prefix('/'),
+        Root::Trace => Some(rest),
     }
 }
 
@@ -396,7 +418,9 @@ impl PathIndex {
                     hits.set(id);
                 }
             }
-            set.mark(rest, &mut scratch, &mut hits);
+            if let Some(rel) = beneath(r, rest) {
+                set.mark(rel, &mut scratch, &mut hits);
+            }
         }
         hits
     }

@@ -1109,3 +1109,71 @@ when = [
     }
     assert!(compared > 10_000, "{compared}");
 }
+
+/// Root-relative globs are compiled without the `/` after the root, and
+/// paths are matched the same way: what they match is unchanged, through a
+/// test's own sets and through the merged index alike.
+#[test]
+fn root_relative_globs_match_beneath_the_root_only() {
+    use super::paths::{PathGlobs, PathIndex};
+    let pats = |p: &[&str]| p.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let cases: &[(&str, &[&str], &[&str])] = &[
+        (
+            "${workspace}/**/*.tf",
+            &["/w/main.tf", "/w/a/b/main.tf"],
+            &[
+                "/w",
+                "/w/",
+                "/w2/main.tf",
+                "/wmain.tf",
+                "/w/main.tfx",
+                "/x/w/main.tf",
+            ],
+        ),
+        (
+            "${workspace}/**",
+            &["/w/", "/w/a", "/w/a/b"],
+            &["/w", "/w2", "/w2/a"],
+        ),
+        (
+            "${workspace}/*.pem",
+            &["/w/k.pem"],
+            &["/w/a/k.pem", "/w2/k.pem", "/w"],
+        ),
+        (
+            "${home}/.ssh",
+            &["/h/.ssh"],
+            &["/h/.ssh/x", "/h2/.ssh", "/h"],
+        ),
+        (
+            "${home}/.ssh/**",
+            &["/h/.ssh/id", "/h/.ssh/a/b"],
+            &["/h/.ssh", "/h/.sshx/a"],
+        ),
+        (
+            "${trace}*",
+            &["/t/run.abm", "/t/run.abm.seal"],
+            &["/t/x/run.abm"],
+        ),
+        ("${workspace}", &["/w"], &["/w/", "/w/a", "/w2"]),
+    ];
+    for (pattern, yes, no) in cases {
+        let mut g = PathGlobs::compile(&pats(&[pattern])).unwrap();
+        let roots = Roots::new(
+            Path::new("/w"),
+            Path::new("/h"),
+            Some(Path::new("/t/run.abm")),
+        );
+        let index = PathIndex::build(&mut [&mut g]);
+        for (paths, want) in [(yes, true), (no, false)] {
+            for p in paths.iter() {
+                assert_eq!(g.is_match(p, &roots), want, "{pattern} on {p}");
+                assert_eq!(
+                    index.hits(p, &roots).has(0),
+                    want,
+                    "{pattern} on {p} (index)"
+                );
+            }
+        }
+    }
+}

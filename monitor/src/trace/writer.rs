@@ -17,7 +17,7 @@ use super::{
 use crate::record::Action;
 
 /// Buffered bytes above which an append writes the buffer out by itself.
-const AUTO_FLUSH_BYTES: usize = 1 << 20;
+const AUTO_FLUSH_BYTES: usize = 256 << 10;
 /// Capacity of a new batch: a full batch and its last record.
 const BATCH_CAPACITY: usize = AUTO_FLUSH_BYTES + (64 << 10);
 
@@ -42,7 +42,7 @@ struct NoteBody<'a> {
 /// Records are encoded (and chained) into a memory buffer of canonical
 /// lines; [`flush`](Self::flush) writes the buffer out (the run loop calls
 /// it at least every second and on exit), and an append flushes by itself
-/// once the buffer exceeds 1 MiB. In the JSON-lines form a flush is a
+/// once the buffer exceeds 256 KiB. In the JSON-lines form a flush is a
 /// write(2) of the lines. In the compact form a flush hands the lines to a
 /// thread of their own, which packs them into one zstd frame and appends it,
 /// so compression never runs on the caller's thread.
