@@ -28,7 +28,9 @@ struct Slot {
 
 #[derive(Default)]
 pub struct Orderer {
-    queue: BTreeMap<(u64, u64), Slot>,
+    /// Boxed: an `Action` is large, and a B-tree moves its values within
+    /// and between nodes on every insert and removal.
+    queue: BTreeMap<(u64, u64), Box<Slot>>,
     pending: HashMap<u32, (u64, u64)>,
     arrivals: u64,
 }
@@ -70,11 +72,11 @@ impl Orderer {
         }
         self.queue.insert(
             key,
-            Slot {
+            Box::new(Slot {
                 action,
                 ready: false,
                 event,
-            },
+            }),
         );
     }
 
@@ -84,11 +86,11 @@ impl Orderer {
         self.arrivals += 1;
         self.queue.insert(
             key,
-            Slot {
+            Box::new(Slot {
                 action,
                 ready: true,
                 event: None,
-            },
+            }),
         );
     }
 
@@ -136,7 +138,7 @@ impl Orderer {
             if !releasable(&key, entry.get()) {
                 break;
             }
-            let mut slot = entry.remove();
+            let mut slot = *entry.remove();
             if !slot.ready {
                 self.pending.retain(|_, k| *k != key);
                 slot.action.result_note = Some(if force {
