@@ -294,7 +294,12 @@ impl<'a> Iterator for Fields<'a> {
 
 /// Builds the stored content of one frame from canonical lines.
 pub(crate) struct FrameBuilder<'a> {
-    dict: HashMap<&'a [u8], u32>,
+    /// Field text → its number in this frame. foldhash, seeded per process:
+    /// a lookup per field of every record, where SipHash cost about a
+    /// microsecond per record.
+    dict: HashMap<&'a [u8], u32, foldhash::fast::RandomState>,
+    /// The current record's fields (kept to reuse its allocation).
+    fields: Vec<&'a [u8]>,
     stored: Vec<u8>,
     first_seq: u64,
     prev: [u8; DIGEST_LEN],
@@ -306,7 +311,8 @@ pub(crate) struct FrameBuilder<'a> {
 impl<'a> FrameBuilder<'a> {
     pub(crate) fn new() -> FrameBuilder<'a> {
         FrameBuilder {
-            dict: HashMap::new(),
+            dict: HashMap::default(),
+            fields: Vec::new(),
             stored: Vec::with_capacity(256 * 1024),
             first_seq: 0,
             prev: [0; DIGEST_LEN],
@@ -341,9 +347,10 @@ impl<'a> FrameBuilder<'a> {
             }
         }
         self.stored.extend_from_slice(&p.hash);
-        let fields: Vec<&'a [u8]> = split_fields(p.body).collect();
-        push_varint(&mut self.stored, fields.len() as u64);
-        for f in fields {
+        self.fields.clear();
+        self.fields.extend(split_fields(p.body));
+        push_varint(&mut self.stored, self.fields.len() as u64);
+        for &f in &self.fields {
             match self.dict.get(f) {
                 Some(&i) => push_varint(&mut self.stored, u64::from(i) + 1),
                 None => {

@@ -163,7 +163,10 @@ pub fn fetch(cache: &Cache, p: &Project) -> Result<PathBuf> {
                 "https://static.crates.io/crates/{0}/{0}-{1}.crate",
                 p.package, p.version
             )))?,
-        Registry::Pypi => sh(Command::new("python3")
+        // The corpus virtualenv's pip: `--no-build-isolation` builds the
+        // metadata with the setuptools and wheel installed there (pinned),
+        // not whatever the system Python has.
+        Registry::Pypi => sh(Command::new(cache.venv().join("bin/python"))
             .args([
                 "-m",
                 "pip",
