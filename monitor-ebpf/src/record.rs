@@ -17,7 +17,7 @@ use monitor_common::{
     field_flags, header_flags,
     field_tag::{BASE, BASE2, BASE2_ID, BASE_ID, ENV, LINK_REST, LINK_REST2, LOOKUP, LOOKUP2},
     limits::{MAX_ENV_LEN, MAX_ENV_SCAN, MAX_NAME, MAX_PATH_DEPTH, PAYLOAD_CAP},
-    target_env::PREFIXES,
+    target_env::PREFIXES, syscall_nr,
     EventHeader, EventKind, FieldHeader, LossCause,
 };
 
@@ -325,7 +325,7 @@ impl Record {
         let total = HDR + len;
         // SAFETY: `total` bytes from the start of this CPU's scratch entry, bounded by its size.
         let data = unsafe { core::slice::from_raw_parts(self.buf as *const u8, total) };
-        if EVENTS.output::<[u8]>(data, wakeup_flags()).is_err() {
+        if EVENTS.output::<[u8]>(data, wakeup_flags(self.hdr().syscall)).is_err() {
             count_loss(LossCause::RingbufFull);
         }
     }
@@ -350,11 +350,14 @@ const BPF_RB_AVAIL_DATA: u64 = 0;
 const BPF_RB_RING_SIZE: u64 = 1;
 
 /// Waking the consumer for every record costs a context switch per event
-/// under bursts. Records are sent without a wakeup while less than 1/8 of
-/// the ring is filled; userspace also drains on a short timer, so a quiet
-/// ring is never left waiting.
+/// under bursts: records are sent without a wakeup while less than 1/8 of
+/// the ring is filled (userspace also drains on a short timer). An exec
+/// wakes it at once, so that what the command names is previewed early.
 #[inline(always)]
-fn wakeup_flags() -> u64 {
+fn wakeup_flags(syscall: u32) -> u64 {
+    if syscall == syscall_nr::EXECVE || syscall == syscall_nr::EXECVEAT {
+        return BPF_RB_FORCE_WAKEUP;
+    }
     let avail = EVENTS.query(BPF_RB_AVAIL_DATA);
     let size = EVENTS.query(BPF_RB_RING_SIZE);
     if avail.saturating_mul(8) >= size {

@@ -74,6 +74,9 @@ pub struct Judge {
     ended: Vec<u64>,
     /// Role of the exec record being judged.
     role: Option<ExecRole>,
+    /// Previews taken when exec records arrived, by thread and entry time
+    /// (see [`Judge::preview_early`]).
+    early: HashMap<(u32, u64), Blast>,
     /// Actions judged, and the time spent judging their records.
     pub actions_judged: u64,
     pub cost_ns: u64,
@@ -90,6 +93,7 @@ impl Judge {
             run_start: SystemTime::now(),
             ended: Vec::new(),
             role: None,
+            early: HashMap::new(),
             actions_judged: 0,
             cost_ns: 0,
         }
@@ -101,6 +105,24 @@ impl Judge {
         let mut j = Judge::new(ctx);
         j.grouper.ancestry = true;
         j
+    }
+
+    /// Previews what an exec record's command would destroy as soon as the
+    /// record arrives, before it waits out the reorder window behind the
+    /// records of what the command does: by then `git restore .` or
+    /// `rm -r` has often finished, and a preview would find nothing left to
+    /// count. [`place`](Self::place) uses it when the exec begins an action.
+    /// Only commands that [`blast::preview`] knows are kept.
+    pub fn preview_early(&mut self, a: &Action) {
+        if a.op != Some(Op::Exec) {
+            return;
+        }
+        let (Some(argv), Some(cwd)) = (&a.argv, &a.cwd) else {
+            return;
+        };
+        if let Some(b) = blast::preview(argv, Path::new(cwd), &mut self.measurer) {
+            self.early.insert((a.tid, a.ktime_ns), b);
+        }
     }
 
     /// Group, measure and judge one record: sets `action` (a provisional
@@ -137,13 +159,16 @@ impl Judge {
                 let key = self.next_key;
                 let (k, role) = self.grouper.exec(a, key);
                 self.role = Some(role);
+                let early = self.early.remove(&(a.tid, a.ktime_ns));
                 if role == ExecRole::Begins {
                     self.next_key += 1;
                     self.actions_judged += 1;
                     let st = &self.grouper.actions[&k];
                     let cwd = st.cwd.clone().map(PathBuf::from);
                     let argv = st.argv.clone();
-                    let preview = cwd.and_then(|c| blast::preview(&argv, &c, &mut self.measurer));
+                    let preview = early.or_else(|| {
+                        cwd.and_then(|c| blast::preview(&argv, &c, &mut self.measurer))
+                    });
                     self.info.insert(
                         k,
                         Info {

@@ -489,3 +489,37 @@ fn an_open_that_created_its_file_destroyed_nothing() {
     assert_ne!(m.object, ObjectKind::Created);
     assert_eq!(m.recovery, Recovery::Unmeasured, "{m:?}");
 }
+
+/// An exec previewed when its record arrived is judged by that preview,
+/// even if the command has destroyed what it names by the time its record
+/// is judged; without the early preview the same record finds nothing.
+#[test]
+fn an_exec_previewed_on_arrival_is_judged_by_what_was_there() {
+    let tmp = tempfile::tempdir().unwrap();
+    let r = repo(tmp.path());
+    let ctx = ctx_in(&r, tmp.path());
+    let policy = Policy::default_pack();
+    let clean = |ktime_ns: u64| Action {
+        cwd: Some(s(&r)),
+        ktime_ns,
+        ..exec(40, 1, &["git", "clean", "-fd"], "/usr/bin/git", 0)
+    };
+    let mut j = Judge::new(&ctx);
+    let mut early = clean(100);
+    j.preview_early(&early);
+    // `git clean -fd` removes the untracked notes before the record is judged.
+    std::fs::remove_file(r.join("notes.txt")).unwrap();
+    j.judge(&mut early, &policy, &ctx);
+    let v = early.verdict.as_ref().unwrap();
+    assert_eq!(
+        (v.rule.as_str(), v.treatment),
+        ("repo.clean-force", Treatment::Confirm),
+        "{v:?}"
+    );
+    // The same command judged only late: nothing untracked is left to count.
+    let mut late = clean(200);
+    Judge::new(&ctx).judge(&mut late, &policy, &ctx);
+    assert_eq!(late.verdict.as_ref().unwrap().treatment, Treatment::Accept);
+    // An early preview is used once, by the record it was taken for.
+    assert!(j.early.is_empty());
+}

@@ -147,6 +147,7 @@ impl Pipeline {
             _ => {
                 let mut action = resolve::action_from_event_with(&ev, Some(&mut self.dirs));
                 views.fix(&mut action, &ev, target);
+                self.judge.preview_early(&action);
                 // Keep the entry record when an argument must be re-read at exit.
                 let reread = action.path_issues.contains(&PathIssue::ReadFailed);
                 self.orderer.enter(action, reread.then_some(ev));
