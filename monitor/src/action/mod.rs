@@ -74,9 +74,10 @@ pub struct Judge {
     ended: Vec<u64>,
     /// Role of the exec record being judged.
     role: Option<ExecRole>,
-    /// Previews taken when exec records arrived, by thread and entry time
-    /// (see [`Judge::preview_early`]).
-    early: HashMap<(u32, u64), Blast>,
+    /// Previews taken when exec records arrived, by thread and entry time,
+    /// with the command line and directory they were taken for (see
+    /// [`Judge::preview_early`]).
+    early: HashMap<(u32, u64), (Vec<String>, String, Blast)>,
     /// Actions judged, and the time spent judging their records.
     pub actions_judged: u64,
     pub cost_ns: u64,
@@ -112,7 +113,10 @@ impl Judge {
     /// records of what the command does: by then `git restore .` or
     /// `rm -r` has often finished, and a preview would find nothing left to
     /// count. [`place`](Self::place) uses it when the exec begins an action.
-    /// Only commands that [`blast::preview`] knows are kept.
+    /// Only commands that [`blast::preview`] knows are kept. The attempts of
+    /// one path search (`execvp` tries each `PATH` directory: an exec record
+    /// each, the same command line) share one walk, as they share one
+    /// action ([`ExecRole::Retry`]).
     pub fn preview_early(&mut self, a: &Action) {
         if a.op != Some(Op::Exec) {
             return;
@@ -120,8 +124,14 @@ impl Judge {
         let (Some(argv), Some(cwd)) = (&a.argv, &a.cwd) else {
             return;
         };
-        if let Some(b) = blast::preview(argv, Path::new(cwd), &mut self.measurer) {
-            self.early.insert((a.tid, a.ktime_ns), b);
+        let same = self
+            .early
+            .iter()
+            .find(|((tid, _), (v, c, _))| *tid == a.tid && v == argv && c == cwd)
+            .map(|(_, (_, _, b))| b.clone());
+        if let Some(b) = same.or_else(|| blast::preview(argv, Path::new(cwd), &mut self.measurer)) {
+            self.early
+                .insert((a.tid, a.ktime_ns), (argv.clone(), cwd.clone(), b));
         }
     }
 
@@ -159,7 +169,7 @@ impl Judge {
                 let key = self.next_key;
                 let (k, role) = self.grouper.exec(a, key);
                 self.role = Some(role);
-                let early = self.early.remove(&(a.tid, a.ktime_ns));
+                let early = self.early.remove(&(a.tid, a.ktime_ns)).map(|(_, _, b)| b);
                 if role == ExecRole::Begins {
                     self.next_key += 1;
                     self.actions_judged += 1;

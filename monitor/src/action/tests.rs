@@ -509,6 +509,13 @@ fn an_exec_previewed_on_arrival_is_judged_by_what_was_there() {
     j.preview_early(&early);
     // `git clean -fd` removes the untracked notes before the record is judged.
     std::fs::remove_file(r.join("notes.txt")).unwrap();
+    // Another attempt of the same thread's path search shares the walk
+    // taken for the first (it would find nothing now).
+    let retry = clean(101);
+    j.preview_early(&retry);
+    let shared = |t: u64| j.early[&(40, t)].2.untracked;
+    assert_eq!((shared(100), shared(101)), (1, 1));
+    j.early.remove(&(40, 101));
     j.judge(&mut early, &policy, &ctx);
     let v = early.verdict.as_ref().unwrap();
     assert_eq!(

@@ -263,15 +263,12 @@ impl PathGlobs {
     }
 }
 
-/// The part of a root-relative pattern that is compiled: without the `/`
-/// that follows `${workspace}` and `${home}`, so that `${workspace}/**/*.tf`
-/// compiles as `**/*.tf`, which glob sets match by extension alone instead
-/// of with a regex of its own. [`beneath`] strips the same `/` from paths.
+/// The part of a pattern that is compiled: for a root-relative one, what
+/// [`beneath`] leaves of it, so that `${workspace}/**/*.tf` compiles as
+/// `**/*.tf`, which glob sets match by extension alone instead of with a
+/// regex of its own, and is matched against what `beneath` leaves of a path.
 fn glob_text(root: Option<Root>, rest: &str) -> &str {
-    match root {
-        Some(Root::Workspace | Root::Home) => rest.strip_prefix('/').unwrap_or(rest),
-        _ => rest,
-    }
+    root.and_then(|r| beneath(r, rest)).unwrap_or(rest)
 }
 
 /// What a root-relative glob is matched against, given the path's `rest`
