@@ -26,6 +26,7 @@ use crate::record::{Action, Measured, ObjectKind, Op, Recovery, Treatment, Verdi
 pub mod blast;
 pub mod git;
 pub mod group;
+pub mod pathset;
 pub mod recover;
 pub mod scope;
 
@@ -358,26 +359,26 @@ impl Judge {
                 }
             };
             if new || a.result.is_none() && !Path::new(p).exists() {
-                self.measurer.created.insert(p.clone());
+                self.measurer.created.insert(p);
             }
             if builder {
-                self.measurer.built.insert(p.clone());
+                self.measurer.built.insert(p);
             }
         }
         // A new name (`link`, `symlink`) is this run's: setuptools' sdist
         // release tree is hard links to the sources, removed afterwards.
         if matches!(a.op, Some(Op::Link | Op::Symlink)) && a.result.is_none_or(|r| r >= 0) {
             if let Some(new) = &a.path2 {
-                self.measurer.created.insert(new.clone());
+                self.measurer.created.insert(new);
             }
         }
         if a.op == Some(Op::Rename) {
             if let (Some(src), Some(dst)) = (&a.path, &a.path2) {
                 if self.measurer.created.remove(src) {
-                    self.measurer.created.insert(dst.clone());
+                    self.measurer.created.insert(dst);
                 }
                 if builder || self.measurer.built.remove(src) {
-                    self.measurer.built.insert(dst.clone());
+                    self.measurer.built.insert(dst);
                 }
             }
         }

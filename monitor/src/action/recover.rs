@@ -11,11 +11,12 @@
 //!    the index → hash the content once and compare with the index blob,
 //!    which must exist in the object store (loose or in a pack).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 
 use super::git::{file_blob_id, Repo};
+use super::pathset::PathSet;
 use super::scope::{Locator, CACHE_DIRS};
 use crate::record::{Location, Measured, ObjectKind, Op, Recovery};
 
@@ -51,9 +52,9 @@ pub struct Measurer {
     /// Directory -> repository root (None: in no repository).
     repo_of: HashMap<PathBuf, Option<PathBuf>>,
     /// Paths created by this run (and still holding what it created).
-    pub created: HashSet<String>,
+    pub created: PathSet,
     /// Paths written by build tools in this run.
-    pub built: HashSet<String>,
+    pub built: PathSet,
     /// Git directory → every branch and HEAD is on a remote, no stash.
     pushed: HashMap<PathBuf, bool>,
     /// The last measurement's `lstat`: its path and what it found (taken by
@@ -67,8 +68,8 @@ impl Measurer {
             locator,
             repos: HashMap::new(),
             repo_of: HashMap::new(),
-            created: HashSet::new(),
-            built: HashSet::new(),
+            created: PathSet::new(),
+            built: PathSet::new(),
             pushed: HashMap::new(),
             last_lstat: None,
         }

@@ -7,7 +7,8 @@ use monitor_common::{EventHeader, EventKind, FieldHeader};
 pub struct Field {
     pub tag: u8,
     pub flags: u8,
-    pub data: Vec<u8>,
+    /// A view of the record's payload (one copy shared by its fields).
+    pub data: bytes::Bytes,
 }
 
 /// One decoded kernel record.
@@ -31,6 +32,9 @@ pub enum DecodeError {
 }
 
 const HDR: usize = std::mem::size_of::<EventHeader>();
+/// Room for the fields most records have (a path, its base, the object's
+/// identity, a few more), so decoding grows no vector.
+const FIELDS_USUAL: usize = 8;
 const FHDR: usize = std::mem::size_of::<FieldHeader>();
 
 impl KernelEvent {
@@ -48,7 +52,9 @@ impl KernelEvent {
                 claimed: payload_len,
                 available: buf.len() - HDR,
             })?;
-        let mut fields = Vec::new();
+        // One copy of the payload per record; each field is a view of it.
+        let payload = bytes::Bytes::copy_from_slice(payload);
+        let mut fields = Vec::with_capacity(FIELDS_USUAL);
         let mut off = 0;
         while off + FHDR <= payload.len() {
             // SAFETY: FieldHeader is 4 plain bytes.
@@ -56,13 +62,13 @@ impl KernelEvent {
                 unsafe { std::ptr::read_unaligned(payload[off..].as_ptr().cast()) };
             let start = off + FHDR;
             let end = start + fh.len as usize;
-            let data = payload
-                .get(start..end)
-                .ok_or(DecodeError::FieldOverrun(off))?;
+            if end > payload.len() {
+                return Err(DecodeError::FieldOverrun(off));
+            }
             fields.push(Field {
                 tag: fh.tag,
                 flags: fh.flags,
-                data: data.to_vec(),
+                data: payload.slice(start..end),
             });
             off = end;
         }
@@ -147,17 +153,17 @@ mod tests {
             Field {
                 tag: field_tag::RAW_PATH,
                 flags: 0,
-                data: b"a".to_vec(),
+                data: b"a".to_vec().into(),
             },
             Field {
                 tag: field_tag::BASE,
                 flags: 0,
-                data: b"x\0tmp\0".to_vec(),
+                data: b"x\0tmp\0".to_vec().into(),
             },
             Field {
                 tag: field_tag::RAW_PATH2,
                 flags: 1,
-                data: b"b\xff".to_vec(),
+                data: b"b\xff".to_vec().into(),
             },
         ];
         let ev = KernelEvent::decode(&encode(&hdr, &fields)).unwrap();
@@ -189,7 +195,7 @@ mod tests {
             &[Field {
                 tag: 1,
                 flags: 0,
-                data: b"abcdef".to_vec(),
+                data: b"abcdef".to_vec().into(),
             }],
         );
         // Claim a longer field than present.

@@ -623,12 +623,12 @@ mod tests {
             Field {
                 tag: field_tag::MNT_POINT,
                 flags: 0,
-                data: walk(point),
+                data: walk(point).into(),
             },
             Field {
                 tag: field_tag::MNT_FS_ROOT,
                 flags: 0,
-                data: walk(root),
+                data: walk(root).into(),
             },
         ];
         KernelEvent::decode(&crate::kernel::events::encode(&h, &fields)).unwrap()
@@ -694,13 +694,13 @@ mod tests {
             let mut fields = vec![Field {
                 tag: field_tag::RAW_PATH,
                 flags: 0,
-                data: b"/w/f".to_vec(),
+                data: b"/w/f".to_vec().into(),
             }];
             if tag {
                 fields.push(Field {
                     tag: field_tag::MNT_NS,
                     flags: 0,
-                    data: 4026532000u64.to_ne_bytes().to_vec(),
+                    data: 4026532000u64.to_ne_bytes().to_vec().into(),
                 });
             }
             KernelEvent::decode(&encode(&h, &fields)).unwrap()

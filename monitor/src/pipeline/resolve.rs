@@ -337,7 +337,7 @@ pub fn link_rest(ev: &KernelEvent, raw_tag: u8) -> Option<&[u8]> {
         field_tag::LINK_REST2
     };
     let f = ev.field(rest_tag)?;
-    let off = u64::from_ne_bytes(f.data.as_slice().try_into().ok()?);
+    let off = u64::from_ne_bytes(f.data[..].try_into().ok()?);
     let raw = ev.field(raw_tag)?;
     let rest = raw.data.get(usize::try_from(off).ok()?..)?;
     let start = rest.iter().position(|&b| b != b'/').unwrap_or(rest.len());
@@ -392,7 +392,7 @@ fn follows_final(ev: &KernelEvent) -> bool {
     }
     let flags = ev
         .field(field_tag::OPEN_HOW)
-        .and_then(|f| <[u8; 8]>::try_from(f.data.as_slice()).ok())
+        .and_then(|f| <[u8; 8]>::try_from(&f.data[..]).ok())
         .map_or(h.flags, u64::from_ne_bytes);
     match h.syscall {
         n::OPEN | n::OPENAT | n::OPENAT2 | n::CREAT => flags & O_NOFOLLOW == 0,
@@ -429,7 +429,7 @@ pub fn identity(f: &Field) -> Option<(u64, u64)> {
     if f.flags & field_flags::READ_FAILED != 0 {
         return None;
     }
-    let b: &[u8; 16] = f.data.as_slice().try_into().ok()?;
+    let b: &[u8; 16] = f.data[..].try_into().ok()?;
     let ino = u64::from_ne_bytes(b[..8].try_into().ok()?);
     let kdev = u64::from_ne_bytes(b[8..].try_into().ok()?);
     Some((user_dev(kdev), ino))
@@ -729,7 +729,7 @@ pub fn resolve_path(
         return Some(Resolved {
             container: strip_root(&host, root),
             host,
-            raw: Some(raw.data.clone()),
+            raw: Some(raw.data.to_vec()),
             provisional: false,
         });
     }
@@ -787,7 +787,7 @@ pub fn resolve_path(
     Some(Resolved {
         host,
         container,
-        raw: Some(raw.data.clone()),
+        raw: Some(raw.data.to_vec()),
         provisional,
     })
 }
@@ -1052,7 +1052,7 @@ pub fn action_from_event_with(ev: &KernelEvent, mut cache: Option<&mut DirCache>
     if let Some(f) = ev.field(field_tag::OPEN_HOW) {
         // openat2 flags read at exit (or still unreadable: READ_FAILED).
         issues_of(f, &mut issues);
-        if let Ok(b) = <[u8; 8]>::try_from(f.data.as_slice()) {
+        if let Ok(b) = <[u8; 8]>::try_from(&f.data[..]) {
             flags = u64::from_ne_bytes(b);
             op = Some(if flags & 0o1000 != 0 {
                 Op::Truncate
@@ -1246,17 +1246,17 @@ mod tests {
                 Field {
                     tag: field_tag::RAW_PATH,
                     flags: 0,
-                    data: b"sub".to_vec(),
+                    data: b"sub".to_vec().into(),
                 },
                 Field {
                     tag: field_tag::BASE,
                     flags: 0,
-                    data: b"tree\0x\0tmp\0".to_vec(),
+                    data: b"tree\0x\0tmp\0".to_vec().into(),
                 },
                 Field {
                     tag: field_tag::ROOT,
                     flags: 0,
-                    data: vec![],
+                    data: vec![].into(),
                 },
             ],
         ))
@@ -1282,17 +1282,17 @@ mod tests {
                 Field {
                     tag: field_tag::RAW_PATH,
                     flags: 0,
-                    data: b"/data/f".to_vec(),
+                    data: b"/data/f".to_vec().into(),
                 },
                 Field {
                     tag: field_tag::BASE,
                     flags: 0,
-                    data: b"c1\0ctr\0".to_vec(),
+                    data: b"c1\0ctr\0".to_vec().into(),
                 },
                 Field {
                     tag: field_tag::ROOT,
                     flags: 0,
-                    data: b"c1\0ctr\0".to_vec(),
+                    data: b"c1\0ctr\0".to_vec().into(),
                 },
             ],
         ))
@@ -1313,44 +1313,44 @@ mod tests {
                 Field {
                     tag: field_tag::RAW_PATH,
                     flags: 0,
-                    data: b"/usr/bin/kubectl".to_vec(),
+                    data: b"/usr/bin/kubectl".to_vec().into(),
                 },
                 Field {
                     tag: field_tag::BASE,
                     flags: 0,
-                    data: vec![],
+                    data: vec![].into(),
                 },
                 Field {
                     tag: field_tag::ARG,
                     flags: 0,
-                    data: b"kubectl".to_vec(),
+                    data: b"kubectl".to_vec().into(),
                 },
                 Field {
                     tag: field_tag::ARG,
                     flags: 0,
-                    data: b"delete".to_vec(),
+                    data: b"delete".to_vec().into(),
                 },
                 Field {
                     tag: field_tag::ARG,
                     flags: 0,
-                    data: b"ns\xff".to_vec(),
+                    data: b"ns\xff".to_vec().into(),
                 },
                 Field {
                     tag: field_tag::CWD,
                     flags: 0,
-                    data: b"w\0".to_vec(),
+                    data: b"w\0".to_vec().into(),
                 },
                 Field {
                     tag: field_tag::ENV,
                     flags: 0,
-                    data: b"KUBECONFIG=/w/prod.yaml".to_vec(),
+                    data: b"KUBECONFIG=/w/prod.yaml".to_vec().into(),
                 },
                 // Same 8-byte prefix, another name: the kernel copies it,
                 // userspace drops it.
                 Field {
                     tag: field_tag::ENV,
                     flags: 0,
-                    data: b"KUBECONFIGX=/other".to_vec(),
+                    data: b"KUBECONFIGX=/other".to_vec().into(),
                 },
             ],
         ))
@@ -1381,12 +1381,12 @@ mod tests {
                 Field {
                     tag: field_tag::RAW_PATH,
                     flags: 0,
-                    data: b"f".to_vec(),
+                    data: b"f".to_vec().into(),
                 },
                 Field {
                     tag: field_tag::BASE,
                     flags: field_flags::DEPTH_LIMIT,
-                    data: b"deep\0".to_vec(),
+                    data: b"deep\0".to_vec().into(),
                 },
             ],
         ))
@@ -1407,12 +1407,12 @@ mod tests {
                 Field {
                     tag: field_tag::RAW_PATH,
                     flags: field_flags::READ_FAILED,
-                    data: vec![],
+                    data: vec![].into(),
                 },
                 Field {
                     tag: field_tag::BASE,
                     flags: 0,
-                    data: b"ws\0".to_vec(),
+                    data: b"ws\0".to_vec().into(),
                 },
             ],
         ))
@@ -1545,7 +1545,7 @@ mod tests {
         Field {
             tag,
             flags: 0,
-            data: data.to_vec(),
+            data: data.to_vec().into(),
         }
     }
 

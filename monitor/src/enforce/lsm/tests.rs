@@ -474,7 +474,7 @@ fn decision_records_decode() {
     let f = |tag, data: &[u8]| crate::kernel::events::Field {
         tag,
         flags: 0,
-        data: data.to_vec(),
+        data: data.to_vec().into(),
     };
     let bytes = crate::kernel::events::encode(
         &hdr,
