@@ -8,6 +8,8 @@
 //! need exact bytes use the `_b64` field when present.
 
 use monitor_common::EventKind;
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 
 /// Operation kind of an action record: the kernel's [`EventKind`]s that
@@ -198,7 +200,7 @@ pub struct Verdict {
 pub struct Action {
     pub op: Option<Op>,
     /// Syscall name (`unlinkat`, `openat`, ...); empty for lifecycle events.
-    pub syscall: String,
+    pub syscall: Cow<'static, str>,
     /// CLOCK_MONOTONIC nanoseconds at syscall entry.
     pub ktime_ns: u64,
     /// Wall-clock time at syscall entry, RFC 3339 UTC.
@@ -250,7 +252,7 @@ pub struct Action {
     pub flags: u64,
     /// Symbolic names of the set flags.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub flag_names: Vec<String>,
+    pub flag_names: Vec<Cow<'static, str>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -658,7 +660,7 @@ pub struct Measured {
     pub location: Location,
     pub object: ObjectKind,
     /// One line: how it was measured, or why it could not be.
-    pub why: String,
+    pub why: Cow<'static, str>,
 }
 
 fn is_zero(v: &u64) -> bool {

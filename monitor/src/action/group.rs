@@ -48,7 +48,7 @@ pub fn is_builder(program: &str) -> bool {
 #[derive(Clone, Debug, Default)]
 pub struct ActionState {
     pub key: u64,
-    pub argv: Vec<String>,
+    pub argv: std::sync::Arc<[String]>,
     pub cwd: Option<String>,
     pub program: String,
     /// The exec that began it failed (a PATH search may retry it).
@@ -99,7 +99,7 @@ impl Grouper {
     /// Record an exec by `pid` (whose parent is `ppid`) and return the
     /// action it belongs to and its role. `key` is used if it begins one.
     pub fn exec(&mut self, a: &Action, key: u64) -> (u64, ExecRole) {
-        let argv = a.argv.clone().unwrap_or_default();
+        let argv: std::sync::Arc<[String]> = a.argv.clone().unwrap_or_default().into();
         let program = program_name(
             a.argv
                 .as_ref()

@@ -273,7 +273,7 @@ impl Judge {
                 );
                 if rewrite && a.result.is_some() && content {
                     m.recovery = Recovery::Unmeasured;
-                    m.why = format!("rewritten before it could be measured ({})", m.why);
+                    m.why = format!("rewritten before it could be measured ({})", m.why).into();
                 }
                 m
             }
@@ -313,7 +313,7 @@ impl Judge {
             .map(Info::blast)
             .unwrap_or_default();
         Facts {
-            action_argv: st.map(|s| s.argv.clone()),
+            action_argv: st.map(|s| std::sync::Arc::clone(&s.argv)),
             files: b.files,
             irreversible: b.irreversible,
             untracked: b.untracked,
@@ -521,7 +521,7 @@ fn summary(seq: u64, st: &group::ActionState, info: &Info) -> Value {
     };
     json!({
         "action": seq,
-        "argv": st.argv,
+        "argv": &st.argv[..],
         "cwd": st.cwd,
         "counts": {
             "records": info.records,

@@ -11,6 +11,7 @@
 //!    the index → hash the content once and compare with the index blob,
 //!    which must exist in the object store (loose or in a pack).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
@@ -174,11 +175,11 @@ impl Measurer {
         let p = Path::new(path);
         let in_repo = self.repo_root(p).is_some();
         let location = self.locator.locate(path, in_repo);
-        let m = |recovery, object, why: &str| Measured {
+        let m = |recovery, object, why: &'static str| Measured {
             recovery,
             location,
             object,
-            why: why.to_owned(),
+            why: Cow::Borrowed(why),
         };
         let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
         // What this run created holds only this run's work, wherever it
@@ -362,11 +363,11 @@ impl Measurer {
     /// Observe mode: the file is gone when the record is read. Use what
     /// the repository still says about it.
     fn measure_gone(&mut self, path: &str, root: Option<&Path>, location: Location) -> Measured {
-        let m = |recovery, object, why: &str| Measured {
+        let m = |recovery, object, why: &'static str| Measured {
             recovery,
             location,
             object,
-            why: why.to_owned(),
+            why: Cow::Borrowed(why),
         };
         let Some(root) = root else {
             if location == Location::Scratch {

@@ -382,7 +382,7 @@ fn file_effect(op: Op, path: &Path, flags: &[&str]) -> Action {
         tid: 30,
         ppid: 1,
         path: Some(s(path)),
-        flag_names: flags.iter().map(|f| f.to_string()).collect(),
+        flag_names: flags.iter().map(|f| f.to_string().into()).collect(),
         ..Default::default()
     }
 }

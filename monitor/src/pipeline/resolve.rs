@@ -11,6 +11,7 @@
 //! pipeline keeps the directories it canonicalised in a [`DirCache`], so a
 //! burst of calls in one directory costs one lookup, not three syscalls each.
 use std::{
+    borrow::Cow,
     collections::HashMap,
     os::unix::ffi::{OsStrExt, OsStringExt},
     path::Path,
@@ -897,7 +898,7 @@ pub fn errno_name(err: i64) -> String {
 }
 
 /// Symbolic names of the set flags of an operation (shared by every backend).
-pub fn flag_names(op: Op, syscall: &str, flags: u64) -> Vec<String> {
+pub fn flag_names(op: Op, syscall: &str, flags: u64) -> Vec<Cow<'static, str>> {
     let table: &[(u64, &str)] = match op {
         Op::Unlink | Op::Rmdir => &[(0x200, "AT_REMOVEDIR")],
         Op::Rename => &[
@@ -936,7 +937,7 @@ pub fn flag_names(op: Op, syscall: &str, flags: u64) -> Vec<String> {
     table
         .iter()
         .filter(|(bit, _)| flags & *bit == *bit && *bit != 0)
-        .map(|(_, n)| (*n).to_owned())
+        .map(|(_, n)| Cow::Borrowed(*n))
         .collect()
 }
 
@@ -948,12 +949,12 @@ fn set_text(bytes: &[u8], s: &mut Option<String>, b64: &mut Option<String>) {
 
 /// Inode flag names of an `ioctl` record: `FS_IOC_FSSETXATTR` (request in
 /// the header's `mode`) carries `fsx_xflags`, whose bits differ.
-fn setflag_names(request: u32, flags: u64) -> Vec<String> {
+fn setflag_names(request: u32, flags: u64) -> Vec<Cow<'static, str>> {
     if request == monitor_common::ioctl_cmd::FS_IOC_FSSETXATTR {
         [(0x8u64, "FS_XFLAG_IMMUTABLE"), (0x10, "FS_XFLAG_APPEND")]
             .iter()
             .filter(|(b, _)| flags & b != 0)
-            .map(|(_, n)| (*n).to_owned())
+            .map(|(_, n)| Cow::Borrowed(*n))
             .collect()
     } else {
         flag_names(Op::Setflags, "ioctl", flags)
@@ -972,14 +973,15 @@ pub fn action_from_event_with(ev: &KernelEvent, mut cache: Option<&mut DirCache>
     let h = &ev.hdr;
     let mut op = Op::from_kind(ev.kind);
     let compat = h.hflags & header_flags::COMPAT != 0;
-    let syscall = if compat {
+    let syscall: Cow<'static, str> = if compat {
         // Another table's number: never the x86_64 syscall of that number.
         format!(
             "ia32:{}",
             monitor_common::compat_syscall(h.syscall).unwrap_or("unknown")
         )
+        .into()
     } else {
-        syscall_name(h.syscall).to_owned()
+        syscall_name(h.syscall).into()
     };
     let mut a = Action {
         op,

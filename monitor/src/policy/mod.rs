@@ -66,7 +66,8 @@ tags = ["surface:monitor"]
 /// record belongs to: its command line and its blast radius.
 #[derive(Clone, Debug, Default)]
 pub struct Facts {
-    pub action_argv: Option<Vec<String>>,
+    /// Shared with the action model's state: no copy per record.
+    pub action_argv: Option<std::sync::Arc<[String]>>,
     pub files: u64,
     pub irreversible: u64,
     pub untracked: u64,

@@ -118,7 +118,7 @@ pub(crate) fn act(spec: &str, attrs: &str) -> Action {
             }
             "target" => a.target = Some(v.into()),
             "xattr" => a.xattr = Some(v.into()),
-            "flags" => a.flag_names = v.split(',').map(str::to_owned).collect(),
+            "flags" => a.flag_names = v.split(',').map(|f| f.to_owned().into()).collect(),
             "measured" => {
                 // recovery,object,location
                 let f: Vec<&str> = v.split(',').collect();
@@ -127,7 +127,7 @@ pub(crate) fn act(spec: &str, attrs: &str) -> Action {
                     recovery: serde_json::from_value(j(f[0])).unwrap(),
                     object: serde_json::from_value(j(f[1])).unwrap(),
                     location: serde_json::from_value(j(f[2])).unwrap(),
-                    why: String::new(),
+                    why: std::borrow::Cow::Borrowed(""),
                 });
             }
             "action" | "blast" | "blast_outside" | "blast_git" => {}

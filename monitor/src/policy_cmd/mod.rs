@@ -279,7 +279,7 @@ fn explain_output(a: &ExplainArgs) -> anyhow::Result<String> {
     };
     let mut action = Action {
         op: Some(op),
-        syscall: op.name().to_owned(),
+        syscall: op.name().into(),
         comm: a.comm.clone().unwrap_or_default(),
         uid: a.uid.unwrap_or_else(current_uid),
         target: a.target.clone(),

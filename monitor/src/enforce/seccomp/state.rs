@@ -172,7 +172,7 @@ impl State {
             });
             let _ = self.tx.send(Msg::Decision {
                 tid: p.action.tid,
-                syscall: p.action.syscall.clone(),
+                syscall: p.action.syscall.to_string(),
                 ktime_ns: monotonic_ns(),
                 enforcement: enf,
                 note,

@@ -330,7 +330,7 @@ impl Supervisor {
                 });
                 let _ = self.shared.tx.send(Msg::Decision {
                     tid: a.tid,
-                    syscall: a.syscall.clone(),
+                    syscall: a.syscall.to_string(),
                     ktime_ns: monotonic_ns(),
                     enforcement: enf,
                     note,
@@ -462,7 +462,7 @@ impl Supervisor {
             });
             let _ = self.shared.tx.send(Msg::Decision {
                 tid: a.tid,
-                syscall: a.syscall.clone(),
+                syscall: a.syscall.to_string(),
                 ktime_ns: monotonic_ns(),
                 enforcement: enf,
                 note,

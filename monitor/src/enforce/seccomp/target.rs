@@ -436,7 +436,7 @@ impl Reader {
         }
         let mut a = Action {
             op: Some(p.op),
-            syscall: resolve::syscall_name(nrr).to_owned(),
+            syscall: resolve::syscall_name(nrr).into(),
             tid,
             ..Default::default()
         };
