@@ -464,7 +464,10 @@ pub fn bench(abm: &Path, runs: usize, only: &[String]) -> Result<()> {
         result = bench_in(&abm, &scripts, &dir, &logs, runs, &selected, bench_start);
     }
     if report && result.is_ok() {
-        result = report::bench(&abm, &dir);
+        // The render time is taken in headless Chromium (Debian's package;
+        // nothing happens when it is installed).
+        result =
+            crate::setup::ensure_packages(&["chromium"]).and_then(|()| report::bench(&abm, &dir));
     }
     if verify && result.is_ok() {
         result = trace_size::bench_alone(&abm, &scripts, &dir);
