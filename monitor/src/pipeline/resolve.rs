@@ -43,34 +43,42 @@ pub fn components_to_path(data: &[u8]) -> Vec<u8> {
 /// Lexical normalisation of an absolute path: folds `.`, `..` and repeated
 /// slashes; `..` at the root stays at the root (as the kernel does).
 pub fn normalize(path: &[u8]) -> Vec<u8> {
-    let mut stack: Vec<&[u8]> = Vec::new();
-    for c in path.split(|&b| b == b'/') {
-        match c {
-            b"" | b"." => {}
-            b".." => {
-                stack.pop();
-            }
-            c => stack.push(c),
-        }
-    }
-    let mut out = Vec::with_capacity(path.len());
-    for c in stack {
-        out.push(b'/');
-        out.extend_from_slice(c);
-    }
+    let mut out = Vec::with_capacity(path.len().max(1));
+    push_normalized(&mut out, path);
     if out.is_empty() {
         out.push(b'/');
     }
     out
 }
 
+/// Appends the components of `path` to the normalised path `out` (empty
+/// for the root), folding `.`, `..` and repeated slashes as it goes.
+fn push_normalized(out: &mut Vec<u8>, path: &[u8]) {
+    for c in path.split(|&b| b == b'/') {
+        match c {
+            b"" | b"." => {}
+            b".." => {
+                let parent = out.iter().rposition(|&b| b == b'/').unwrap_or(0);
+                out.truncate(parent);
+            }
+            c => {
+                out.push(b'/');
+                out.extend_from_slice(c);
+            }
+        }
+    }
+}
+
 /// Joins a raw path argument to its kernel-walked base directory.
 /// For an absolute raw path the base is the task root (host view).
 pub fn join(base: &[u8], raw: &[u8]) -> Vec<u8> {
-    let mut p = base.to_vec();
-    p.push(b'/');
-    p.extend_from_slice(raw);
-    normalize(&p)
+    let mut out = Vec::with_capacity(base.len() + 1 + raw.len());
+    push_normalized(&mut out, base);
+    push_normalized(&mut out, raw);
+    if out.is_empty() {
+        out.push(b'/');
+    }
+    out
 }
 
 /// The path relative to a task root, when the path lies under that root.
@@ -1222,6 +1230,27 @@ mod tests {
         assert_eq!(join(b"/work/ws", b"../x/./y"), b"/work/x/y");
         assert_eq!(join(b"/", b"/etc/passwd"), b"/etc/passwd");
         assert_eq!(join(b"/srv/root", b"/etc/passwd"), b"/srv/root/etc/passwd");
+        assert_eq!(join(b"/a", b"../../.."), b"/");
+        assert_eq!(join(b"/", b""), b"/");
+        assert_eq!(join(b"/a/b/", b"c/"), b"/a/b/c");
+        // Joining is normalising the two with a slash between them.
+        let parts: [&[u8]; 9] = [
+            b"/",
+            b"/w",
+            b"/w/",
+            b"/w/x/..",
+            b"..",
+            b"../..",
+            b"./a//b",
+            b"a/../../c",
+            b"",
+        ];
+        for base in parts {
+            for raw in parts {
+                let whole = [base, b"/", raw].concat();
+                assert_eq!(join(base, raw), normalize(&whole), "{base:?} + {raw:?}");
+            }
+        }
     }
 
     #[test]
