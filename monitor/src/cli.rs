@@ -67,6 +67,9 @@ pub enum Command {
     /// Agent-harness hook: judge a shell command before it runs, report
     /// what abm decided after (docs/agents.md).
     Hook(crate::hook::HookArgs),
+    /// Write man pages and shell completions (packaging, see cli_gen).
+    #[command(hide = true)]
+    Generate(crate::cli_gen::GenerateArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -194,6 +197,7 @@ pub fn main() -> i32 {
         Command::Pending(a) => crate::enforce::control::pending(a),
         Command::Undo(a) => crate::enforce::undo::undo(a),
         Command::Hook(a) => crate::hook::hook(a),
+        Command::Generate(a) => crate::cli_gen::generate(a),
     };
     match result {
         Ok(code) => code,

@@ -6,7 +6,8 @@
 //!   leaves that use nothing of each other; [`oracle`] (`abm oracle`,
 //!   `abm score`); [`hook`] (`abm hook`, agent harnesses); [`report`]
 //!   (`abm report`, an HTML page of runs); [`policy_cmd`] (`abm policy`,
-//!   `abm replay`).
+//!   `abm replay`); [`cli_gen`] (hidden `abm generate`: man pages and
+//!   completions for packaging).
 //! - [`enforce`]: the guardrail of `abm run --enforce`: the seccomp and
 //!   BPF LSM backends, confirmation, preservation, undo.
 //! - [`pipeline`]: from kernel record to judged action record: path
@@ -26,6 +27,7 @@
 
 pub mod action;
 pub mod cli;
+pub mod cli_gen;
 pub mod core;
 pub mod daemon;
 pub mod enforce;
