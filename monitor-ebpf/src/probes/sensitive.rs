@@ -1,26 +1,33 @@
 //! Sensitive-data exposure: read-only opens of files whose inode userspace
 //! put in [`SENSITIVE_INODES`] (credentials, keys, `.env` files).
 //!
-//! One program, attached to the `syscalls:sys_exit_open`, `sys_exit_openat`
-//! and `sys_exit_openat2` tracepoints only when the set is not empty. It
-//! runs after the open succeeded, so the new fd names the file: one fd
-//! table read and one hash lookup decide, and an ordinary open of another
-//! file sends nothing. Opens that may write are recorded by `sys_enter` as
+//! One program, a BTF tracepoint on `sys_exit` attached only when the set
+//! is not empty (no tracefs needed: a classic `syscalls:sys_exit_open*`
+//! tracepoint is looked up in tracefs, which a fresh host has not
+//! mounted). Every other syscall returns after one plain load of
+//! `orig_ax`. It runs after the open succeeded, so the new fd names the
+//! file: one fd table read and one hash lookup decide, and an ordinary
+//! open of another file sends nothing. Opens that may write are recorded by `sys_enter` as
 //! `write`/`truncate` already; this program records only `O_RDONLY` opens.
 use core::ffi::c_void;
 
 use aya_ebpf::{
     helpers::{bpf_get_current_pid_tgid, bpf_get_current_task},
-    macros::{map, tracepoint},
+    macros::{btf_tracepoint, map},
     maps::HashMap,
-    programs::TracePointContext,
+    programs::BtfTracePointContext,
 };
 use monitor_common::{
     field_tag::{FD_PATH, MNT_NS, ROOT},
     EventKind, InodeKey,
 };
 
-use crate::{maps::current_scope, probes::mountns, record::Record, shim::*};
+use crate::{
+    maps::current_scope,
+    probes::{compat, mountns, syscalls::nr},
+    record::Record,
+    shim::*,
+};
 
 /// Inodes whose read-only opens are recorded (value unused). Userspace
 /// sizes nothing: 4096 files is far more than a home directory's secrets.
@@ -37,25 +44,33 @@ unsafe extern "C" {
     fn shim_file_flags(f: *const c_void) -> u32;
 }
 
-/// Offsets in the `syscalls:sys_exit_*` tracepoint record
-/// (kernel/trace/trace_syscalls.c, `struct syscall_trace_exit`): 8 bytes
-/// of common fields, `int __syscall_nr`, then `long ret` at 16.
-const NR_OFFSET: usize = 8;
-const RET_OFFSET: usize = 16;
+/// Offset of `orig_ax` (the syscall number) in x86_64 `struct pt_regs`.
+const ORIG_AX: usize = 120;
 
 /// `O_ACCMODE` and `O_PATH` (include/uapi/asm-generic/fcntl.h).
 const O_ACCMODE: u32 = 0o3;
 const O_PATH: u32 = 0o10000000;
 
-#[tracepoint]
-pub fn sys_exit_open_sensitive(ctx: TracePointContext) -> u32 {
-    // SAFETY: fixed offsets inside the tracepoint record (see NR_OFFSET).
-    let ret: i64 = unsafe { ctx.read_at(RET_OFFSET) }.unwrap_or(-1);
+#[btf_tracepoint(function = "sys_exit")]
+pub fn sys_exit_open_sensitive(ctx: BtfTracePointContext) -> i32 {
+    let regs: *const u8 = ctx.arg(0);
+    // SAFETY: `regs` is the tracepoint's BTF-typed `struct pt_regs *`: the
+    // verifier checks this load against the type (orig_ax, a scalar).
+    let id = unsafe { core::ptr::read(regs.add(ORIG_AX) as *const u64) } as u32;
+    if id != nr::OPEN && id != nr::OPENAT && id != nr::OPENAT2 {
+        return 0;
+    }
+    let ret: i64 = ctx.arg(1);
     if ret < 0 {
         return 0;
     }
     let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
     if current_scope(tgid).is_none() {
+        return 0;
+    }
+    // An ia32 number is another syscall than its x86_64 twin (5 is open,
+    // not fstat); compat opens are recorded by `sys_enter` as compat calls.
+    if compat::in_compat() {
         return 0;
     }
     // SAFETY: a BPF helper without memory arguments; the task pointer only goes to CO-RE reads.
@@ -80,10 +95,8 @@ pub fn sys_exit_open_sensitive(ctx: TracePointContext) -> u32 {
     if unsafe { SENSITIVE_INODES.get(&key) }.is_none() {
         return 0;
     }
-    // SAFETY: fixed offsets inside the tracepoint record (see NR_OFFSET).
-    let nr: i32 = unsafe { ctx.read_at(NR_OFFSET) }.unwrap_or(-1);
     let mnt_ns = mountns::sync_current();
-    let Some(mut rec) = Record::start(EventKind::Read as u32, nr as u32) else {
+    let Some(mut rec) = Record::start(EventKind::Read as u32, id) else {
         return 0;
     };
     {

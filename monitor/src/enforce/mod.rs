@@ -168,10 +168,17 @@ pub fn capabilities() -> Vec<Capability> {
         }
         (Err(l), Err(s)) => Err(format!("--enforce cannot run: bpf_lsm: {l}; seccomp: {s}")),
     };
+    let guard = self_guard::SelfGuard::for_self(false)
+        .probe()
+        .map(|()| {
+            "the command's seccomp filter against signalling, tracing or reading abm installs (every mode)".to_owned()
+        })
+        .map_err(|e| format!("{e}: `abm run` goes on without it and says so"));
     vec![
         cap("bpf_lsm", lsm),
         cap("seccomp_user_notif", sec),
         cap("enforce", chosen),
+        cap("self_guard", guard),
     ]
 }
 

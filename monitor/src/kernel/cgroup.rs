@@ -526,17 +526,8 @@ impl NewCgroup {
 /// Loads and attaches the `cgroup_mkdir` program and arms it: from now on
 /// every new container cgroup is in scope with `target` at once.
 pub fn arm_follow(probes: &mut super::probes::Probes, target: u32) -> anyhow::Result<()> {
-    use aya::{maps::Array, programs::RawTracePoint};
-    let prog: &mut RawTracePoint = probes
-        .ebpf
-        .program_mut("cgroup_mkdir")
-        .ok_or_else(|| anyhow::anyhow!("the kernel object has no cgroup_mkdir program"))?
-        .try_into()?;
-    // Armed again after a disarm: loaded and attached already.
-    if prog.fd().is_err() {
-        prog.load()?;
-        prog.attach("cgroup_mkdir")?;
-    }
+    use aya::maps::Array;
+    attach_follow(probes)?;
     let mut follow: Array<_, u32> = Array::try_from(
         probes
             .ebpf
@@ -545,6 +536,22 @@ pub fn arm_follow(probes: &mut super::probes::Probes, target: u32) -> anyhow::Re
     )?;
     follow.set(1, target, 0)?;
     follow.set(0, 1, 0)?;
+    Ok(())
+}
+
+/// Loads and attaches the `cgroup_mkdir` program, not armed (once: armed
+/// again after a disarm, it is attached already).
+pub fn attach_follow(probes: &mut super::probes::Probes) -> anyhow::Result<()> {
+    use aya::programs::RawTracePoint;
+    let prog: &mut RawTracePoint = probes
+        .ebpf
+        .program_mut("cgroup_mkdir")
+        .ok_or_else(|| anyhow::anyhow!("the kernel object has no cgroup_mkdir program"))?
+        .try_into()?;
+    if prog.fd().is_err() {
+        prog.load()?;
+        prog.attach("cgroup_mkdir")?;
+    }
     Ok(())
 }
 

@@ -27,6 +27,11 @@ pub const BTF_TRACEPOINT: (&str, &str) = ("sys_exit", "sys_exit");
 /// execveat only, so that other syscalls run one program at entry.
 pub const TAIL_CALLED: [(u32, &str); 1] = [(0, "sys_enter_exec")];
 
+/// The BTF tracepoint (on `sys_exit`) that records read-only opens of
+/// sensitive files. Loaded with the others, attached only by
+/// [`super::sensitive::watch`] when the sensitive set is not empty.
+pub const SENSITIVE_PROGRAM: &str = "sys_exit_open_sensitive";
+
 #[derive(Debug, thiserror::Error)]
 pub enum ProbeError {
     #[error("this abm binary was built without its kernel programs (AYA_BUILD_SKIP); rebuild with `cargo xtask build`")]
@@ -83,6 +88,12 @@ pub struct Probes {
     scope_raw_fd: i32,
     /// `SYS_ENTER_TAIL`, held so that its slots stay filled.
     _tail: ProgramArray<MapData>,
+    /// Why [`SENSITIVE_PROGRAM`] could not be loaded, if it could not: an
+    /// optional capability, so the run goes on without it.
+    pub sensitive_unavailable: Option<String>,
+    /// Why records carry no object identity (the dentry hash table was not
+    /// located), if they do not.
+    pub identity_unavailable: Option<String>,
 }
 
 /// Checks that must pass before loading, each with a fix.
@@ -139,6 +150,7 @@ impl Probes {
             .map_max_entries("EVENTS", opts.ringbuf_bytes)
             .load(OBJECT)
             .map_err(ProbeError::Load)?;
+        let sensitive_unavailable;
         {
             // The loader parsed the kernel's BTF for its relocations and
             // dropped it; the BTF tracepoint needs it once more. Parsed
@@ -155,6 +167,16 @@ impl Probes {
             btf_tracepoint(&mut ebpf, name)?
                 .load(tracepoint, &btf)
                 .map_err(|source| ProbeError::Program { name, source })?;
+            sensitive_unavailable = btf_tracepoint(&mut ebpf, SENSITIVE_PROGRAM)
+                .and_then(|p| {
+                    p.load("sys_exit", &btf)
+                        .map_err(|source| ProbeError::Program {
+                            name: SENSITIVE_PROGRAM,
+                            source,
+                        })
+                })
+                .err()
+                .map(|e| e.to_string());
         }
         // The programs `sys_enter` tail-calls, loaded (not attached) and in
         // their slots before `sys_enter` is attached.
@@ -172,8 +194,8 @@ impl Probes {
         }
         // The dentry-cache lookup of path arguments; without it records
         // carry no object identity and say so.
-        let dcache = super::dcache::locate(&mut ebpf);
-        if let Err(e) = &dcache {
+        let identity_unavailable = super::dcache::locate(&mut ebpf).err();
+        if let Some(e) = &identity_unavailable {
             tracing::warn!("object identities off: the dentry hash table was not located: {e}");
         }
         for (name, tracepoint) in TRACEPOINTS {
@@ -212,7 +234,25 @@ impl Probes {
             events,
             scope_raw_fd,
             _tail: tail,
+            sensitive_unavailable,
+            identity_unavailable,
         })
+    }
+
+    /// Attaches the sensitive-read program (what [`super::sensitive::watch`]
+    /// does when the set is not empty); for `abm doctor`.
+    pub fn attach_sensitive(&mut self) -> Result<(), String> {
+        if let Some(why) = &self.sensitive_unavailable {
+            return Err(format!("program {SENSITIVE_PROGRAM} did not load: {why}"));
+        }
+        btf_tracepoint(&mut self.ebpf, SENSITIVE_PROGRAM)
+            .and_then(|p| {
+                p.attach().map(drop).map_err(|source| ProbeError::Program {
+                    name: SENSITIVE_PROGRAM,
+                    source,
+                })
+            })
+            .map_err(|e| e.to_string())
     }
 
     /// Raw fd of the SCOPE map, for a child to add itself before exec.
@@ -351,19 +391,71 @@ pub fn capabilities() -> Vec<Capability> {
             format!("{} bytes embedded", OBJECT.len())
         },
     });
-    let tp = if root && btf && !OBJECT.is_empty() {
-        match Probes::load(&ProbeOptions { ringbuf_bytes: 4096 * 16, watch_cgroups: false }) {
-            Ok(_) => (true, "tracepoints sys_enter, sys_exit (BTF), sched_process_fork and sched_process_exit load and attach".into()),
-            Err(e) => (false, e.to_string()),
-        }
+    // The programs are loaded and attached for real, as `abm run` and `abm
+    // daemon` do, so that each line here is what a run then finds.
+    let mut probes = if root && btf && !OBJECT.is_empty() {
+        Probes::load(&ProbeOptions {
+            ringbuf_bytes: 4096 * 16,
+            watch_cgroups: false,
+        })
+        .map_err(|e| e.to_string())
     } else {
-        (false, "needs root, BTF and the kernel object".into())
+        Err("needs root, BTF and the kernel object".to_owned())
     };
-    out.push(Capability {
-        name: "tracepoint_backend",
-        available: tp.0,
-        detail: tp.1,
-    });
+    let line = |name, r: Result<String, String>| match r {
+        Ok(detail) => Capability {
+            name,
+            available: true,
+            detail,
+        },
+        Err(detail) => Capability {
+            name,
+            available: false,
+            detail,
+        },
+    };
+    out.push(line(
+        "tracepoint_backend",
+        probes.as_ref().map(|_| {
+            "raw tracepoints sys_enter, sched_process_fork, sched_process_exit and the BTF tracepoint sys_exit load and attach (no tracefs or debugfs needed)".to_owned()
+        }).map_err(Clone::clone),
+    ));
+    let needs_backend = |e: &String| format!("needs the tracepoint backend: {e}");
+    out.push(line(
+        "sensitive_reads",
+        match &mut probes {
+            Ok(p) => p.attach_sensitive().map(|()| {
+                "reads of credentials and keys are recorded (BTF tracepoint sys_exit_open_sensitive attaches)".to_owned()
+            }).map_err(|e| format!("{e}: `abm run` records no sensitive reads and says so; `--sensitive` fails")),
+            Err(e) => Err(needs_backend(e)),
+        },
+    ));
+    out.push(line(
+        "object_identity",
+        match &probes {
+            Ok(p) => match &p.identity_unavailable {
+                None => Ok("records carry the inode and device of the object acted on (dentry hash table located)".to_owned()),
+                Some(e) => Err(format!("records carry no object identity: {e}")),
+            },
+            Err(e) => Err(needs_backend(e)),
+        },
+    ));
+    out.push(line(
+        "container_following",
+        match &mut probes {
+            Ok(p) => super::cgroup::attach_follow(p)
+                .map(|()| "raw tracepoint cgroup_mkdir attaches: containers a watched command asks for are followed".to_owned())
+                .map_err(|e| format!("{e:#}: run with --follow-containers=off")),
+            Err(e) => Err(needs_backend(e)),
+        },
+    ));
+    out.push(line(
+        "cgroup_v2",
+        super::cgroup::Hierarchy::detect()
+            .map(|h| format!("mounted at {} (abm daemon's container and cgroup targets, abm run --cgroup)", h.mount.display()))
+            .map_err(|e| format!("{e}: mount one with `mount -t cgroup2 none /sys/fs/cgroup` (abm run without --cgroup does not need it)")),
+    ));
+    drop(probes);
     let lsm_list = lsm_list();
     let bpf_lsm = lsm_list
         .as_deref()

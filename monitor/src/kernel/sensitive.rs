@@ -16,7 +16,7 @@ use std::{
 
 use aya::{
     maps::{HashMap, MapData},
-    programs::TracePoint,
+    programs::BtfTracePoint,
     Ebpf,
 };
 use globset::{GlobBuilder, GlobMatcher, GlobSet, GlobSetBuilder};
@@ -257,6 +257,17 @@ pub struct Watcher {
 }
 
 impl Watcher {
+    /// A watcher that records nothing (no kernel map).
+    pub fn off(set: &SensitiveSet) -> Watcher {
+        Watcher {
+            patterns: set.patterns.clone(),
+            map: None,
+            known: set.files.iter().map(|(k, _)| *k).collect(),
+            added: Vec::new(),
+            full: false,
+        }
+    }
+
     /// A file was created, written or renamed to `path` (resolved, host
     /// view) by the watched tree; if it matches a sensitive pattern and is
     /// a regular file not yet in the set, reads of it are recorded from now
@@ -292,20 +303,37 @@ impl Watcher {
     }
 }
 
-/// Fills the kernel's `SENSITIVE_INODES` map and attaches the exit
-/// tracepoints of the opens. Nothing is attached when no pattern can ever
-/// match (no default set and no `--sensitive`), so such a run pays
-/// nothing.
-pub fn watch(ebpf: &mut Ebpf, set: &SensitiveSet) -> Result<Watcher, ProbeError> {
-    let mut watcher = Watcher {
-        patterns: set.patterns.clone(),
-        map: None,
-        known: set.files.iter().map(|(k, _)| *k).collect(),
-        added: Vec::new(),
-        full: false,
-    };
+/// Why reads of sensitive files cannot be recorded.
+#[derive(Debug, thiserror::Error)]
+pub enum WatchError {
+    /// The program did not load (see `abm doctor`'s `sensitive_reads`).
+    #[error("program {program} did not load: {why}")]
+    NotLoaded { program: &'static str, why: String },
+    #[error(transparent)]
+    Probe(#[from] ProbeError),
+}
+
+/// Fills the kernel's `SENSITIVE_INODES` map and attaches the program that
+/// records read-only opens (a BTF tracepoint on `sys_exit`, loaded by
+/// [`super::probes::Probes::load`]; no tracefs needed). Nothing is
+/// attached when no pattern can ever match (no default set and no
+/// `--sensitive`), so such a run pays nothing. `unavailable` is
+/// [`super::probes::Probes::sensitive_unavailable`].
+pub fn watch(
+    ebpf: &mut Ebpf,
+    unavailable: Option<&str>,
+    set: &SensitiveSet,
+) -> Result<Watcher, WatchError> {
+    let mut watcher = Watcher::off(set);
     if set.files.is_empty() && set.patterns.is_empty() {
         return Ok(watcher);
+    }
+    const PROG: &str = super::probes::SENSITIVE_PROGRAM;
+    if let Some(why) = unavailable {
+        return Err(WatchError::NotLoaded {
+            program: PROG,
+            why: why.to_owned(),
+        });
     }
     const MAP: &str = "SENSITIVE_INODES";
     let mut map: HashMap<MapData, InodeKey, u32> =
@@ -315,19 +343,14 @@ pub fn watch(ebpf: &mut Ebpf, set: &SensitiveSet) -> Result<Watcher, ProbeError>
         map.insert(key, 1, 0)
             .map_err(|source| ProbeError::Map { name: MAP, source })?;
     }
-    watcher.map = Some(map);
-    const PROG: &str = "sys_exit_open_sensitive";
-    let prog: &mut TracePoint = ebpf
+    let prog: &mut BtfTracePoint = ebpf
         .program_mut(PROG)
         .ok_or(ProbeError::MissingMap(PROG))?
         .try_into()
         .map_err(|source| ProbeError::Program { name: PROG, source })?;
-    prog.load()
+    prog.attach()
         .map_err(|source| ProbeError::Program { name: PROG, source })?;
-    for tp in ["sys_exit_open", "sys_exit_openat", "sys_exit_openat2"] {
-        prog.attach("syscalls", tp)
-            .map_err(|source| ProbeError::Program { name: PROG, source })?;
-    }
+    watcher.map = Some(map);
     Ok(watcher)
 }
 

@@ -145,8 +145,26 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
         home,
         trace_path: Some(trace_abs.clone()),
     };
-    let sensitive_watch = crate::kernel::sensitive::watch(&mut probes.ebpf, &sensitive)
-        .context("recording reads of sensitive files")?;
+    // Recording sensitive reads is optional unless asked for by name
+    // (--sensitive): without it the run goes on, says so once, and the
+    // trace's header says reads were not recorded.
+    let unavailable = probes.sensitive_unavailable.clone();
+    let (sensitive_watch, sensitive_off) =
+        match crate::kernel::sensitive::watch(&mut probes.ebpf, unavailable.as_deref(), &sensitive)
+        {
+            Ok(w) => (w, None),
+            Err(e) if args.sensitive.is_empty() => {
+                tracing::warn!(
+                    "reads of sensitive files are not recorded: {e} (see `abm doctor`, line sensitive_reads)"
+                );
+                (crate::kernel::sensitive::Watcher::off(&sensitive), Some(e.to_string()))
+            }
+            Err(e) => {
+                return Err(anyhow::Error::new(e).context(
+                    "--sensitive was given, but reads of sensitive files cannot be recorded here (see `abm doctor`, line sensitive_reads)",
+                ))
+            }
+        };
     // The guard starts before the command: the BPF LSM backend fills its
     // maps and attaches; seccomp gets ready for the child's listener.
     let mut enforcer = match enforce_backend {
@@ -200,6 +218,24 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
     if sensitive.partial {
         header.extra.insert("sensitive_partial".into(), true.into());
     }
+    // The self guard (a seccomp filter in the command, every mode) where
+    // seccomp(2) is refused: the run goes on without it and says so.
+    let self_guard_off = crate::enforce::self_guard::SelfGuard::for_self(args.allow_kernel_admin)
+        .probe()
+        .err();
+    if let Some(e) = &self_guard_off {
+        tracing::warn!(
+            "self guard off: {e}; the command can signal, trace or read abm (see `abm doctor`, line self_guard)"
+        );
+        header
+            .extra
+            .insert("self_guard_off".into(), e.clone().into());
+    }
+    if let Some(why) = sensitive_off {
+        header
+            .extra
+            .insert("sensitive_reads_off".into(), why.into());
+    }
     if let Some(cg) = &run_cgroup {
         header
             .extra
@@ -236,8 +272,13 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
     // With --enforce the child also sets up its guard (the seccomp backend
     // installs its filter and sends the listener fd to the supervisor).
     let child_setup = enforcer.as_ref().and_then(|e| e.child_setup());
-    // In every mode the command may not signal, trace or read abm.
-    let self_guard = crate::enforce::self_guard::SelfGuard::for_self(args.allow_kernel_admin);
+    // In every mode the command may not signal, trace or read abm. Where
+    // no seccomp filter can be installed (a container profile refusing
+    // seccomp(2)) the run goes on without this guard and says so; with
+    // --enforce the backend's own check has refused to start already.
+    let self_guard = self_guard_off
+        .is_none()
+        .then(|| crate::enforce::self_guard::SelfGuard::for_self(args.allow_kernel_admin));
     let drop_ptrace = !args.allow_ptrace;
     // SAFETY: the closure only makes raw syscalls (async-signal-safe).
     unsafe {
@@ -250,7 +291,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
             if drop_ptrace {
                 crate::enforce::self_guard::drop_ptrace_capability()?;
             }
-            self_guard.install()?;
+            if let Some(g) = &self_guard {
+                g.install()?;
+            }
             if let Some(s) = &child_setup {
                 s.install()?;
             }

@@ -55,6 +55,12 @@ impl Daemon {
     /// Starts the daemon with `config` (which must name its `socket`),
     /// written to a new file in `dir`; does not wait for it.
     pub fn spawn(dir: &TempDir, config: &str) -> Daemon {
+        Daemon::spawn_with(dir, config, |_| {})
+    }
+
+    /// [`spawn`](Self::spawn), with `prepare` applied to the command first
+    /// (e.g. to start it in a mount namespace of its own).
+    pub fn spawn_with(dir: &TempDir, config: &str, prepare: impl FnOnce(&mut Command)) -> Daemon {
         let n = nanos();
         let cfg = dir.join(&format!("abm-{n}.toml"));
         std::fs::write(&cfg, config).unwrap();
@@ -64,15 +70,15 @@ impl Daemon {
             .find_map(|l| l.strip_prefix("socket = "))
             .map(|s| PathBuf::from(s.trim_matches('"')))
             .expect("the config names the socket");
-        let child = Command::new(ABM)
-            .args(["daemon", "--config"])
+        let mut cmd = Command::new(ABM);
+        cmd.args(["daemon", "--config"])
             .arg(&cfg)
             .env("ABM_LOG", "info")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap();
+            .stderr(std::fs::File::create(&log).unwrap());
+        prepare(&mut cmd);
+        let child = cmd.spawn().unwrap();
         Daemon {
             child: Some(child),
             config: cfg,
@@ -84,7 +90,12 @@ impl Daemon {
     /// [`spawn`](Self::spawn), then waits up to 30 s for the control socket
     /// to answer.
     pub fn start(dir: &TempDir, config: &str) -> Daemon {
-        let d = Daemon::spawn(dir, config);
+        Daemon::start_with(dir, config, |_| {})
+    }
+
+    /// [`start`](Self::start) with [`spawn_with`](Self::spawn_with)'s `prepare`.
+    pub fn start_with(dir: &TempDir, config: &str, prepare: impl FnOnce(&mut Command)) -> Daemon {
+        let d = Daemon::spawn_with(dir, config, prepare);
         let end = Instant::now() + Duration::from_secs(30);
         while d.try_status().is_none() {
             assert!(
