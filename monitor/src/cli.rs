@@ -82,6 +82,17 @@ pub struct DoctorArgs {
 pub fn doctor(a: DoctorArgs) -> anyhow::Result<i32> {
     let mut caps = probes::capabilities();
     caps.extend(crate::enforce::capabilities());
+    // `--enforce` records too: without the tracepoint backend no enforcing
+    // run starts, whatever the guard backends say.
+    let backend = caps
+        .iter()
+        .find(|c| c.name == "tracepoint_backend")
+        .filter(|c| !c.available)
+        .map(|c| c.detail.clone());
+    if let (Some(why), Some(e)) = (backend, caps.iter_mut().find(|c| c.name == "enforce")) {
+        e.available = false;
+        e.detail = format!("--enforce cannot run: it needs the tracepoint backend: {why}");
+    }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&caps)?);
     } else {
