@@ -59,7 +59,13 @@ pub fn generate(a: GenerateArgs) -> anyhow::Result<i32> {
                 completions(shell, &mut f)
                     .with_context(|| format!("writing {}", path.display()))?;
             }
-            None => completions(shell, &mut std::io::stdout().lock())?,
+            None => match completions(shell, &mut std::io::stdout().lock()) {
+                // `abm generate completions bash | head` is not an error.
+                Err(e)
+                    if e.downcast_ref::<std::io::Error>()
+                        .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) => {}
+                r => r?,
+            },
         },
     }
     Ok(0)

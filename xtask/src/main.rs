@@ -10,8 +10,10 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod corpus;
+mod dist;
 mod setup;
 mod vm;
+mod vm_pkg;
 
 #[derive(Parser)]
 #[command(
@@ -46,6 +48,10 @@ enum Cmd {
     },
     /// Run the enforcement tests in QEMU VMs on Debian kernels with BPF LSM.
     VmTest,
+    /// Build the Debian package and the tarball into target/dist/.
+    Dist,
+    /// Install, use and purge the Debian package in clean Debian 12 VMs.
+    VmPkgTest,
     /// Benchmarks: ratios against an unmonitored baseline and peers.
     Bench {
         /// Runs per configuration (alternated A B A B ...).
@@ -228,6 +234,7 @@ fn test(no_vm: bool) -> Result<()> {
         eprintln!("xtask: skipping the VM tests (--no-vm)");
     } else {
         vm::vm_test()?;
+        vm_pkg::vm_pkg_test()?;
     }
     eprintln!("xtask: all tests passed");
     Ok(())
@@ -255,6 +262,14 @@ fn main() -> Result<()> {
         Cmd::VmTest => {
             setup::setup()?;
             vm::vm_test()
+        }
+        Cmd::Dist => {
+            setup::setup()?;
+            dist::dist()
+        }
+        Cmd::VmPkgTest => {
+            setup::setup()?;
+            vm_pkg::vm_pkg_test()
         }
         Cmd::Bench { runs, only } => {
             setup::setup()?;

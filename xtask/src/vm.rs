@@ -30,7 +30,7 @@ use anyhow::{bail, Context as _, Result};
 use crate::{root, run, setup::ensure_packages};
 
 /// The kernels under test: (label, meta package naming the current image).
-const KERNELS: &[(&str, &str)] = &[
+pub(crate) const KERNELS: &[(&str, &str)] = &[
     ("6.1", "linux-image-cloud-amd64"),
     ("6.12", "linux-image-6.12-cloud-amd64"),
 ];
@@ -46,12 +46,12 @@ const TIMEOUT: Duration = Duration::from_secs(1800);
 const APPEND: &str =
     "console=ttyS0 quiet lsm=lockdown,capability,landlock,bpf panic=-1 no_timer_check";
 
-fn vm_dir() -> PathBuf {
+pub(crate) fn vm_dir() -> PathBuf {
     root().join("target/vm")
 }
 
 /// Output of a command, failing with its stderr.
-fn output(cmd: &mut Command) -> Result<String> {
+pub(crate) fn output(cmd: &mut Command) -> Result<String> {
     let shown = format!("{cmd:?}");
     let o = cmd
         .output()
@@ -94,7 +94,7 @@ fn image_package(meta: &str) -> Result<String> {
 }
 
 /// The kernel image of one package, downloaded and extracted once.
-fn kernel(label: &str, meta: &str) -> Result<PathBuf> {
+pub(crate) fn kernel(label: &str, meta: &str) -> Result<PathBuf> {
     let pkg = image_package(meta).with_context(|| {
         format!("cannot find Debian's {label} cloud kernel ({meta}); the VM tests need the Debian package mirror")
     })?;
