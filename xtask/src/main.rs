@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand};
 mod bench;
 mod corpus;
 mod dist;
+mod fresh;
 mod setup;
 mod vm;
 mod vm_pkg;
@@ -201,6 +202,9 @@ fn test(no_vm: bool) -> Result<()> {
     setup::setup()?;
     setup::ensure_packages(TEST_PACKAGES)?;
     ensure_python_modules(TEST_PYTHON_MODULES)?;
+    // Everything from here on, tests included, sees the host as a fresh
+    // boot would: no tracefs, debugfs, bpffs or securityfs mounted.
+    fresh::enter(&root().join("target/fresh-host"))?;
     run(cargo().args(["fmt", "--all", "--check"]))?;
     run(cargo().args([
         "clippy",
