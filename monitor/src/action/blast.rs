@@ -35,6 +35,11 @@ pub struct Blast {
     /// The walk stopped at [`WALK_LIMIT`]: the counts are lower bounds.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub truncated: bool,
+    /// What the preview measured, by path: the judge after the call uses
+    /// it for a file the command has already removed, so that it judges
+    /// the file as the judge before the call did (one judge).
+    #[serde(skip)]
+    pub seen: std::collections::HashMap<String, Measured>,
 }
 
 impl Blast {
@@ -177,6 +182,26 @@ pub fn preview(argv: &[String], cwd: &Path, m: &mut Measurer) -> Option<Blast> {
                 "reset" if rest.iter().any(|a| a == "--hard") => {
                     worktree_changes(&root, std::slice::from_ref(&root), m, &mut blast)
                 }
+                // `git checkout PATHSPEC...` without `--`: the operands
+                // that name no branch or tag but a path are pathspecs
+                // (`git checkout .`, `git checkout src/a.rs`); a branch
+                // switch keeps local changes (git refuses otherwise).
+                "checkout"
+                    if !rest.iter().any(|a| {
+                        a == "--" || a == "-f" || a == "--force" || a == "-b" || a == "-B"
+                    }) =>
+                {
+                    let specs: Vec<PathBuf> = positionals(rest)
+                        .iter()
+                        .filter(|p| !names_ref(&root, p))
+                        .map(|p| abs(p))
+                        .filter(|p| std::fs::symlink_metadata(p).is_ok())
+                        .collect();
+                    if specs.is_empty() {
+                        return None;
+                    }
+                    worktree_changes(&root, &specs, m, &mut blast)
+                }
                 "checkout" | "restore" | "switch"
                     if rest.iter().any(|a| {
                         a == "--" || a == "-f" || a == "--force" || a == "--discard-changes"
@@ -215,8 +240,10 @@ fn walk(p: &Path, recursive: bool, m: &mut Measurer, b: &mut Blast, keep: &dyn F
         }
     } else if keep(p) {
         let by_git = false;
-        let meas = m.measure(&p.to_string_lossy(), by_git);
+        let path = p.to_string_lossy().into_owned();
+        let meas = m.measure(&path, by_git);
         b.add(&meas);
+        b.seen.insert(path, meas);
     }
 }
 
@@ -252,8 +279,10 @@ fn clean_walk(
                 clean_walk(root, &p, dirs, with_ignored, m, b);
             }
         } else if repo.entry(rel.as_bytes()).is_none() {
-            let meas = m.measure(&p.to_string_lossy(), false);
+            let path = p.to_string_lossy().into_owned();
+            let meas = m.measure(&path, false);
             b.add(&meas);
+            b.seen.insert(path, meas);
         }
     }
 }
@@ -290,6 +319,34 @@ fn worktree_changes(root: &Path, paths: &[PathBuf], m: &mut Measurer, b: &mut Bl
             b.irreversible += 1;
         }
     }
+}
+
+/// Whether `name` is a branch, tag or remote-tracking ref of the
+/// repository at `root` (loose or packed), or `HEAD`.
+fn names_ref(root: &Path, name: &str) -> bool {
+    if name.starts_with("HEAD")
+        || name.contains('^')
+        || name.contains('@')
+        || (name.contains('~') && !name.starts_with('~'))
+    {
+        return true;
+    }
+    let git = root.join(".git");
+    if ["refs/heads", "refs/tags", "refs/remotes"]
+        .iter()
+        .any(|d| git.join(d).join(name).is_file())
+    {
+        return true;
+    }
+    std::fs::read_to_string(git.join("packed-refs")).is_ok_and(|t| {
+        t.lines().any(|l| {
+            l.split_once(' ').is_some_and(|(_, r)| {
+                ["refs/heads/", "refs/tags/", "refs/remotes/"]
+                    .iter()
+                    .any(|d| r.strip_prefix(d) == Some(name))
+            })
+        })
+    })
 }
 
 /// `..` and `.` resolved lexically (`/w/../billing` → `/billing`).

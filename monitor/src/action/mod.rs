@@ -256,26 +256,30 @@ impl Judge {
         self.measurer.forget_lstat();
         let destroyed = destroyed_path(a);
         let m = match &destroyed {
-            Some(p) if a.created_by_call => self.measurer.created_by_call(p),
+            Some(p) if a.created_by_call || creates_new(a, p) => self.measurer.created_by_call(p),
+            // A rewrite in place: judged on what the judges before and
+            // after the call both know (Measurer::measure_rewrite).
+            Some(p) if matches!(a.op, Some(Op::Rename | Op::Write | Op::Truncate)) => {
+                self.measurer.measure_rewrite(p, by_git)
+            }
             Some(p) => {
-                let mut m = self.measurer.measure_effect(p, a.op, by_git);
-                // After the call (trace pipeline), a rewritten or truncated
-                // file already holds new content: its old content cannot
-                // be measured any more.
-                let rewrite = matches!(a.op, Some(Op::Rename | Op::Write | Op::Truncate));
-                let content = matches!(
-                    m.object,
-                    ObjectKind::Tracked
-                        | ObjectKind::Modified
-                        | ObjectKind::Untracked
-                        | ObjectKind::Empty
-                        | ObjectKind::Loose
-                );
-                if rewrite && a.result.is_some() && content {
-                    m.recovery = Recovery::Unmeasured;
-                    m.why = format!("rewritten before it could be measured ({})", m.why).into();
+                let m = self.measurer.measure_effect(p, a.op, by_git);
+                // Already gone (after the call): what the action's preview
+                // measured before the command ran, as the judge before
+                // the call measures it.
+                match key
+                    .and_then(|k| self.info.get(&k))
+                    .and_then(|i| i.preview.as_ref())
+                    .and_then(|b| b.seen.get(p.as_str()))
+                {
+                    Some(seen)
+                        if m.recovery == Recovery::Unmeasured
+                            || m.why.starts_with("already gone") =>
+                    {
+                        seen.clone()
+                    }
+                    _ => m,
                 }
-                m
             }
             None => {
                 let p = a.path.clone().unwrap_or_default();
@@ -543,6 +547,16 @@ fn summary(seq: u64, st: &group::ActionState, info: &Info) -> Value {
     })
 }
 
+/// Before the call (`result` unknown), a creating open of a name where
+/// nothing is: it destroys nothing, as the kernel's `FMODE_CREATED` says
+/// after it (`created_by_call`). One `lstat`.
+fn creates_new(a: &Action, p: &str) -> bool {
+    a.result.is_none()
+        && matches!(a.op, Some(Op::Write | Op::Truncate))
+        && a.flag_names.iter().any(|f| f == "O_CREAT")
+        && std::fs::symlink_metadata(p).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+}
+
 /// The path whose content a call destroys: the unlinked/truncated file,
 /// the file an `O_TRUNC` open empties, the destination a rename replaces
 /// (a rewrite of that file: `sed -i`, editors, `install`).
@@ -555,6 +569,16 @@ pub fn destroyed_path(a: &Action) -> Option<String> {
             // Before the call (enforcement) the destination still holds
             // the old content; after it, the source's.
             if a.result.is_none() && !Path::new(dst).exists() {
+                return None;
+            }
+            // After it, the kernel's record says whether the destination
+            // named something at the call's entry (its identity), unless
+            // the lookup gave no answer.
+            if a.result.is_some()
+                && a.dst_dir_ino.is_some()
+                && a.dst_ino.is_none()
+                && a.dst_identity_gap.is_none()
+            {
                 return None;
             }
             Some(dst.clone())

@@ -222,6 +222,13 @@ impl Measurer {
                 )
             };
         }
+        if location != Location::Protected && installed_by_package_manager(path) {
+            return m(
+                Recovery::Reversible,
+                ObjectKind::BuildOutput,
+                "installed by a package manager (site-packages, node_modules): reinstalling regenerates it",
+            );
+        }
         if CREDENTIAL_NAMES.contains(&name)
             || name.starts_with(".env.")
             || CREDENTIAL_SUFFIXES.iter().any(|s| name.ends_with(s))
@@ -282,7 +289,11 @@ impl Measurer {
                 "a symbolic link: its target is untouched",
             );
         }
-        if meta.len() == 0 {
+        // An empty file loses nothing; in a repository, only when git
+        // knows it (tracked or ignored): an untracked file is judged by its
+        // standing, as the judge after the call must (it cannot see the
+        // size of a file already gone).
+        if meta.len() == 0 && repo_root.is_none() {
             return m(Recovery::Reversible, ObjectKind::Empty, "an empty file");
         }
         if meta.nlink() > 1 {
@@ -317,6 +328,14 @@ impl Measurer {
             );
         };
         match repo.entry(rel.as_bytes()) {
+            Some(_) if meta.len() == 0 => m(
+                Recovery::Reversible,
+                ObjectKind::Empty,
+                "an empty file (tracked: its committed version is in git)",
+            ),
+            None if meta.len() == 0 && repo.is_ignored(&rel, false) => {
+                m(Recovery::Reversible, ObjectKind::Empty, "an empty file")
+            }
             Some(e) => {
                 if u64::from(e.size) != meta.len() & 0xffff_ffff {
                     return m(
@@ -358,6 +377,91 @@ impl Measurer {
                 "untracked: no copy exists in git",
             ),
         }
+    }
+
+    /// Measure what rewriting `path` in place loses (a truncate, an
+    /// `O_TRUNC` open, a rename over it): the same answer before the call
+    /// (seccomp, `abm hook`) and after it (the trace pipeline, which sees
+    /// the new content). So it uses only what both can know: this run's
+    /// own files, the name and place classes of [`measure`](Self::measure),
+    /// and the file's standing in its repository (tracked, ignored,
+    /// untracked) — never the old content, its size or its link count,
+    /// which the call changes:
+    ///
+    /// - untracked (not ignored) in a repository: irreversible, assumed to
+    ///   hold work (an empty file is judged like a full one);
+    /// - tracked: `unmeasured` (whether it had changes since the index
+    ///   cannot be told after the call; the committed version is in git);
+    /// - in no repository (not scratch): `unmeasured`.
+    pub fn measure_rewrite(&mut self, path: &str, by_git: bool) -> Measured {
+        let m = self.measure(path, by_git);
+        let content = matches!(
+            m.object,
+            ObjectKind::Tracked
+                | ObjectKind::Modified
+                | ObjectKind::Untracked
+                | ObjectKind::Empty
+                | ObjectKind::Loose
+                | ObjectKind::Linked
+        );
+        if !content || m.why.starts_with("already gone") {
+            return m;
+        }
+        let p = Path::new(path);
+        // A symbolic link is followed by a truncating open: judged as a
+        // link either way (its target is not measured).
+        if self
+            .last_lstat
+            .as_ref()
+            .is_some_and(|(lp, meta)| lp == path && meta.file_type().is_symlink())
+        {
+            return m;
+        }
+        let location = m.location;
+        let mk = |recovery, object, why: &'static str| Measured {
+            recovery,
+            location,
+            object,
+            why: Cow::Borrowed(why),
+        };
+        let Some(root) = self.repo_root(p) else {
+            return if location == Location::Scratch {
+                mk(
+                    Recovery::Reversible,
+                    ObjectKind::Loose,
+                    "a temporary file outside any repository",
+                )
+            } else {
+                mk(
+                    Recovery::Unmeasured,
+                    ObjectKind::Loose,
+                    "rewritten in place in no repository: its old content is not measured",
+                )
+            };
+        };
+        let rel = rel_path(&root, p);
+        let Some(repo) = self.repo(&root) else {
+            return m;
+        };
+        if repo.entry(rel.as_bytes()).is_some() {
+            return mk(
+                Recovery::Unmeasured,
+                ObjectKind::Tracked,
+                "tracked, rewritten in place: its committed version is in git; changes since the index are not measured for a rewrite",
+            );
+        }
+        if repo.is_ignored(&rel, false) {
+            return mk(
+                Recovery::Reversible,
+                ObjectKind::BuildOutput,
+                "ignored by .gitignore: build output the project regenerates",
+            );
+        }
+        mk(
+            Recovery::Irreversible,
+            ObjectKind::Untracked,
+            "untracked, rewritten in place: its old content exists nowhere else",
+        )
     }
 
     /// Observe mode: the file is gone when the record is read. Use what
@@ -403,7 +507,13 @@ impl Measurer {
                 ObjectKind::BuildOutput,
                 "ignored by .gitignore: build output the project regenerates",
             ),
-            None => m(Recovery::Unmeasured, ObjectKind::Untracked, "already gone when measured; not in the index"),
+            // Neither tracked nor ignored nor made by this run: it held
+            // the user's work, as the judge before the call finds it.
+            None => m(
+                Recovery::Irreversible,
+                ObjectKind::Untracked,
+                "already gone when measured; untracked, not made by this run: no copy exists in git",
+            ),
         }
     }
 }
@@ -414,4 +524,15 @@ pub fn rel_path(root: &Path, path: &Path) -> String {
         .unwrap_or(path)
         .to_string_lossy()
         .into_owned()
+}
+
+/// Inside what a package manager installs (a virtualenv's or the
+/// system's `site-packages`, `dist-packages`, `node_modules`): reinstalling
+/// the package regenerates it, whatever its name (`certifi/cacert.pem`, a
+/// package's own `.env` example). By place, so the judge before a call and
+/// the judge after it agree.
+pub fn installed_by_package_manager(path: &str) -> bool {
+    ["/site-packages/", "/dist-packages/", "/node_modules/"]
+        .iter()
+        .any(|d| path.contains(d))
 }

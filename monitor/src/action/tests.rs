@@ -530,3 +530,128 @@ fn an_exec_previewed_on_arrival_is_judged_by_what_was_there() {
     // An early preview is used once, by the record it was taken for.
     assert!(j.early.is_empty());
 }
+
+/// One judge: a file call judged before it runs (seccomp, `abm hook`) and
+/// the same call judged after it (the trace pipeline) get the same
+/// measurement and verdict, for every kind of rewrite.
+#[test]
+fn a_rewrite_is_judged_the_same_before_and_after_the_call() {
+    let tmp = tempfile::tempdir().unwrap();
+    let r = repo(tmp.path());
+    let ctx = ctx_in(&r, tmp.path());
+    let policy = Policy::default_pack();
+    let trunc = ["O_WRONLY", "O_CREAT", "O_TRUNC"];
+    // (call, what it does to the file system, the verdict both must give)
+    type Case<'a> = (&'a str, Action, Box<dyn Fn()>, Treatment);
+    let site = r.join("v/lib/python3.11/site-packages/certifi");
+    std::fs::create_dir_all(&site).unwrap();
+    std::fs::write(r.join("v/pyvenv.cfg"), "home = /usr/bin\n").unwrap();
+    std::fs::write(r.join("config.yaml"), "db: local\n").unwrap();
+    std::fs::write(r.join("empty.txt"), "").unwrap();
+    std::fs::write(site.join("old.pem"), "-----BEGIN CERTIFICATE-----\n").unwrap();
+    let write = |p: PathBuf, text: &'static str| move || std::fs::write(&p, text).unwrap();
+    let cases: Vec<Case> = vec![
+        // pip writing a certificate bundle into a new virtualenv.
+        (
+            "new cacert.pem in a venv",
+            file_effect(Op::Truncate, &site.join("cacert.pem"), &trunc),
+            Box::new(write(
+                site.join("cacert.pem"),
+                "-----BEGIN CERTIFICATE-----\n",
+            )),
+            Treatment::Accept,
+        ),
+        // ... and rewriting the one it installed before the run.
+        (
+            "existing .pem in a venv",
+            file_effect(Op::Truncate, &site.join("old.pem"), &trunc),
+            Box::new(write(
+                site.join("old.pem"),
+                "-----BEGIN CERTIFICATE-----\nx\n",
+            )),
+            Treatment::Accept,
+        ),
+        // `: > config.yaml` over an untracked file.
+        (
+            "truncated untracked file",
+            file_effect(Op::Truncate, &r.join("config.yaml"), &trunc),
+            Box::new(write(r.join("config.yaml"), "")),
+            Treatment::Preserve,
+        ),
+        // An empty untracked file is judged like a full one (after the
+        // call nothing tells them apart).
+        (
+            "truncated empty untracked file",
+            file_effect(Op::Truncate, &r.join("empty.txt"), &trunc),
+            Box::new(write(r.join("empty.txt"), "")),
+            Treatment::Preserve,
+        ),
+        // A rewrite of a tracked file: not measured either way.
+        (
+            "rewritten modified tracked file",
+            file_effect(Op::Truncate, &r.join("src/b.rs"), &trunc),
+            Box::new(write(r.join("src/b.rs"), "new")),
+            Treatment::Accept,
+        ),
+        // `mv draft notes.txt` over untracked notes.
+        (
+            "rename over untracked notes",
+            Action {
+                path2: Some(s(&r.join("notes.txt"))),
+                ..file_effect(Op::Rename, &r.join("draft"), &[])
+            },
+            Box::new(write(r.join("notes.txt"), "draft")),
+            Treatment::Preserve,
+        ),
+    ];
+    std::fs::write(r.join("draft"), "draft").unwrap();
+    let mut diffs = Vec::new();
+    for (what, a, act, want) in cases {
+        let mut before = a.clone();
+        Judge::live(&ctx).judge(&mut before, &policy, &ctx);
+        let created =
+            a.path.as_deref().is_some_and(|p| !Path::new(p).exists()) && a.op != Some(Op::Rename);
+        act();
+        let mut after = Action {
+            result: Some(0),
+            created_by_call: created,
+            dst_dir_ino: a.path2.as_ref().map(|_| 1),
+            dst_ino: a.path2.as_ref().map(|_| 2),
+            ..a
+        };
+        Judge::new(&ctx).judge(&mut after, &policy, &ctx);
+        let (vb, va) = (before.verdict.unwrap(), after.verdict.unwrap());
+        let (mb, ma) = (before.measured.unwrap(), after.measured.unwrap());
+        if vb.treatment != va.treatment
+            || vb.rule != va.rule
+            || mb.recovery != ma.recovery
+            || vb.treatment != want
+        {
+            diffs.push(format!(
+                "{what}: before {:?} by {} ({:?} {:?}: {}), after {:?} by {} ({:?} {:?}: {}), want {want:?}",
+                vb.treatment, vb.rule, mb.recovery, mb.object, mb.why,
+                va.treatment, va.rule, ma.recovery, ma.object, ma.why
+            ));
+        }
+    }
+    assert!(diffs.is_empty(), "{}", diffs.join("\n"));
+}
+
+/// `git checkout PATHSPEC` without `--` is previewed like `git checkout --
+/// PATHSPEC`; a branch name is not a pathspec.
+#[test]
+fn git_checkout_of_a_pathspec_is_previewed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let r = repo(tmp.path());
+    git(&r, &["branch", "feature"]);
+    let mut m = measurer(&r, &tmp.path().join("home"));
+    let argv = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let b = preview(&argv(&["git", "checkout", "."]), &r, &mut m).expect("previewed");
+    assert_eq!((b.modified, b.irreversible), (1, 1), "{b:?}");
+    let b = preview(&argv(&["git", "checkout", "src/b.rs"]), &r, &mut m).expect("previewed");
+    assert_eq!(b.modified, 1, "{b:?}");
+    let b = preview(&argv(&["git", "checkout", "HEAD", "src"]), &r, &mut m).expect("previewed");
+    assert_eq!(b.modified, 1, "{b:?}");
+    assert!(preview(&argv(&["git", "checkout", "feature"]), &r, &mut m).is_none());
+    assert!(preview(&argv(&["git", "checkout", "-b", "new"]), &r, &mut m).is_none());
+}

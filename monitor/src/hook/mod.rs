@@ -84,12 +84,22 @@ pub struct Opts {
 #[derive(Debug)]
 pub struct Judged {
     pub decision: &'static str,
+    /// The worst treatment of the judged actions: what the run gives.
+    pub treatment: Treatment,
     pub reason: String,
     pub commands: Vec<Value>,
     pub unparsed: Vec<String>,
 }
 
-/// Judges a shell command line with the policy's exec rules.
+/// Judges a shell command line before it runs, with the judge the run
+/// uses ([`crate::action::Judge`], as the seccomp supervisor does before a
+/// call): each simple command's exec (its blast radius previewed on the
+/// tree as it is now: `git reset --hard`, `git checkout .`, `git clean`,
+/// `rm -r`), then the calls it would make, measured on the file system
+/// (each `>` target as a truncating open, the files an `rm -r` would
+/// unlink, the destinations of `mv`, `cp`, `dd`, `tee`, `sed -i`). The
+/// worst verdict decides, so the answer is the treatment the run then
+/// gives the same action.
 pub fn judge_command(
     command: &str,
     cwd: &Path,
@@ -98,29 +108,46 @@ pub fn judge_command(
     allow: bool,
 ) -> Judged {
     let parsed = shell::split(command);
+    let mut judge = crate::action::Judge::new(ctx);
     let mut worst: Option<(Treatment, Verdict, String)> = None;
     let mut commands = Vec::new();
     let mut flagged = Vec::new();
-    for c in &parsed.commands {
+    // Each simple command is its own process (and so its own action);
+    // the shell's redirections are the shell's.
+    let shell_pid = 1 << 30;
+    for (i, c) in parsed.commands.iter().enumerate() {
+        let pid = shell_pid + 1 + i as u32;
         let mut acts = Vec::new();
         if !c.argv.is_empty() {
-            acts.push(exec_action(&c.argv, cwd));
+            acts.push(exec_action(&c.argv, cwd, pid));
         }
-        acts.extend(file_effects(&c.argv, cwd));
-        for (paths, op) in [(&c.truncates, Op::Truncate), (&c.appends, Op::Write)] {
+        acts.extend(file_effects(&c.argv, cwd, pid));
+        for (paths, op, flags) in [
+            (
+                &c.truncates,
+                Op::Truncate,
+                &["O_WRONLY", "O_CREAT", "O_TRUNC"][..],
+            ),
+            (
+                &c.appends,
+                Op::Write,
+                &["O_WRONLY", "O_CREAT", "O_APPEND"][..],
+            ),
+        ] {
             for p in paths.iter().filter(|p| !p.starts_with("/dev/")) {
-                acts.push(Action {
-                    op: Some(op),
-                    path: Some(join(cwd, p)),
-                    pid: std::process::id(),
-                    ..Default::default()
-                });
+                acts.push(file_action(op, &join(cwd, p), None, flags, shell_pid));
             }
         }
-        for a in acts {
-            let v = policy.evaluate(&a, ctx);
+        for mut a in acts {
+            judge.judge(&mut a, policy, ctx);
+            let v = a.verdict.take().unwrap_or_else(|| policy.evaluate(&a, ctx));
             let what = match a.op {
                 Some(Op::Exec) => c.to_string(),
+                Some(Op::Rename) => format!(
+                    "rename {} -> {}",
+                    a.path.as_deref().unwrap_or(""),
+                    a.path2.as_deref().unwrap_or("")
+                ),
                 Some(op) => format!("{op} {}", a.path.as_deref().unwrap_or("")),
                 None => String::new(),
             };
@@ -131,8 +158,9 @@ pub fn judge_command(
                 "rule": v.rule,
                 "treatment": v.treatment,
                 "reason": v.reason,
+                "measured": a.measured,
             }));
-            if v.treatment >= Treatment::Audit {
+            if v.treatment >= Treatment::Audit && flagged.len() < 20 {
                 flagged.push(format!(
                     "`{what}`: {} by {} ({})",
                     format!("{:?}", v.treatment).to_lowercase(),
@@ -140,15 +168,7 @@ pub fn judge_command(
                     v.reason
                 ));
             }
-            let rank = |t: Treatment| match t {
-                Treatment::Deny => 3,
-                Treatment::Confirm => 2,
-                _ => 1,
-            };
-            if worst
-                .as_ref()
-                .is_none_or(|(t, _, _)| rank(v.treatment) > rank(*t))
-            {
+            if worst.as_ref().is_none_or(|(t, _, _)| v.treatment > *t) {
                 worst = Some((v.treatment, v, what));
             }
         }
@@ -176,6 +196,15 @@ pub fn judge_command(
                 v.rule, v.reason
             ),
         ),
+        // The run keeps a copy before the call (`--enforce`) and lets it
+        // through: the harness need not ask, but the model is told.
+        Some((Treatment::Preserve, v, what)) if parsed.fully_parsed() && allow => (
+            "allow",
+            format!(
+                "abm: `{what}` destroys work that exists nowhere else; the run keeps a copy first ({}: {}).",
+                v.rule, v.reason
+            ),
+        ),
         _ if !parsed.fully_parsed() || !allow => (
             "none",
             format!(
@@ -194,57 +223,82 @@ pub fn judge_command(
     };
     Judged {
         decision,
+        treatment: worst.as_ref().map_or(Treatment::Accept, |(t, _, _)| *t),
         reason,
         commands,
         unparsed: parsed.unparsed,
     }
 }
 
-/// The file effects a few well-known programs announce in their argv:
-/// `rm`/`unlink`/`shred` (unlink, and rmdir with `-r`/`-d`), `rmdir`,
-/// `truncate`, `chmod`, `chown`, `mv` (rename of each source to the last
-/// argument). Judged like the calls they would make, so path rules (system
-/// directories, credentials, protected files) answer before the command
-/// runs. Other programs are judged by their exec rules only.
-fn file_effects(argv: &[String], cwd: &Path) -> Vec<Action> {
+/// Entries an `rm -r` expansion lists at most; the exec's blast preview
+/// counts the rest.
+const EXPAND_LIMIT: usize = 5000;
+
+/// The file effects a few well-known programs announce in their argv, as
+/// the calls they would make: `rm` (unlink of each file, and with `-r`
+/// every file below each directory, then the directories), `unlink`,
+/// `shred`, `rmdir`, `truncate`, `chmod`, `chown`, `mv` (rename of each
+/// source to the destination, or into it when it is a directory), `cp`,
+/// `install`, `dd of=`, `tee` (truncating opens of the destination) and
+/// `sed -i` (a temporary file renamed over each file). Other programs are
+/// judged by their exec and its preview.
+fn file_effects(argv: &[String], cwd: &Path, pid: u32) -> Vec<Action> {
     let Some(prog) = argv.first().map(|p| p.rsplit('/').next().unwrap_or(p)) else {
         return Vec::new();
     };
     let mut opts_done = false;
-    let mut flags = String::new();
+    let mut flags = Vec::new();
     let mut paths = Vec::new();
     for a in &argv[1..] {
         if !opts_done && a == "--" {
             opts_done = true;
         } else if !opts_done && a.starts_with('-') && a.len() > 1 {
-            flags.push_str(a);
-            flags.push(' ');
+            flags.push(a.as_str());
         } else {
             paths.push(join(cwd, a));
         }
     }
-    let recursive = flags.split_whitespace().any(|f| {
-        f == "--recursive"
-            || f == "--dir"
-            || (!f.starts_with("--") && (f.contains('r') || f.contains('R') || f.contains('d')))
-    });
-    let act = |op: Op, path: &str, path2: Option<&str>| Action {
-        op: Some(op),
-        path: Some(path.to_owned()),
-        path2: path2.map(str::to_owned),
-        pid: std::process::id(),
-        ..Default::default()
+    let short = |c: char, long: &str| {
+        flags
+            .iter()
+            .any(|f| *f == long || (!f.starts_with("--") && f[1..].contains(c)))
+    };
+    let recursive = short('r', "--recursive") || short('R', "--recursive");
+    let act = |op: Op, path: &str, path2: Option<&str>| file_action(op, path, path2, &[], pid);
+    let trunc = |path: &str| {
+        file_action(
+            Op::Truncate,
+            path,
+            None,
+            &["O_WRONLY", "O_CREAT", "O_TRUNC"],
+            pid,
+        )
+    };
+    let into = |dst: &str, src: &str| -> String {
+        if Path::new(dst).is_dir() {
+            let base = Path::new(src)
+                .file_name()
+                .map(|b| b.to_string_lossy().into_owned());
+            format!("{}/{}", dst.trim_end_matches('/'), base.unwrap_or_default())
+        } else {
+            dst.to_owned()
+        }
     };
     let mut out = Vec::new();
     match prog {
-        "rm" | "unlink" | "shred" => {
+        "rm" => {
             for p in &paths {
-                out.push(act(Op::Unlink, p, None));
-                if recursive && prog == "rm" {
+                let dir = std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir());
+                if dir && recursive {
+                    expand_tree(Path::new(p), &act, &mut out);
+                } else if !dir {
+                    out.push(act(Op::Unlink, p, None));
+                } else if short('d', "--dir") {
                     out.push(act(Op::Rmdir, p, None));
                 }
             }
         }
+        "unlink" | "shred" => out.extend(paths.iter().map(|p| act(Op::Unlink, p, None))),
         "rmdir" => out.extend(paths.iter().map(|p| act(Op::Rmdir, p, None))),
         "truncate" => out.extend(paths.iter().map(|p| act(Op::Truncate, p, None))),
         // The first operand is the mode/owner.
@@ -252,11 +306,95 @@ fn file_effects(argv: &[String], cwd: &Path) -> Vec<Action> {
         "chown" | "chgrp" => out.extend(paths.iter().skip(1).map(|p| act(Op::Chown, p, None))),
         "mv" if paths.len() >= 2 => {
             let (dst, srcs) = paths.split_last().expect("two or more");
-            out.extend(srcs.iter().map(|p| act(Op::Rename, p, Some(dst))));
+            out.extend(srcs.iter().map(|p| act(Op::Rename, p, Some(&into(dst, p)))));
+        }
+        "cp" | "install" if paths.len() >= 2 && !recursive => {
+            let (dst, srcs) = paths.split_last().expect("two or more");
+            out.extend(srcs.iter().map(|p| trunc(&into(dst, p))));
+        }
+        "tee" if !short('a', "--append") => out.extend(paths.iter().map(|p| trunc(p))),
+        "dd" => {
+            let notrunc = argv
+                .iter()
+                .any(|a| a.starts_with("conv=") && a.contains("notrunc"));
+            for a in &argv[1..] {
+                if let Some(f) = a.strip_prefix("of=") {
+                    let p = join(cwd, f);
+                    out.push(if notrunc {
+                        file_action(Op::Write, &p, None, &["O_WRONLY", "O_CREAT"], pid)
+                    } else {
+                        trunc(&p)
+                    });
+                }
+            }
+        }
+        "sed"
+            if flags.iter().any(|f| {
+                *f == "-i"
+                    || f.starts_with("--in-place")
+                    || (f.starts_with("-i") && !f.starts_with("--"))
+            }) =>
+        {
+            // Without -e/-f the first operand is the script.
+            let script_given = flags.iter().any(|f| {
+                *f == "-e" || *f == "-f" || f.starts_with("--expression") || f.starts_with("--file")
+            });
+            for p in paths.iter().skip(usize::from(!script_given)) {
+                let dir = Path::new(p).parent().unwrap_or(Path::new("/"));
+                let tmp = dir.join(format!("sed{:06}", pid % 1_000_000));
+                let mut a = act(Op::Rename, &tmp.to_string_lossy(), Some(p));
+                a.created_by_call = false;
+                out.push(a);
+            }
         }
         _ => {}
     }
     out
+}
+
+/// The calls `rm -r` makes for a tree: an unlink per file (depth first),
+/// an rmdir per directory after its entries.
+fn expand_tree(p: &Path, act: &dyn Fn(Op, &str, Option<&str>) -> Action, out: &mut Vec<Action>) {
+    if out.len() >= EXPAND_LIMIT {
+        return;
+    }
+    let s = p.to_string_lossy();
+    match std::fs::symlink_metadata(p) {
+        Ok(m) if m.is_dir() => {
+            if let Ok(rd) = std::fs::read_dir(p) {
+                let mut entries: Vec<PathBuf> = rd.flatten().map(|e| e.path()).collect();
+                entries.sort();
+                for e in entries {
+                    expand_tree(&e, act, out);
+                }
+            }
+            out.push(act(Op::Rmdir, &s, None));
+        }
+        Ok(_) => out.push(act(Op::Unlink, &s, None)),
+        Err(_) => {}
+    }
+}
+
+/// A file call of process `pid`, before it runs (`result` unknown).
+fn file_action(
+    op: Op,
+    path: &str,
+    path2: Option<&str>,
+    flags: &[&'static str],
+    pid: u32,
+) -> Action {
+    Action {
+        op: Some(op),
+        path: Some(path.to_owned()),
+        path2: path2.map(str::to_owned),
+        flag_names: flags
+            .iter()
+            .map(|f| std::borrow::Cow::Borrowed(*f))
+            .collect(),
+        pid,
+        tid: pid,
+        ..Default::default()
+    }
 }
 
 fn join(cwd: &Path, p: &str) -> String {
@@ -274,7 +412,7 @@ fn join(cwd: &Path, p: &str) -> String {
 
 /// The exec record the command would produce: argv, cwd and the program
 /// PATH would find (or argv[0] made absolute).
-fn exec_action(argv: &[String], cwd: &Path) -> Action {
+fn exec_action(argv: &[String], cwd: &Path, pid: u32) -> Action {
     let prog = &argv[0];
     let path = if prog.contains('/') {
         join(cwd, prog)
@@ -295,8 +433,8 @@ fn exec_action(argv: &[String], cwd: &Path) -> Action {
         exe: Some(path),
         argv: Some(argv.to_vec()),
         cwd: Some(cwd.to_string_lossy().into_owned()),
-        pid: std::process::id(),
-        result: Some(0),
+        pid,
+        tid: pid,
         ..Default::default()
     }
 }
@@ -442,6 +580,7 @@ fn pre(call: &Call, opts: &Opts, claude: bool) -> anyhow::Result<Value> {
     } else {
         json!({
             "decision": j.decision,
+            "treatment": j.treatment,
             "reason": j.reason,
             "fully_parsed": j.unparsed.is_empty(),
             "not_parsed": j.unparsed,
