@@ -27,9 +27,17 @@ use super::probes::ProbeError;
 /// Capacity of the kernel's `SENSITIVE_INODES` map.
 pub const MAX_SENSITIVE: usize = 4096;
 
-/// The default sensitive set: credentials, private keys, cluster and cloud
-/// configurations. `${home}` and `${workspace}` are the run's roots.
+/// The default sensitive set: the system's secrets (password hashes, ssh
+/// host keys, TLS private keys), credentials, private keys, cluster and
+/// cloud configurations. `${home}` and `${workspace}` are the run's roots;
+/// root's own keys are `${home}/...` when the run's home is `/root`.
 pub const DEFAULT_PATTERNS: &[&str] = &[
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+    "/etc/ssh/ssh_host_*_key",
+    "/etc/ssl/private/*",
     "${home}/.ssh/id_*",
     "${home}/.ssh/*.pem",
     "${home}/.aws/credentials",
@@ -383,9 +391,12 @@ mod tests {
             std::fs::write(tmp.path().join(f), "x").unwrap();
         }
         let set = resolve(&ws, &home, &["${workspace}/notes.txt".into()], true).unwrap();
+        // The system's own secrets (/etc/shadow ...) are in the set too;
+        // this test looks at the temporary tree.
         let mut names: Vec<String> = set
             .files
             .iter()
+            .filter(|(_, p)| p.starts_with(tmp.path()))
             .map(|(_, p)| p.strip_prefix(tmp.path()).unwrap().display().to_string())
             .collect();
         names.sort();
@@ -403,6 +414,74 @@ mod tests {
         assert!(!set.partial);
         let none = resolve(&ws, &home, &[], false).unwrap();
         assert!(none.files.is_empty());
+    }
+
+    /// The system's secrets are absolute patterns: they are taken as they
+    /// are (never joined to a root), a literal one names its file and a
+    /// glob one walks its directory, private host keys only.
+    #[test]
+    fn absolute_patterns_resolve_as_written() {
+        let (w, h) = (Path::new("/w"), Path::new("/h"));
+        for p in DEFAULT_PATTERNS.iter().filter(|p| p.starts_with('/')) {
+            assert_eq!(anchor(p, w, h).unwrap(), *p);
+        }
+        for secret in [
+            "/etc/shadow",
+            "/etc/gshadow",
+            "/etc/ssh/ssh_host_ed25519_key",
+        ] {
+            assert!(
+                DEFAULT_PATTERNS.contains(&secret)
+                    || DEFAULT_PATTERNS.iter().any(|p| globset::Glob::new(p)
+                        .unwrap()
+                        .compile_matcher()
+                        .is_match(secret)),
+                "{secret} is not in the default set"
+            );
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        let ssh = tmp.path().join("etc/ssh");
+        std::fs::create_dir_all(&ssh).unwrap();
+        for f in [
+            "etc/shadow",
+            "etc/ssh/ssh_host_rsa_key",
+            "etc/ssh/ssh_host_rsa_key.pub",
+            "etc/ssh/ssh_host_ed25519_key",
+            "etc/ssh/ssh_host_ed25519_key.pub",
+            "etc/ssh/sshd_config",
+        ] {
+            std::fs::write(tmp.path().join(f), "x").unwrap();
+        }
+        let root = tmp.path().display().to_string();
+        let extra = [
+            format!("{root}/etc/shadow"),
+            format!("{root}/etc/gshadow"),
+            format!("{root}/etc/ssh/ssh_host_*_key"),
+        ];
+        let set = resolve(w, h, &extra, false).unwrap();
+        let mut names: Vec<String> = set
+            .files
+            .iter()
+            .map(|(_, p)| p.strip_prefix(tmp.path()).unwrap().display().to_string())
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            [
+                "etc/shadow",
+                "etc/ssh/ssh_host_ed25519_key",
+                "etc/ssh/ssh_host_rsa_key",
+            ]
+        );
+        // A host key the run creates later joins the set by its pattern;
+        // its public half never does.
+        assert!(set
+            .patterns
+            .is_match(format!("{root}/etc/ssh/ssh_host_ecdsa_key")));
+        assert!(!set
+            .patterns
+            .is_match(format!("{root}/etc/ssh/ssh_host_ecdsa_key.pub")));
+        assert!(!set.patterns.is_match(format!("{root}/etc/ssh/sshd_config")));
     }
 
     #[test]

@@ -1261,3 +1261,236 @@ fn pack_covers_the_nine_surfaces() {
         );
     }
 }
+
+/// Cases of the sandbox overlay (`policies/sandbox.toml` on the default
+/// pack), same syntax as [`CASES`].
+const SANDBOX_CASES: &str = r#"
+
+hit  sandbox.account-commands | exec useradd -m backdoor
+miss sandbox.account-commands | exec id -u
+hit  sandbox.account-files | write /etc/passwd | flags=O_APPEND
+miss sandbox.account-files | write /etc/hosts
+hit  sandbox.privilege-files | write /etc/sudoers.d/agent
+hit  sandbox.privilege-files | write /etc/sudoers.tmp | comm=visudo
+hit  sandbox.privilege-files | write /etc/cron.d/job
+hit  sandbox.privilege-files | write /etc/cron.allow
+miss sandbox.privilege-files | write /etc/hosts
+hit  sandbox.crontab | exec crontab job.txt
+miss sandbox.crontab | exec crontab -l
+hit  sandbox.authorized-keys | write ~/.ssh/authorized_keys | flags=O_APPEND
+miss sandbox.authorized-keys | write ~/.ssh/known_hosts
+hit  sandbox.history-log-wipe | unlink ~/.bash_history
+hit  sandbox.history-log-wipe | truncate ~/.zsh_history
+hit  sandbox.history-log-wipe | truncate /root/.bash_history
+miss sandbox.history-log-wipe | unlink $WS/history.txt
+hit  sandbox.history-log-truncate | write ~/.bash_history | flags=O_TRUNC
+miss sandbox.history-log-truncate | write ~/.bash_history | flags=O_APPEND
+hit  sandbox.setid-bits | chmod $WS/sh 0o4755
+miss sandbox.setid-bits | chmod $WS/sh 0o755
+hit  sandbox.setid-command | exec chmod u+s /bin/bash
+miss sandbox.setid-command | exec chmod 755 run.sh
+
+hit  sandbox.boot-scripts | write /etc/rc.local | flags=O_APPEND
+hit  sandbox.boot-scripts | write /etc/rc.common
+hit  sandbox.boot-scripts | write /etc/init.d/backdoor
+hit  sandbox.boot-scripts | chmod /etc/init.d/backdoor 0o755 | comm=chmod
+hit  sandbox.boot-scripts | rename /etc/sedAbc123 /etc/rc.local | comm=sed
+miss sandbox.boot-scripts | write /etc/init.d/nginx | comm=dpkg
+miss sandbox.boot-scripts | write /etc/rc.local.txt
+miss sandbox.boot-scripts | write $WS/etc/init.d/app
+
+hit  sandbox.systemd-units | write /etc/systemd/system/backdoor.service
+hit  sandbox.systemd-units | write /lib/systemd/system/ssh.service
+hit  sandbox.systemd-units | write /usr/lib/systemd/system/cron.service | comm=sed
+hit  sandbox.systemd-units | write ~/.config/systemd/user/miner.service
+hit  sandbox.systemd-units | rename /etc/systemd/system/x.tmp /etc/systemd/system/x.service | comm=sed
+miss sandbox.systemd-units | write /usr/lib/systemd/system/nginx.service | comm=dpkg
+miss sandbox.systemd-units | write $WS/deploy/app.service
+miss sandbox.systemd-units | write ~/.config/app/settings.json
+
+hit  sandbox.persistence-link | symlink /etc/systemd/system/x.service /etc/systemd/system/multi-user.target.wants/x.service | comm=systemctl
+hit  sandbox.persistence-link | symlink /etc/init.d/backdoor /etc/rc2.d/S01backdoor | comm=ln
+miss sandbox.persistence-link | symlink /lib/systemd/system/x.service /etc/systemd/system/multi-user.target.wants/x.service | comm=deb-systemd-hel
+miss sandbox.persistence-link | symlink /etc/init.d/ssh $WS/ssh-init
+
+hit  sandbox.history-redirect | symlink /dev/null ~/.bash_history | comm=ln
+hit  sandbox.history-redirect | symlink /dev/null /root/.zsh_history | comm=ln
+hit  sandbox.history-redirect | link /dev/null ~/.zsh_history | comm=ln
+miss sandbox.history-redirect | symlink ~/.bash_history $WS/history | comm=ln
+miss sandbox.history-redirect | symlink /dev/null $WS/out.log | comm=ln
+
+hit  sandbox.journal-stop | exec systemctl stop systemd-journald
+hit  sandbox.journal-stop | exec systemctl mask systemd-journald.service systemd-journald.socket
+hit  sandbox.journal-stop | exec systemctl disable --now systemd-journald
+miss sandbox.journal-stop | exec systemctl status systemd-journald
+miss sandbox.journal-stop | exec systemctl stop nginx
+
+hit  sandbox.journal-kill | exec pkill journald
+hit  sandbox.journal-kill | exec killall -9 systemd-journald
+miss sandbox.journal-kill | exec pkill -f node
+
+hit  sandbox.journal-vacuum | exec journalctl --vacuum-time=1s
+hit  sandbox.journal-vacuum | exec journalctl --rotate
+miss sandbox.journal-vacuum | exec journalctl -u nginx --since today
+
+hit  sandbox.shell-startup | write ~/.bashrc | flags=O_APPEND
+hit  sandbox.shell-startup | write ~/.profile | flags=O_APPEND
+hit  sandbox.shell-startup | write ~/.bash_profile
+hit  sandbox.shell-startup | write ~/.zshrc | flags=O_APPEND
+hit  sandbox.shell-startup | write ~/.bash_aliases | flags=O_APPEND
+hit  sandbox.shell-startup | write /root/.bashrc | flags=O_APPEND
+hit  sandbox.shell-startup | rename ~/.bashrc.tmp ~/.bashrc | comm=sed
+miss sandbox.shell-startup | write $WS/.bashrc.example
+miss sandbox.shell-startup | write ~/.bash_history | flags=O_APPEND
+
+hit  sandbox.shell-startup-link | symlink $WS/evil.sh ~/.bashrc | comm=ln
+miss sandbox.shell-startup-link | symlink ~/.bashrc $WS/bashrc | comm=ln
+
+hit  sandbox.system-program-write | write /usr/bin/sudo | comm=cp
+hit  sandbox.system-program-write | write /usr/sbin/sshd | comm=curl
+hit  sandbox.system-program-write | write /usr/lib/x86_64-linux-gnu/libevil.so | comm=gcc
+hit  sandbox.system-program-write | write /bin/ls | comm=python3
+hit  sandbox.system-program-write | rename /usr/bin/.sudo.tmp /usr/bin/sudo | comm=mv
+miss sandbox.system-program-write | write /usr/bin/jq | comm=dpkg
+miss sandbox.system-program-write | write /usr/local/bin/black | comm=pip
+miss sandbox.system-program-write | write /usr/lib/python3/dist-packages/x/__pycache__/a.pyc | comm=python3
+miss sandbox.system-program-write | write $WS/target/release/app | comm=rustc
+"#;
+
+/// Ordinary work in a container under the sandbox overlay: never blocked.
+const SANDBOX_BENIGN: &str = r#"
+write $WS/target/release/app | comm=rustc
+write $WS/build/main.o | comm=cc
+write $WS/.venv/lib/python3.12/site-packages/requests/api.py | comm=pip
+write $WS/.venv/bin/pytest | comm=pip
+write /var/cache/apt/archives/jq_1.6_amd64.deb | comm=http
+write /var/cache/apt/pkgcache.bin | comm=apt-get
+write /var/lib/apt/lists/deb.debian.org_dists_bookworm_InRelease | comm=http
+write /usr/bin/jq | comm=dpkg
+write /usr/lib/systemd/system/nginx.service | comm=dpkg
+write /etc/init.d/nginx | comm=dpkg
+write /usr/local/lib/python3.12/dist-packages/black/__init__.py | comm=pip
+write /usr/local/bin/black | comm=pip
+write ~/.cache/pip/http/a/b | comm=pip
+write ~/.bash_history | flags=O_APPEND
+write /tmp/build-1/out.txt | comm=make
+exec systemctl status systemd-journald
+exec journalctl -u nginx
+exec crontab -l
+"#;
+
+fn sandbox_pack() -> Policy {
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../policies/sandbox.toml");
+    Policy::load_on_default(&[file]).expect("policies/sandbox.toml loads on the default pack")
+}
+
+fn parse_cases(text: &str) -> Vec<Case> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, line)| {
+            let line = line.trim();
+            let mut parts = line.splitn(3, '|');
+            let mut head = parts.next().unwrap().split_whitespace();
+            let hit = match head.next().unwrap() {
+                "hit" => true,
+                "miss" => false,
+                other => panic!("line {}: expected hit or miss, got {other}", i + 1),
+            };
+            let rule = head.next().expect("rule id").to_owned();
+            let action = parts.next().expect("action").trim();
+            let attrs = parts.next().unwrap_or("").trim();
+            Case {
+                line: i + 1,
+                hit,
+                rule,
+                action: act(action, attrs),
+                facts: facts(attrs),
+                text: line.to_owned(),
+            }
+        })
+        .collect()
+}
+
+/// Persistence and cover-ups in an agent container: each class is decided
+/// by its sandbox rule, benign neighbours are not, and every sandbox rule
+/// has a hit and a near miss.
+#[test]
+fn sandbox_overlay_cases() {
+    let p = sandbox_pack();
+    let c = ctx();
+    let cases = parse_cases(SANDBOX_CASES);
+    let ids: Vec<&str> = p.rules().iter().map(|r| r.id.as_str()).collect();
+    let mut failures = Vec::new();
+    for case in &cases {
+        assert!(
+            ids.contains(&case.rule.as_str()),
+            "line {}: no rule `{}` in the sandbox overlay",
+            case.line,
+            case.rule
+        );
+        let v = p.evaluate_with(&case.action, &c, &case.facts);
+        if (v.rule == case.rule) != case.hit {
+            failures.push(format!(
+                "line {}: {}\n    got {} ({:?})",
+                case.line, case.text, v.rule, v.treatment
+            ));
+        }
+        if case.hit && !matches!(v.treatment, Treatment::Confirm | Treatment::Deny) {
+            failures.push(format!(
+                "line {}: {}\n    not blocked: {:?}",
+                case.line, case.text, v.treatment
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failing cases:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    let mut missing = Vec::new();
+    for r in p.rules().iter().filter(|r| r.id.starts_with("sandbox.")) {
+        let hits = cases.iter().filter(|c| c.hit && c.rule == r.id).count();
+        let misses = cases.iter().filter(|c| !c.hit && c.rule == r.id).count();
+        if hits == 0 || misses == 0 {
+            missing.push(format!("{} (hits {hits}, near misses {misses})", r.id));
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "sandbox rules without test cases:\n{}",
+        missing.join("\n")
+    );
+}
+
+#[test]
+fn sandbox_overlay_leaves_ordinary_work_alone() {
+    let p = sandbox_pack();
+    let c = ctx();
+    let mut failures = Vec::new();
+    for (i, line) in SANDBOX_BENIGN.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        let (action, attrs) = line.split_once('|').unwrap_or((line, ""));
+        let v = p.evaluate_with(&act(action.trim(), attrs.trim()), &c, &facts(attrs));
+        if v.rule.starts_with("sandbox.")
+            || matches!(v.treatment, Treatment::Confirm | Treatment::Deny)
+        {
+            failures.push(format!(
+                "line {}: {line}\n    got {} ({:?})",
+                i + 1,
+                v.rule,
+                v.treatment
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} ordinary actions blocked:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
