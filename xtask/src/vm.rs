@@ -258,43 +258,54 @@ fn initramfs(abm: &Path) -> Result<PathBuf> {
 }
 
 /// What one VM reported.
-struct VmResult {
-    label: String,
-    lines: Vec<String>,
-    done: bool,
-    timed_out: bool,
-    secs: f64,
-    log: PathBuf,
+pub(crate) struct VmResult {
+    pub(crate) label: String,
+    pub(crate) lines: Vec<String>,
+    pub(crate) done: bool,
+    pub(crate) timed_out: bool,
+    pub(crate) secs: f64,
+    pub(crate) log: PathBuf,
 }
 
-fn boot(label: &str, kernel: &Path, initrd: &Path, timeout: Duration) -> Result<VmResult> {
-    let log = vm_dir().join(format!("console-{label}.log"));
+/// One QEMU boot under software emulation (TCG).
+pub(crate) struct Boot<'a> {
+    pub(crate) label: &'a str,
+    pub(crate) kernel: &'a Path,
+    pub(crate) initrd: &'a Path,
+    /// The kernel command line.
+    pub(crate) append: &'a str,
+    pub(crate) memory_mib: u32,
+    /// Console lines holding this prefix are the guest's report; the one
+    /// with `<prefix>DONE` ends it.
+    pub(crate) prefix: &'a str,
+    /// File name of the console log under target/vm/.
+    pub(crate) log_name: String,
+    pub(crate) timeout: Duration,
+}
+
+/// Boots a VM, collects its report lines and waits for it to power off
+/// (or kills it at the time limit).
+pub(crate) fn boot_vm(b: Boot<'_>) -> Result<VmResult> {
+    let log = vm_dir().join(&b.log_name);
     let mut child = Command::new("qemu-system-x86_64")
-        .args([
-            "-accel",
-            "tcg",
-            "-cpu",
-            "max",
-            "-m",
-            "1024",
-            "-smp",
-            "1",
-            "-nographic",
-            "-no-reboot",
-        ])
+        .args(["-accel", "tcg", "-cpu", "max", "-smp", "1"])
+        .args(["-m", &b.memory_mib.to_string()])
+        .args(["-nographic", "-no-reboot"])
         .arg("-kernel")
-        .arg(kernel)
+        .arg(b.kernel)
         .arg("-initrd")
-        .arg(initrd)
-        .args(["-append", APPEND])
+        .arg(b.initrd)
+        .args(["-append", b.append])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .context("cannot start qemu-system-x86_64")?;
+        .context("cannot start qemu-system-x86_64 (install qemu-system-x86)")?;
     let started = Instant::now();
-    let stdout = child.stdout.take().expect("piped");
-    let label_owned = label.to_owned();
+    let stdout = child.stdout.take().context("qemu's stdout")?;
+    let tag = b.label.to_owned();
+    let prefix = b.prefix.to_owned();
+    let done_line = format!("{prefix}DONE");
     let log_path = log.clone();
     // The console is read on a thread so the time limit holds even while
     // the guest prints nothing.
@@ -307,12 +318,12 @@ fn boot(label: &str, kernel: &Path, initrd: &Path, timeout: Duration) -> Result<
             let line = line.trim_end_matches('\r').to_owned();
             all.push_str(&line);
             all.push('\n');
-            if line.starts_with("ABM-VM-") {
-                eprintln!("vm {label_owned}: {line}");
-                if line.starts_with("ABM-VM-DONE") {
-                    done = true;
-                }
-                lines.push(line);
+            // Console lines can carry kernel messages in front of ours.
+            if let Some(i) = line.find(&prefix) {
+                let ours = line[i..].to_owned();
+                eprintln!("vm {tag}: {ours}");
+                done |= ours.starts_with(&done_line);
+                lines.push(ours);
             }
         }
         let _ = fs::write(&log_path, all);
@@ -323,7 +334,7 @@ fn boot(label: &str, kernel: &Path, initrd: &Path, timeout: Duration) -> Result<
         if child.try_wait()?.is_some() {
             break;
         }
-        if started.elapsed() > timeout {
+        if started.elapsed() > b.timeout {
             timed_out = true;
             let _ = child.kill();
             let _ = child.wait();
@@ -335,7 +346,7 @@ fn boot(label: &str, kernel: &Path, initrd: &Path, timeout: Duration) -> Result<
         .join()
         .map_err(|_| anyhow::anyhow!("console reader panicked"))?;
     Ok(VmResult {
-        label: label.to_owned(),
+        label: b.label.to_owned(),
         lines,
         done,
         timed_out,
@@ -431,7 +442,18 @@ pub fn vm_test() -> Result<()> {
         .into_iter()
         .map(|(label, k)| {
             let initrd = initrd.clone();
-            thread::spawn(move || boot(label, &k, &initrd, timeout))
+            thread::spawn(move || {
+                boot_vm(Boot {
+                    label,
+                    kernel: &k,
+                    initrd: &initrd,
+                    append: APPEND,
+                    memory_mib: 1024,
+                    prefix: "ABM-VM-",
+                    log_name: format!("console-{label}.log"),
+                    timeout,
+                })
+            })
         })
         .collect();
     let mut failures = Vec::new();

@@ -24,10 +24,9 @@
 //!    `target/vm/pkg-console-<kernel>.log`.
 use std::{
     fs,
-    io::{BufRead as _, BufReader},
     os::unix::fs::PermissionsExt as _,
     path::{Path, PathBuf},
-    process::{Command, Stdio},
+    process::Command,
     thread,
     time::{Duration, Instant},
 };
@@ -37,7 +36,7 @@ use anyhow::{bail, Context as _, Result};
 use crate::{
     root, run,
     setup::ensure_packages,
-    vm::{kernel, vm_dir, KERNELS},
+    vm::{boot_vm, kernel, vm_dir, Boot, KERNELS},
 };
 
 /// Time limit of one VM: systemd's boot, dpkg and three BPF program loads
@@ -267,83 +266,6 @@ fn initrd(base: &Path, deb: &Path) -> Result<PathBuf> {
     Ok(out)
 }
 
-/// What one VM reported.
-struct Outcome {
-    label: String,
-    lines: Vec<String>,
-    done: bool,
-    timed_out: bool,
-    secs: f64,
-    log: PathBuf,
-}
-
-fn boot(label: &str, kernel: &Path, initrd: &Path, timeout: Duration) -> Result<Outcome> {
-    let log = vm_dir().join(format!("pkg-console-{label}.log"));
-    let mut child = Command::new("qemu-system-x86_64")
-        .args(["-accel", "tcg", "-cpu", "max", "-m", "2048", "-smp", "1"])
-        .args(["-nographic", "-no-reboot"])
-        .arg("-kernel")
-        .arg(kernel)
-        .arg("-initrd")
-        .arg(initrd)
-        .args(["-append", APPEND])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .context("cannot start qemu-system-x86_64 (install qemu-system-x86)")?;
-    let started = Instant::now();
-    let stdout = child.stdout.take().context("qemu's stdout")?;
-    let tag = label.to_owned();
-    let log_path = log.clone();
-    // The console is read on a thread so the time limit holds while the
-    // guest prints nothing.
-    let reader = thread::spawn(move || -> (Vec<String>, bool) {
-        let mut all = String::new();
-        let mut lines = Vec::new();
-        let mut done = false;
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            let line = line.trim_end_matches('\r').to_owned();
-            all.push_str(&line);
-            all.push('\n');
-            // Console lines can carry kernel messages in front of ours.
-            if let Some(i) = line.find("ABM-PKG-") {
-                let ours = line[i..].to_owned();
-                eprintln!("vm-pkg {tag}: {ours}");
-                done |= ours.starts_with("ABM-PKG-DONE");
-                lines.push(ours);
-            }
-        }
-        let _ = fs::write(&log_path, all);
-        (lines, done)
-    });
-    let mut timed_out = false;
-    loop {
-        if child.try_wait()?.is_some() {
-            break;
-        }
-        if started.elapsed() > timeout {
-            timed_out = true;
-            let _ = child.kill();
-            let _ = child.wait();
-            break;
-        }
-        thread::sleep(Duration::from_millis(200));
-    }
-    let (lines, done) = reader
-        .join()
-        .map_err(|_| anyhow::anyhow!("console reader panicked"))?;
-    Ok(Outcome {
-        label: label.to_owned(),
-        lines,
-        done,
-        timed_out,
-        secs: started.elapsed().as_secs_f64(),
-        log,
-    })
-}
-
 pub fn vm_pkg_test() -> Result<()> {
     let started = Instant::now();
     ensure_packages(&["qemu-system-x86", "cpio", "debootstrap"])?;
@@ -385,7 +307,18 @@ pub fn vm_pkg_test() -> Result<()> {
         .into_iter()
         .map(|(label, k)| {
             let initrd = initrd.clone();
-            thread::spawn(move || boot(label, &k, &initrd, timeout))
+            thread::spawn(move || {
+                boot_vm(Boot {
+                    label,
+                    kernel: &k,
+                    initrd: &initrd,
+                    append: APPEND,
+                    memory_mib: 2048,
+                    prefix: "ABM-PKG-",
+                    log_name: format!("pkg-console-{label}.log"),
+                    timeout,
+                })
+            })
         })
         .collect();
     let mut failures = Vec::new();

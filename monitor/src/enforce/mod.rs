@@ -147,18 +147,7 @@ pub fn seccomp_available() -> Result<String, String> {
 
 /// `abm doctor` lines of the enforcement backends.
 pub fn capabilities() -> Vec<Capability> {
-    let cap = |name, r: Result<String, String>| match r {
-        Ok(detail) => Capability {
-            name,
-            available: true,
-            detail,
-        },
-        Err(detail) => Capability {
-            name,
-            available: false,
-            detail,
-        },
-    };
+    let cap = Capability::from_result;
     let lsm = bpf_lsm_available();
     let sec = seccomp_available();
     let chosen = match (&lsm, &sec) {

@@ -214,35 +214,42 @@ impl SelfGuard {
     /// exits. A host or a container profile that refuses seccomp(2) makes
     /// this fail; `abm run` then goes on without the guard and says so.
     pub fn probe(&self) -> Result<(), String> {
-        // SAFETY: the child only makes raw syscalls (install) and _exits.
-        let pid = unsafe { libc::fork() };
-        if pid < 0 {
-            return Err(format!("fork: {}", std::io::Error::last_os_error()));
-        }
-        if pid == 0 {
-            let code = match self.install() {
-                Ok(()) => 0,
-                Err(e) => e.raw_os_error().unwrap_or(255).clamp(1, 255),
-            };
-            // SAFETY: _exit is async-signal-safe.
-            unsafe { libc::_exit(code) };
-        }
-        let mut status = 0;
-        // SAFETY: waiting for our own child.
-        unsafe { libc::waitpid(pid, &mut status, 0) };
-        if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
-            Ok(())
-        } else if libc::WIFEXITED(status) {
-            let e = std::io::Error::from_raw_os_error(libc::WEXITSTATUS(status));
-            Err(format!("installing its seccomp filter failed: {e}"))
-        } else {
-            Err(format!("the probe child died (status {status:#x})"))
-        }
+        installs_in_child(|| self.install())
+            .map_err(|e| format!("installing its seccomp filter failed: {e}"))
     }
 
     /// Evaluates the filter for one call (tests).
     pub fn run(&self, arch: u32, nr: u32, args: [u64; 6]) -> u32 {
         filter::run_filter(&self.filter, arch, nr, args)
+    }
+}
+
+/// Runs `install` (a seccomp filter's installation) in a forked child that
+/// then exits: whether it works here, without filtering abm itself.
+/// `install` must make raw syscalls only (it runs between fork and exit).
+pub fn installs_in_child(install: impl Fn() -> std::io::Result<()>) -> Result<(), String> {
+    // SAFETY: the child only makes raw syscalls (install) and _exits.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(format!("fork: {}", std::io::Error::last_os_error()));
+    }
+    if pid == 0 {
+        let code = match install() {
+            Ok(()) => 0,
+            Err(e) => e.raw_os_error().unwrap_or(255).clamp(1, 255),
+        };
+        // SAFETY: _exit is async-signal-safe.
+        unsafe { libc::_exit(code) };
+    }
+    let mut status = 0;
+    // SAFETY: waiting for our own child.
+    unsafe { libc::waitpid(pid, &mut status, 0) };
+    if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
+        Ok(())
+    } else if libc::WIFEXITED(status) {
+        Err(std::io::Error::from_raw_os_error(libc::WEXITSTATUS(status)).to_string())
+    } else {
+        Err(format!("the probe child died (status {status:#x})"))
     }
 }
 

@@ -358,6 +358,20 @@ pub struct Capability {
     pub detail: String,
 }
 
+impl Capability {
+    /// A line from a check's answer: the detail on success, the reason on
+    /// failure.
+    pub fn from_result(name: &'static str, r: Result<String, String>) -> Capability {
+        let available = r.is_ok();
+        let detail = r.unwrap_or_else(|e| e);
+        Capability {
+            name,
+            available,
+            detail,
+        }
+    }
+}
+
 /// What this kernel supports, with reasons.
 pub fn capabilities() -> Vec<Capability> {
     let mut out = Vec::new();
@@ -402,18 +416,7 @@ pub fn capabilities() -> Vec<Capability> {
     } else {
         Err("needs root, BTF and the kernel object".to_owned())
     };
-    let line = |name, r: Result<String, String>| match r {
-        Ok(detail) => Capability {
-            name,
-            available: true,
-            detail,
-        },
-        Err(detail) => Capability {
-            name,
-            available: false,
-            detail,
-        },
-    };
+    let line = Capability::from_result;
     out.push(line(
         "tracepoint_backend",
         probes.as_ref().map(|_| {

@@ -338,31 +338,9 @@ pub fn probe() -> Result<String, String> {
         });
     }
     let setup = ChildSetup::new(-1);
-    // SAFETY: the child only makes raw syscalls (install) and _exits.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(format!("fork: {}", io::Error::last_os_error()));
-    }
-    if pid == 0 {
-        let code = match setup.install() {
-            Ok(()) => 0,
-            Err(e) => e.raw_os_error().unwrap_or(255).clamp(1, 255),
-        };
-        // SAFETY: _exit is async-signal-safe.
-        unsafe { libc::_exit(code) };
-    }
-    let mut status = 0;
-    // SAFETY: waiting for our own child.
-    unsafe { libc::waitpid(pid, &mut status, 0) };
-    if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
-        Ok(
-            "a filter with a listener installs in a child (SECCOMP_FILTER_FLAG_NEW_LISTENER)"
-                .into(),
-        )
-    } else if libc::WIFEXITED(status) {
-        let e = io::Error::from_raw_os_error(libc::WEXITSTATUS(status));
-        Err(format!("installing the filter in a child failed: {e}"))
-    } else {
-        Err(format!("the probe child died (status {status:#x})"))
-    }
+    crate::enforce::self_guard::installs_in_child(|| setup.install())
+        .map(|()| {
+            "a filter with a listener installs in a child (SECCOMP_FILTER_FLAG_NEW_LISTENER)".into()
+        })
+        .map_err(|e| format!("installing the filter in a child failed: {e}"))
 }
