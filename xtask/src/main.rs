@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand};
 mod bench;
 mod corpus;
 mod dist;
+mod dockerd;
 mod fresh;
 mod setup;
 mod vm;
@@ -202,6 +203,9 @@ fn test(no_vm: bool) -> Result<()> {
     setup::setup()?;
     setup::ensure_packages(TEST_PACKAGES)?;
     ensure_python_modules(TEST_PYTHON_MODULES)?;
+    // The container tests' engine runs in the host's mount namespace, as
+    // a service would (xtask/src/dockerd.rs).
+    dockerd::ensure(&root().join("target/dockerd.log"))?;
     // Everything from here on, tests included, sees the host as a fresh
     // boot would: no tracefs, debugfs, bpffs or securityfs mounted.
     fresh::enter(&root().join("target/fresh-host"))?;
