@@ -208,7 +208,9 @@ pub fn main() -> i32 {
         Command::Pending(a) => crate::enforce::control::pending(a),
         Command::Undo(a) => crate::enforce::undo::undo(a),
         Command::Hook(a) => crate::hook::hook(a),
-        Command::Generate(a) => crate::cli_gen::generate(a),
+        Command::Generate(a) => {
+            crate::cli_gen::generate(a, <Cli as clap::CommandFactory>::command())
+        }
     };
     match result {
         Ok(code) => code,

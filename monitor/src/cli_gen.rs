@@ -1,5 +1,6 @@
 //! `abm generate`: man pages and shell completions written from the command
-//! line definition in [`crate::cli`], so they cannot drift from `--help`.
+//! line definition (`crate::cli` hands its `clap::Command` in), so they
+//! cannot drift from `--help`.
 //!
 //! Hidden: it exists for packaging (`cargo xtask dist` writes the pages and
 //! completions into the .deb and the tarball), not for users.
@@ -14,10 +15,7 @@ use std::{
 };
 
 use anyhow::Context as _;
-use clap::CommandFactory as _;
 use clap_complete::Shell;
-
-use crate::cli::Cli;
 
 #[derive(Debug, clap::Args)]
 pub struct GenerateArgs {
@@ -42,10 +40,11 @@ pub enum What {
     },
 }
 
-pub fn generate(a: GenerateArgs) -> anyhow::Result<i32> {
+/// Runs `abm generate` for the command line `cli`.
+pub fn generate(a: GenerateArgs, cli: clap::Command) -> anyhow::Result<i32> {
     match a.what {
         What::Man { dir } => {
-            let pages = man_pages(&dir)?;
+            let pages = man_pages(cli, &dir)?;
             eprintln!(
                 "abm: wrote {} man pages into {}",
                 pages.len(),
@@ -56,10 +55,10 @@ pub fn generate(a: GenerateArgs) -> anyhow::Result<i32> {
             Some(path) => {
                 let mut f = std::fs::File::create(&path)
                     .with_context(|| format!("cannot create {}", path.display()))?;
-                completions(shell, &mut f)
+                completions(cli, shell, &mut f)
                     .with_context(|| format!("writing {}", path.display()))?;
             }
-            None => match completions(shell, &mut std::io::stdout().lock()) {
+            None => match completions(cli, shell, &mut std::io::stdout().lock()) {
                 // `abm generate completions bash | head` is not an error.
                 Err(e)
                     if e.downcast_ref::<std::io::Error>()
@@ -73,14 +72,14 @@ pub fn generate(a: GenerateArgs) -> anyhow::Result<i32> {
 
 /// Writes `abm.1` and a page per visible subcommand (`abm-run.1`,
 /// `abm-policy-check.1`, ...) into `dir`; returns their paths, sorted.
-pub fn man_pages(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+pub fn man_pages(cli: clap::Command, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).with_context(|| {
         format!(
             "cannot create {}: give a directory abm can write",
             dir.display()
         )
     })?;
-    clap_mangen::generate_to(Cli::command(), dir)
+    clap_mangen::generate_to(cli, dir)
         .with_context(|| format!("writing man pages into {}", dir.display()))?;
     let mut pages: Vec<PathBuf> = std::fs::read_dir(dir)
         .with_context(|| format!("reading {}", dir.display()))?
@@ -96,9 +95,13 @@ pub fn man_pages(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
 }
 
 /// Writes the completion script of `shell` for the `abm` command.
-pub fn completions(shell: Shell, out: &mut dyn Write) -> anyhow::Result<()> {
+pub fn completions(
+    mut cli: clap::Command,
+    shell: Shell,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
     let mut buf = Vec::new();
-    clap_complete::generate(shell, &mut Cli::command(), "abm", &mut buf);
+    clap_complete::generate(shell, &mut cli, "abm", &mut buf);
     out.write_all(&buf)?;
     out.flush()?;
     Ok(())
@@ -106,12 +109,15 @@ pub fn completions(shell: Shell, out: &mut dyn Write) -> anyhow::Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use clap::CommandFactory as _;
+
     use super::*;
+    use crate::cli::Cli;
 
     #[test]
     fn man_pages_cover_the_subcommands_and_their_options() {
         let dir = tempfile::tempdir().unwrap();
-        let pages = man_pages(dir.path()).unwrap();
+        let pages = man_pages(Cli::command(), dir.path()).unwrap();
         let names: Vec<String> = pages
             .iter()
             .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
@@ -135,13 +141,13 @@ mod tests {
     #[test]
     fn completions_name_the_subcommands() {
         let mut bash = Vec::new();
-        completions(Shell::Bash, &mut bash).unwrap();
+        completions(Cli::command(), Shell::Bash, &mut bash).unwrap();
         let bash = String::from_utf8(bash).unwrap();
         assert!(bash.contains("doctor"), "{bash}");
         assert!(bash.contains("--enforce"), "{bash}");
         for shell in [Shell::Zsh, Shell::Fish] {
             let mut out = Vec::new();
-            completions(shell, &mut out).unwrap();
+            completions(Cli::command(), shell, &mut out).unwrap();
             assert!(String::from_utf8(out).unwrap().contains("doctor"));
         }
     }
