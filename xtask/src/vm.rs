@@ -30,7 +30,7 @@ use anyhow::{bail, Context as _, Result};
 use crate::{root, run, setup::ensure_packages};
 
 /// The kernels under test: (label, meta package naming the current image).
-pub(crate) const KERNELS: &[(&str, &str)] = &[
+const KERNELS: &[(&str, &str)] = &[
     ("6.1", "linux-image-cloud-amd64"),
     ("6.12", "linux-image-6.12-cloud-amd64"),
 ];
@@ -94,7 +94,7 @@ fn image_package(meta: &str) -> Result<String> {
 }
 
 /// The kernel image of one package, downloaded and extracted once.
-pub(crate) fn kernel(label: &str, meta: &str) -> Result<PathBuf> {
+fn kernel(label: &str, meta: &str) -> Result<PathBuf> {
     let pkg = image_package(meta).with_context(|| {
         format!("cannot find Debian's {label} cloud kernel ({meta}); the VM tests need the Debian package mirror")
     })?;
@@ -267,34 +267,89 @@ pub(crate) struct VmResult {
     pub(crate) log: PathBuf,
 }
 
-/// One QEMU boot under software emulation (TCG).
-pub(crate) struct Boot<'a> {
-    pub(crate) label: &'a str,
-    pub(crate) kernel: &'a Path,
-    pub(crate) initrd: &'a Path,
+/// How the VMs of one test boot under software emulation (TCG).
+pub(crate) struct Boot {
+    pub(crate) initrd: PathBuf,
     /// The kernel command line.
-    pub(crate) append: &'a str,
+    pub(crate) append: &'static str,
     pub(crate) memory_mib: u32,
     /// Console lines holding this prefix are the guest's report; the one
     /// with `<prefix>DONE` ends it.
-    pub(crate) prefix: &'a str,
-    /// File name of the console log under target/vm/.
-    pub(crate) log_name: String,
+    pub(crate) prefix: &'static str,
+    /// Console logs go to target/vm/<log_prefix><label>.log.
+    pub(crate) log_prefix: &'static str,
     pub(crate) timeout: Duration,
+}
+
+/// The kernels `ABM_VM_KERNELS` (labels, comma-separated) names, all when
+/// it is unset, each fetched; and whether that is all of them.
+pub(crate) fn selected_kernels() -> Result<(Vec<(&'static str, PathBuf)>, bool)> {
+    let only: Option<Vec<String>> = std::env::var("ABM_VM_KERNELS")
+        .ok()
+        .map(|s| s.split(',').map(|l| l.trim().to_owned()).collect());
+    let known = || {
+        KERNELS
+            .iter()
+            .map(|(k, _)| *k)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if let Some(o) = &only {
+        if let Some(bad) = o.iter().find(|l| !KERNELS.iter().any(|(k, _)| k == l)) {
+            bail!("ABM_VM_KERNELS: no kernel {bad:?} (known: {})", known());
+        }
+    }
+    let mut kernels = Vec::new();
+    for (label, meta) in KERNELS {
+        if only.as_ref().is_some_and(|o| !o.iter().any(|l| l == label)) {
+            continue;
+        }
+        kernels.push((*label, kernel(label, meta)?));
+    }
+    if kernels.is_empty() {
+        bail!("ABM_VM_KERNELS names none of the kernels ({})", known());
+    }
+    Ok((kernels, only.is_none()))
+}
+
+/// The time limit of one VM: `ABM_VM_TIMEOUT` seconds, else `default`.
+pub(crate) fn vm_timeout(default: Duration) -> Duration {
+    std::env::var("ABM_VM_TIMEOUT")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .map(Duration::from_secs)
+        .unwrap_or(default)
+}
+
+/// Boots one VM per kernel, all at once; their results in kernel order.
+pub(crate) fn boot_each(b: &Boot, kernels: &[(&'static str, PathBuf)]) -> Result<Vec<VmResult>> {
+    thread::scope(|scope| {
+        let handles: Vec<_> = kernels
+            .iter()
+            .map(|(label, k)| scope.spawn(move || boot_vm(b, label, k)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .map_err(|_| anyhow::anyhow!("VM thread panicked"))?
+            })
+            .collect()
+    })
 }
 
 /// Boots a VM, collects its report lines and waits for it to power off
 /// (or kills it at the time limit).
-pub(crate) fn boot_vm(b: Boot<'_>) -> Result<VmResult> {
-    let log = vm_dir().join(&b.log_name);
+fn boot_vm(b: &Boot, label: &str, kernel: &Path) -> Result<VmResult> {
+    let log = vm_dir().join(format!("{}{label}.log", b.log_prefix));
     let mut child = Command::new("qemu-system-x86_64")
         .args(["-accel", "tcg", "-cpu", "max", "-smp", "1"])
         .args(["-m", &b.memory_mib.to_string()])
         .args(["-nographic", "-no-reboot"])
         .arg("-kernel")
-        .arg(b.kernel)
+        .arg(kernel)
         .arg("-initrd")
-        .arg(b.initrd)
+        .arg(&b.initrd)
         .args(["-append", b.append])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -303,7 +358,7 @@ pub(crate) fn boot_vm(b: Boot<'_>) -> Result<VmResult> {
         .context("cannot start qemu-system-x86_64 (install qemu-system-x86)")?;
     let started = Instant::now();
     let stdout = child.stdout.take().context("qemu's stdout")?;
-    let tag = b.label.to_owned();
+    let tag = label.to_owned();
     let prefix = b.prefix.to_owned();
     let done_line = format!("{prefix}DONE");
     let log_path = log.clone();
@@ -346,7 +401,7 @@ pub(crate) fn boot_vm(b: Boot<'_>) -> Result<VmResult> {
         .join()
         .map_err(|_| anyhow::anyhow!("console reader panicked"))?;
     Ok(VmResult {
-        label: b.label.to_owned(),
+        label: label.to_owned(),
         lines,
         done,
         timed_out,
@@ -404,67 +459,31 @@ pub fn vm_test() -> Result<()> {
     let started = Instant::now();
     ensure_packages(&["qemu-system-x86", "busybox-static", "cpio"])?;
     let abm = crate::build_release()?;
-    // `ABM_VM_KERNELS=6.12` (labels, comma-separated) boots only those.
-    let only: Option<Vec<String>> = std::env::var("ABM_VM_KERNELS")
-        .ok()
-        .map(|s| s.split(',').map(|l| l.trim().to_owned()).collect());
-    if let Some(o) = &only {
-        if let Some(bad) = o.iter().find(|l| !KERNELS.iter().any(|(k, _)| k == l)) {
-            bail!(
-                "ABM_VM_KERNELS: no kernel {bad:?} (known: {})",
-                KERNELS
-                    .iter()
-                    .map(|(k, _)| *k)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-        }
-    }
-    let mut kernels = Vec::new();
-    for (label, meta) in KERNELS {
-        if only.as_ref().is_some_and(|o| !o.iter().any(|l| l == label)) {
-            continue;
-        }
-        kernels.push((*label, kernel(label, meta)?));
-    }
+    let (kernels, all_kernels) = selected_kernels()?;
     let initrd = initramfs(&abm)?;
-    let timeout = std::env::var("ABM_VM_TIMEOUT")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .map(Duration::from_secs)
-        .unwrap_or(TIMEOUT);
+    let timeout = vm_timeout(TIMEOUT);
     eprintln!(
         "xtask: booting {} VMs (TCG, limit {}s each)",
         kernels.len(),
         timeout.as_secs()
     );
-    let handles: Vec<_> = kernels
-        .into_iter()
-        .map(|(label, k)| {
-            let initrd = initrd.clone();
-            thread::spawn(move || {
-                boot_vm(Boot {
-                    label,
-                    kernel: &k,
-                    initrd: &initrd,
-                    append: APPEND,
-                    memory_mib: 1024,
-                    prefix: "ABM-VM-",
-                    log_name: format!("console-{label}.log"),
-                    timeout,
-                })
-            })
-        })
-        .collect();
+    let results = boot_each(
+        &Boot {
+            initrd,
+            append: APPEND,
+            memory_mib: 1024,
+            prefix: "ABM-VM-",
+            log_prefix: "console-",
+            timeout,
+        },
+        &kernels,
+    )?;
     let mut failures = Vec::new();
     let mut summary = Vec::new();
     // Red-team outcomes: attack -> (kernel, outcome), in the VMs' order.
     let mut attacks: Vec<(String, Vec<(String, String)>)> = Vec::new();
-    let mut complete = only.is_none();
-    for h in handles {
-        let r = h
-            .join()
-            .map_err(|_| anyhow::anyhow!("VM thread panicked"))??;
+    let mut complete = all_kernels;
+    for r in results {
         let mut any = false;
         for l in &r.lines {
             let Some((name, outcome)) = l

@@ -27,7 +27,6 @@ use std::{
     os::unix::fs::PermissionsExt as _,
     path::{Path, PathBuf},
     process::Command,
-    thread,
     time::{Duration, Instant},
 };
 
@@ -36,7 +35,7 @@ use anyhow::{bail, Context as _, Result};
 use crate::{
     root, run,
     setup::ensure_packages,
-    vm::{boot_vm, kernel, vm_dir, Boot, KERNELS},
+    vm::{boot_each, selected_kernels, vm_dir, vm_timeout, Boot},
 };
 
 /// Time limit of one VM: systemd's boot, dpkg and three BPF program loads
@@ -270,63 +269,30 @@ pub fn vm_pkg_test() -> Result<()> {
     let started = Instant::now();
     ensure_packages(&["qemu-system-x86", "cpio", "debootstrap"])?;
     let deb = crate::dist::deb()?;
-    let only: Option<Vec<String>> = std::env::var("ABM_VM_KERNELS")
-        .ok()
-        .map(|s| s.split(',').map(|l| l.trim().to_owned()).collect());
-    let mut kernels = Vec::new();
-    for (label, meta) in KERNELS {
-        if only.as_ref().is_some_and(|o| !o.iter().any(|l| l == label)) {
-            continue;
-        }
-        kernels.push((*label, kernel(label, meta)?));
-    }
-    if kernels.is_empty() {
-        bail!(
-            "ABM_VM_KERNELS names none of the kernels ({})",
-            KERNELS
-                .iter()
-                .map(|(k, _)| *k)
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
+    let (kernels, _) = selected_kernels()?;
     let base = rootfs_cpio()?;
     let initrd = initrd(&base, &deb)?;
-    let timeout = std::env::var("ABM_VM_TIMEOUT")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .map(Duration::from_secs)
-        .unwrap_or(TIMEOUT);
+    let timeout = vm_timeout(TIMEOUT);
     eprintln!(
         "xtask: installing {} in {} clean Debian 12 VMs (systemd, TCG, limit {}s each)",
         deb.display(),
         kernels.len(),
         timeout.as_secs()
     );
-    let handles: Vec<_> = kernels
-        .into_iter()
-        .map(|(label, k)| {
-            let initrd = initrd.clone();
-            thread::spawn(move || {
-                boot_vm(Boot {
-                    label,
-                    kernel: &k,
-                    initrd: &initrd,
-                    append: APPEND,
-                    memory_mib: 2048,
-                    prefix: "ABM-PKG-",
-                    log_name: format!("pkg-console-{label}.log"),
-                    timeout,
-                })
-            })
-        })
-        .collect();
+    let results = boot_each(
+        &Boot {
+            initrd,
+            append: APPEND,
+            memory_mib: 2048,
+            prefix: "ABM-PKG-",
+            log_prefix: "pkg-console-",
+            timeout,
+        },
+        &kernels,
+    )?;
     let mut failures = Vec::new();
     let mut summary = Vec::new();
-    for h in handles {
-        let r = h
-            .join()
-            .map_err(|_| anyhow::anyhow!("VM thread panicked"))??;
+    for r in results {
         let tests: Vec<&String> = r
             .lines
             .iter()
