@@ -24,6 +24,7 @@ use std::{
 };
 
 use common::{daemon::Daemon, read_records, sh, TempDir, ABM};
+use monitor::kernel::cgroup::parse_mountinfo;
 use serde_json::Value;
 
 /// File system types a fresh boot has not mounted.
@@ -36,22 +37,17 @@ enum Condition {
     NoSeccomp,
 }
 
-/// Mount points of `types` in this process's table, deepest first.
-fn mount_points(types: &[&str]) -> Vec<String> {
+/// Mount points of `types` in this process's table, deepest first (so
+/// that nested ones go before their parents).
+fn mount_points(types: &[&str]) -> Vec<CString> {
     let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
-    let mut v: Vec<String> = text
-        .lines()
-        .filter_map(|l| {
-            let (left, right) = l.split_once(" - ")?;
-            let fstype = right.split(' ').next()?;
-            types
-                .contains(&fstype)
-                .then(|| left.split(' ').nth(4).map(str::to_owned))
-                .flatten()
-        })
+    let mut v: Vec<Vec<u8>> = parse_mountinfo(&text)
+        .into_iter()
+        .filter(|m| types.contains(&m.fstype.as_str()))
+        .map(|m| m.mount_point)
         .collect();
-    v.sort_by_key(|p| std::cmp::Reverse(p.matches('/').count()));
-    v
+    v.sort_by_key(|p| std::cmp::Reverse(p.iter().filter(|&&b| b == b'/').count()));
+    v.into_iter().map(|p| CString::new(p).unwrap()).collect()
 }
 
 fn c(s: &str) -> CString {
@@ -61,7 +57,7 @@ fn c(s: &str) -> CString {
 /// Puts `cmd` under `cond` (see the module documentation).
 fn under(cmd: &mut Command, cond: Condition) -> &mut Command {
     // Everything the child needs is allocated here, before fork.
-    let unmount: Vec<CString> = mount_points(FRESH_UNMOUNTED).iter().map(|p| c(p)).collect();
+    let unmount = mount_points(FRESH_UNMOUNTED);
     let (root, none, tmpfs) = (c("/"), c("none"), c("tmpfs"));
     let var_lib = c("/var/lib");
     let btf = c("/sys/kernel/btf");

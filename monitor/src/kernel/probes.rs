@@ -239,8 +239,8 @@ impl Probes {
         })
     }
 
-    /// Attaches the sensitive-read program (what [`super::sensitive::watch`]
-    /// does when the set is not empty); for `abm doctor`.
+    /// Attaches the sensitive-read program: [`super::sensitive::watch`]
+    /// does when the set is not empty, `abm doctor` to check it.
     pub fn attach_sensitive(&mut self) -> Result<(), String> {
         if let Some(why) = &self.sensitive_unavailable {
             return Err(format!("program {SENSITIVE_PROGRAM} did not load: {why}"));

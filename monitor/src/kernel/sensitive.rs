@@ -14,15 +14,11 @@ use std::{
     path::{Component, Path, PathBuf},
 };
 
-use aya::{
-    maps::{HashMap, MapData},
-    programs::BtfTracePoint,
-    Ebpf,
-};
+use aya::maps::{HashMap, MapData};
 use globset::{GlobBuilder, GlobMatcher, GlobSet, GlobSetBuilder};
 use monitor_common::InodeKey;
 
-use super::probes::ProbeError;
+use super::probes::{ProbeError, Probes};
 
 /// Capacity of the kernel's `SENSITIVE_INODES` map.
 pub const MAX_SENSITIVE: usize = 4096;
@@ -314,50 +310,37 @@ impl Watcher {
 /// Why reads of sensitive files cannot be recorded.
 #[derive(Debug, thiserror::Error)]
 pub enum WatchError {
-    /// The program did not load (see `abm doctor`'s `sensitive_reads`).
-    #[error("program {program} did not load: {why}")]
-    NotLoaded { program: &'static str, why: String },
+    /// The program did not load or attach (see `abm doctor`'s
+    /// `sensitive_reads`).
+    #[error("{0}")]
+    Attach(String),
     #[error(transparent)]
     Probe(#[from] ProbeError),
 }
 
 /// Fills the kernel's `SENSITIVE_INODES` map and attaches the program that
 /// records read-only opens (a BTF tracepoint on `sys_exit`, loaded by
-/// [`super::probes::Probes::load`]; no tracefs needed). Nothing is
-/// attached when no pattern can ever match (no default set and no
-/// `--sensitive`), so such a run pays nothing. `unavailable` is
-/// [`super::probes::Probes::sensitive_unavailable`].
-pub fn watch(
-    ebpf: &mut Ebpf,
-    unavailable: Option<&str>,
-    set: &SensitiveSet,
-) -> Result<Watcher, WatchError> {
+/// [`Probes::load`]; no tracefs needed). Nothing is attached when no
+/// pattern can ever match (no default set and no `--sensitive`), so such a
+/// run pays nothing.
+pub fn watch(probes: &mut Probes, set: &SensitiveSet) -> Result<Watcher, WatchError> {
     let mut watcher = Watcher::off(set);
     if set.files.is_empty() && set.patterns.is_empty() {
         return Ok(watcher);
     }
-    const PROG: &str = super::probes::SENSITIVE_PROGRAM;
-    if let Some(why) = unavailable {
-        return Err(WatchError::NotLoaded {
-            program: PROG,
-            why: why.to_owned(),
-        });
-    }
     const MAP: &str = "SENSITIVE_INODES";
-    let mut map: HashMap<MapData, InodeKey, u32> =
-        HashMap::try_from(ebpf.take_map(MAP).ok_or(ProbeError::MissingMap(MAP))?)
-            .map_err(|source| ProbeError::Map { name: MAP, source })?;
+    let mut map: HashMap<MapData, InodeKey, u32> = HashMap::try_from(
+        probes
+            .ebpf
+            .take_map(MAP)
+            .ok_or(ProbeError::MissingMap(MAP))?,
+    )
+    .map_err(|source| ProbeError::Map { name: MAP, source })?;
     for (key, _) in &set.files {
         map.insert(key, 1, 0)
             .map_err(|source| ProbeError::Map { name: MAP, source })?;
     }
-    let prog: &mut BtfTracePoint = ebpf
-        .program_mut(PROG)
-        .ok_or(ProbeError::MissingMap(PROG))?
-        .try_into()
-        .map_err(|source| ProbeError::Program { name: PROG, source })?;
-    prog.attach()
-        .map_err(|source| ProbeError::Program { name: PROG, source })?;
+    probes.attach_sensitive().map_err(WatchError::Attach)?;
     watcher.map = Some(map);
     Ok(watcher)
 }

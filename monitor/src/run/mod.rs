@@ -148,9 +148,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
     // Recording sensitive reads is optional unless asked for by name
     // (--sensitive): without it the run goes on, says so once, and the
     // trace's header says reads were not recorded.
-    let unavailable = probes.sensitive_unavailable.clone();
     let (sensitive_watch, sensitive_off) =
-        match crate::kernel::sensitive::watch(&mut probes.ebpf, unavailable.as_deref(), &sensitive)
+        match crate::kernel::sensitive::watch(&mut probes, &sensitive)
         {
             Ok(w) => (w, None),
             Err(e) if args.sensitive.is_empty() => {
