@@ -679,9 +679,7 @@ fn red_team_attacks_as_root() {
         common::skip_or_fail("ebpf", &why);
         return;
     }
-    let avail =
-        std::fs::read_to_string("/proc/sys/kernel/seccomp/actions_avail").unwrap_or_default();
-    let backends: Vec<usize> = if avail.split_whitespace().any(|a| a == "user_notif") {
+    let backends: Vec<usize> = if common::seccomp_user_notif() {
         vec![0, 1]
     } else {
         common::skip_or_fail("seccomp", "no seccomp user notification in this kernel");

@@ -25,9 +25,7 @@ fn seccomp_unavailable() -> Option<String> {
     if let Some(why) = kernel_unavailable() {
         return Some(why);
     }
-    let avail =
-        std::fs::read_to_string("/proc/sys/kernel/seccomp/actions_avail").unwrap_or_default();
-    if !avail.split_whitespace().any(|a| a == "user_notif") {
+    if !seccomp_user_notif() {
         return Some("no seccomp user notification in this kernel".into());
     }
     None

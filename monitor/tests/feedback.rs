@@ -19,18 +19,6 @@ use std::{
 use common::*;
 use serde_json::{json, Value};
 
-fn require() {
-    if let Some(why) = kernel_unavailable() {
-        panic!("cannot run: {why}");
-    }
-    let avail =
-        std::fs::read_to_string("/proc/sys/kernel/seccomp/actions_avail").unwrap_or_default();
-    assert!(
-        avail.split_whitespace().any(|a| a == "user_notif"),
-        "cannot run: no seccomp user notification in this kernel"
-    );
-}
-
 fn write(p: &Path, text: &str) {
     std::fs::write(p, text).unwrap();
 }
@@ -75,7 +63,7 @@ fn run_enforced(t: &TempDir, ws: &Path, extra: &[&str], cmd: &[&str]) -> Run {
 
 #[test]
 fn a_denied_rm_prints_the_rule_and_the_way_out_on_its_own_stderr() {
-    require();
+    require_seccomp_enforce();
     let t = TempDir::new("fb-notify");
     let ws = TempDir::new("fb-notify-ws");
     sh("echo k > keep.txt && echo v > victim.txt", ws.path());
@@ -247,7 +235,7 @@ fn claude_code_pre_tool_use_denies_and_asks_with_the_reason() {
 
 #[test]
 fn claude_code_post_tool_use_returns_the_verdicts_of_the_call() {
-    require();
+    require_seccomp_enforce();
     let t = TempDir::new("fb-hook-post");
     let ws = TempDir::new("fb-hook-post-ws");
     sh("echo k > keep.txt && echo x > scratch.txt", ws.path());
@@ -338,7 +326,7 @@ fn claude_code_post_tool_use_returns_the_verdicts_of_the_call() {
 /// entry when exec fails.
 #[test]
 fn one_git_reset_through_three_path_entries_asks_once_and_a_no_sticks() {
-    require();
+    require_seccomp_enforce();
     assert!(have("git") && have("python3"), "git and python3 are needed");
     let t = TempDir::new("fb-path");
     let ws = TempDir::new("fb-path-ws");
@@ -553,7 +541,7 @@ fn verify(trace: &Path) -> (i32, String) {
 
 #[test]
 fn sighup_seals_the_trace_and_stops_the_tree() {
-    require();
+    require_seccomp_enforce();
     let t = TempDir::new("fb-hup");
     let ws = TempDir::new("fb-hup-ws");
     let trace = t.join("hup.jsonl");
@@ -585,7 +573,7 @@ fn sighup_seals_the_trace_and_stops_the_tree() {
 
 #[test]
 fn kill_9_of_abm_stops_the_tree_and_leaves_a_verifiable_trace() {
-    require();
+    require_seccomp_enforce();
     let t = TempDir::new("fb-kill");
     let ws = TempDir::new("fb-kill-ws");
     let trace = t.join("kill.jsonl");
@@ -612,7 +600,7 @@ fn kill_9_of_abm_stops_the_tree_and_leaves_a_verifiable_trace() {
 
 #[test]
 fn two_concurrent_runs_with_the_same_trace_name_do_not_collide() {
-    require();
+    require_seccomp_enforce();
     let a = TempDir::new("fb-twin-a");
     let b = TempDir::new("fb-twin-b");
     let ws = TempDir::new("fb-twin-ws");
@@ -681,7 +669,7 @@ treatment = "audit"
 
 #[test]
 fn the_summary_keeps_case_groups_actions_and_records_exit_statuses() {
-    require();
+    require_seccomp_enforce();
     assert!(have("git"), "git is needed");
     let t = TempDir::new("fb-summary");
     let ws = TempDir::new("fb-summary-ws");

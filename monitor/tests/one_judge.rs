@@ -22,43 +22,13 @@ use std::{
 use common::*;
 use serde_json::{json, Value};
 
-fn require() {
-    if let Some(why) = kernel_unavailable() {
-        panic!("cannot run: {why}");
-    }
-    let avail =
-        std::fs::read_to_string("/proc/sys/kernel/seccomp/actions_avail").unwrap_or_default();
-    assert!(
-        avail.split_whitespace().any(|a| a == "user_notif"),
-        "cannot run: no seccomp user notification in this kernel"
-    );
-}
-
-/// A workspace under $HOME (removed on drop).
-struct Ws(PathBuf);
-
-impl Ws {
-    fn new(tag: &str) -> Ws {
-        let home = std::env::var_os("HOME")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from("/root"));
-        let p = home.join(format!(
-            "abm-onejudge-{tag}-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos()
-        ));
-        std::fs::create_dir_all(&p).unwrap();
-        Ws(std::fs::canonicalize(&p).unwrap())
-    }
-}
-
-impl Drop for Ws {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+/// A workspace under $HOME (removed on drop): the default pack treats
+/// /tmp as scratch, which would hide what these sessions measure.
+fn ws(tag: &str) -> TempDir {
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/root"));
+    TempDir::new_in(&home, &format!("onejudge-{tag}"))
 }
 
 /// The mode-independent name of an action: op, paths relative to the
@@ -247,7 +217,7 @@ print(p)
 /// is not broken.
 #[test]
 fn a_venv_and_pip_install_get_the_same_verdicts_in_every_mode() {
-    require();
+    require_seccomp_enforce();
     assert!(
         have("python3") && have("git"),
         "cannot run: python3 and git are needed"
@@ -260,7 +230,7 @@ fn a_venv_and_pip_install_get_the_same_verdicts_in_every_mode() {
         whl.display(),
         whl.display()
     );
-    let (wa, wb) = (Ws::new("pip-obs"), Ws::new("pip-enf"));
+    let (wa, wb) = (ws("pip-obs"), ws("pip-enf"));
     repo(&wa.0);
     repo(&wb.0);
     let obs = observe(&t, &wa.0, &script);
@@ -376,7 +346,7 @@ fn worst(run: &Run) -> (String, String) {
 /// and the run gives the same treatment observed and enforced.
 #[test]
 fn the_hook_gives_each_command_the_treatment_the_run_gives() {
-    require();
+    require_seccomp_enforce();
     assert!(have("git"), "cannot run: git is needed");
     let t = TempDir::new("onejudge-hook");
     let cases: &[(&str, &str)] = &[
@@ -400,7 +370,7 @@ fn the_hook_gives_each_command_the_treatment_the_run_gives() {
     // ABM_STRICT_OBSERVE=1.
     let mut observe_diffs = Vec::new();
     for (cmd, want) in cases {
-        let (wh, wo, we) = (Ws::new("hook"), Ws::new("obs"), Ws::new("enf"));
+        let (wh, wo, we) = (ws("hook"), ws("obs"), ws("enf"));
         for w in [&wh, &wo, &we] {
             dirty(&w.0);
         }

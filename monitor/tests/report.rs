@@ -188,18 +188,11 @@ fn need_kernel() {
     }
 }
 
-fn seccomp_available() -> bool {
-    std::fs::read_to_string("/proc/sys/kernel/seccomp/actions_avail")
-        .unwrap_or_default()
-        .split_whitespace()
-        .any(|a| a == "user_notif")
-}
-
 #[test]
 fn report_of_a_real_enforced_run_shows_deletions_and_the_blocked_action() {
     need_kernel();
     assert!(
-        seccomp_available(),
+        common::seccomp_user_notif(),
         "this kernel has no seccomp user notification, which --enforce needs"
     );
     let t = TempDir::new("report-enf");

@@ -25,6 +25,27 @@ pub fn kernel_unavailable() -> Option<String> {
     None
 }
 
+/// Whether this kernel offers seccomp user notification (what `--enforce`
+/// uses where BPF LSM cannot load).
+pub fn seccomp_user_notif() -> bool {
+    std::fs::read_to_string("/proc/sys/kernel/seccomp/actions_avail")
+        .unwrap_or_default()
+        .split_whitespace()
+        .any(|a| a == "user_notif")
+}
+
+/// Fails the calling test unless the kernel programs load and seccomp
+/// `--enforce` works here.
+pub fn require_seccomp_enforce() {
+    if let Some(why) = kernel_unavailable() {
+        panic!("cannot run: {why}");
+    }
+    assert!(
+        seccomp_user_notif(),
+        "cannot run: no seccomp user notification in this kernel"
+    );
+}
+
 /// Whether a test that cannot run for want of `feature` may skip: only when
 /// the caller did not ask for every kernel test (`ABM_REQUIRE_EBPF=1`, which
 /// `cargo xtask test` sets), or named the feature in `ABM_TEST_SKIP`
@@ -65,7 +86,12 @@ pub struct TempDir(pub PathBuf);
 
 impl TempDir {
     pub fn new(tag: &str) -> TempDir {
-        let base = std::env::temp_dir().join(format!(
+        TempDir::new_in(&std::env::temp_dir(), tag)
+    }
+    /// A new directory under `parent` (e.g. $HOME, which the default pack,
+    /// unlike /tmp, does not treat as scratch).
+    pub fn new_in(parent: &Path, tag: &str) -> TempDir {
+        let base = parent.join(format!(
             "abm-test-{tag}-{}-{}",
             std::process::id(),
             std::time::SystemTime::now()
