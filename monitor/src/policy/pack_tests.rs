@@ -979,18 +979,22 @@ fn default_pack_cases() {
     );
 }
 
+/// The rules among `ids` that lack a case where they fire or one where a
+/// near neighbour does not make them fire, with their counts.
+fn without_hit_and_miss<'a>(ids: impl Iterator<Item = &'a str>, cases: &[Case]) -> Vec<String> {
+    ids.filter_map(|id| {
+        let hits = cases.iter().filter(|c| c.hit && c.rule == id).count();
+        let misses = cases.iter().filter(|c| !c.hit && c.rule == id).count();
+        (hits == 0 || misses == 0).then(|| format!("{id} (hits {hits}, near misses {misses})"))
+    })
+    .collect()
+}
+
 #[test]
 fn every_rule_has_a_hit_and_a_near_miss() {
     let p = Policy::default_pack();
     let cases = cases();
-    let mut missing = Vec::new();
-    for r in p.rules() {
-        let hits = cases.iter().filter(|c| c.hit && c.rule == r.id).count();
-        let misses = cases.iter().filter(|c| !c.hit && c.rule == r.id).count();
-        if hits == 0 || misses == 0 {
-            missing.push(format!("{} (hits {hits}, near misses {misses})", r.id));
-        }
-    }
+    let missing = without_hit_and_miss(p.rules().iter().map(|r| r.id.as_str()), &cases);
     assert!(
         missing.is_empty(),
         "rules without test cases:\n{}",
@@ -1449,14 +1453,11 @@ fn sandbox_overlay_cases() {
         failures.len(),
         failures.join("\n")
     );
-    let mut missing = Vec::new();
-    for r in p.rules().iter().filter(|r| r.id.starts_with("sandbox.")) {
-        let hits = cases.iter().filter(|c| c.hit && c.rule == r.id).count();
-        let misses = cases.iter().filter(|c| !c.hit && c.rule == r.id).count();
-        if hits == 0 || misses == 0 {
-            missing.push(format!("{} (hits {hits}, near misses {misses})", r.id));
-        }
-    }
+    let sandbox_rules = p.rules().iter().map(|r| r.id.as_str());
+    let missing = without_hit_and_miss(
+        sandbox_rules.filter(|id| id.starts_with("sandbox.")),
+        &cases,
+    );
     assert!(
         missing.is_empty(),
         "sandbox rules without test cases:\n{}",
