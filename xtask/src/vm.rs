@@ -260,11 +260,39 @@ fn initramfs(abm: &Path) -> Result<PathBuf> {
 /// What one VM reported.
 pub(crate) struct VmResult {
     pub(crate) label: String,
+    /// The report prefix ([`Boot::prefix`]).
+    pub(crate) prefix: &'static str,
     pub(crate) lines: Vec<String>,
     pub(crate) done: bool,
     pub(crate) timed_out: bool,
     pub(crate) secs: f64,
     pub(crate) log: PathBuf,
+}
+
+impl VmResult {
+    /// The report's test lines (`<prefix>TEST NAME PASS|FAIL ...`), those
+    /// that did not pass, and the kernel's summary line.
+    pub(crate) fn tally(&self) -> (Vec<&String>, Vec<&String>, String) {
+        let tests: Vec<&String> = self
+            .lines
+            .iter()
+            .filter(|l| l.starts_with(&format!("{}TEST ", self.prefix)))
+            .collect();
+        let failed: Vec<&String> = tests
+            .iter()
+            .copied()
+            .filter(|l| l.split_whitespace().nth(2) != Some("PASS"))
+            .collect();
+        let line = format!(
+            "kernel {}: {} passed, {} failed, {:.0}s{}",
+            self.label,
+            tests.len() - failed.len(),
+            failed.len(),
+            self.secs,
+            if self.done { "" } else { " (no final line)" }
+        );
+        (tests, failed, line)
+    }
 }
 
 /// How the VMs of one test boot under software emulation (TCG).
@@ -402,6 +430,7 @@ fn boot_vm(b: &Boot, label: &str, kernel: &Path) -> Result<VmResult> {
         .map_err(|_| anyhow::anyhow!("console reader panicked"))?;
     Ok(VmResult {
         label: label.to_owned(),
+        prefix: b.prefix,
         lines,
         done,
         timed_out,
@@ -503,23 +532,8 @@ pub fn vm_test() -> Result<()> {
             row.push((r.label.to_owned(), outcome.trim().to_owned()));
         }
         complete &= any;
-        let tests: Vec<&String> = r
-            .lines
-            .iter()
-            .filter(|l| l.starts_with("ABM-VM-TEST "))
-            .collect();
-        let failed: Vec<&&String> = tests
-            .iter()
-            .filter(|l| l.split_whitespace().nth(2) != Some("PASS"))
-            .collect();
-        summary.push(format!(
-            "kernel {}: {} passed, {} failed, {:.0}s{}",
-            r.label,
-            tests.len() - failed.len(),
-            failed.len(),
-            r.secs,
-            if r.done { "" } else { " (no final line)" }
-        ));
+        let (tests, failed, line) = r.tally();
+        summary.push(line);
         for f in &failed {
             failures.push(format!("kernel {}: {f}", r.label));
         }

@@ -293,23 +293,8 @@ pub fn vm_pkg_test() -> Result<()> {
     let mut failures = Vec::new();
     let mut summary = Vec::new();
     for r in results {
-        let tests: Vec<&String> = r
-            .lines
-            .iter()
-            .filter(|l| l.starts_with("ABM-PKG-TEST "))
-            .collect();
-        let failed: Vec<&&String> = tests
-            .iter()
-            .filter(|l| l.split_whitespace().nth(2) != Some("PASS"))
-            .collect();
-        summary.push(format!(
-            "kernel {}: {} passed, {} failed, {:.0}s{}",
-            r.label,
-            tests.len() - failed.len(),
-            failed.len(),
-            r.secs,
-            if r.done { "" } else { " (no final line)" }
-        ));
+        let (tests, failed, line) = r.tally();
+        summary.push(line);
         for l in r.lines.iter().filter(|l| l.starts_with("ABM-PKG-TIME ")) {
             summary.push(format!("kernel {}: {l}", r.label));
         }
