@@ -163,6 +163,7 @@ const TEST_PACKAGES: &[&str] = &[
     "perl",
     "python3",
     "python3-pip",
+    "python3-venv",
     "bubblewrap",
     // Container tests: a real dockerd, podman and their runtimes.
     "docker.io",

@@ -10,6 +10,7 @@ use std::{
 use serde_json::Value;
 
 pub mod daemon;
+pub mod pyvenv;
 
 pub const ABM: &str = env!("CARGO_BIN_EXE_abm");
 
