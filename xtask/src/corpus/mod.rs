@@ -71,7 +71,8 @@ pub struct Opts {
 
 fn need_tools() -> Result<()> {
     let missing: Vec<&str> = [
-        "git", "bash", "tar", "curl", "python3", "npm", "node", "cargo", "make", "gcc", "timeout",
+        "git", "bash", "tar", "curl", "python3", "npm", "node", "cargo", "make", "gcc", "go",
+        "sqlite3", "timeout",
     ]
     .into_iter()
     .filter(|t| {
@@ -176,6 +177,8 @@ pub fn corpus(opts: Opts) -> Result<()> {
     let templates = build.join("templates");
     fs::create_dir_all(&templates)?;
     projects::prepare_venv(&cache, &manifest.python_tools)?;
+    projects::prepare_node_tools(&cache, &manifest.node_tools)?;
+    projects::prepare_wheelhouse(&cache, &manifest.wheelhouse)?;
     for p in &manifest.project {
         eprintln!(
             "corpus: project {} ({}): {} {} from {}",
@@ -221,6 +224,8 @@ pub fn corpus(opts: Opts) -> Result<()> {
         templates,
         out: build.join("runs"),
         venv_bin: cache.venv().join("bin"),
+        node_bin: cache.node_tools().join("node_modules/.bin"),
+        wheelhouse: cache.wheelhouse(),
         cargo_home: cache.cargo_home(),
         npm_cache: cache.npm_cache(),
         abm: abm.clone(),

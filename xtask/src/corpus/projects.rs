@@ -17,6 +17,15 @@ use super::{git_env, sh};
 #[serde(deny_unknown_fields)]
 pub struct Manifest {
     pub python_tools: Vec<String>,
+    /// npm packages (`name@version`) installed once into the corpus's
+    /// node tools directory; its `node_modules/.bin` is on every session's PATH.
+    #[serde(default)]
+    pub node_tools: Vec<String>,
+    /// PyPI requirements downloaded once as wheels (with their
+    /// dependencies) into the corpus wheelhouse, which every session's pip
+    /// finds through `PIP_FIND_LINKS` (offline `pip install` into a new venv).
+    #[serde(default)]
+    pub wheelhouse: Vec<String>,
     pub project: Vec<Project>,
 }
 
@@ -41,6 +50,9 @@ pub enum Registry {
     Pypi,
     #[serde(rename = "npm")]
     Npm,
+    /// A Debian binary package (`.deb`), through `apt-get download`.
+    #[serde(rename = "debian")]
+    Debian,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -59,6 +71,7 @@ impl Registry {
             Registry::Crates => "crates.io",
             Registry::Pypi => "PyPI",
             Registry::Npm => "npm",
+            Registry::Debian => "Debian",
         }
     }
 }
@@ -70,6 +83,7 @@ impl Project {
             Registry::Crates => format!("{}-{}.crate", self.package, self.version),
             Registry::Pypi => format!("{}-{}.tar.gz", self.package, self.version),
             Registry::Npm => format!("{}-{}.tgz", self.package, self.version),
+            Registry::Debian => format!("{}_{}.deb", self.package, self.version),
         }
     }
 }
@@ -132,6 +146,12 @@ impl Cache {
     pub fn venv(&self) -> PathBuf {
         self.dir.join("venv")
     }
+    pub fn node_tools(&self) -> PathBuf {
+        self.dir.join("node-tools")
+    }
+    pub fn wheelhouse(&self) -> PathBuf {
+        self.dir.join("wheelhouse")
+    }
 }
 
 /// Downloads the artifact unless the cache holds it with the pinned digest.
@@ -186,6 +206,32 @@ pub fn fetch(cache: &Cache, p: &Project) -> Result<PathBuf> {
             .arg(&spec)
             .arg("--cache")
             .arg(cache.dir.join("npm-pack-cache")))?,
+        // apt's own client, from the host's configured Debian mirror; the
+        // saved name escapes the epoch and names the architecture, so the
+        // one .deb it saved is renamed to `file_name()`.
+        Registry::Debian => {
+            sh(Command::new("apt-get")
+                .args(["download", "-q"])
+                .arg(format!("{}={}", p.package, p.version))
+                .current_dir(&tmp))
+            .with_context(|| {
+                format!(
+                    "apt-get download {spec}: is this a Debian host with the package lists \
+                     updated (`apt-get update`), and is {} still in its suite?",
+                    p.version
+                )
+            })?;
+            let debs: Vec<PathBuf> = fs::read_dir(&tmp)?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|f| f.extension().is_some_and(|x| x == "deb"))
+                .collect();
+            ensure!(
+                debs.len() == 1,
+                "apt-get download {spec} saved {} .deb files, not one",
+                debs.len()
+            );
+            fs::rename(&debs[0], tmp.join(p.file_name()))?;
+        }
     }
     let got = tmp.join(p.file_name());
     ensure!(
@@ -211,12 +257,16 @@ pub fn fetch(cache: &Cache, p: &Project) -> Result<PathBuf> {
 pub fn unpack(archive: &Path, p: &Project, scratch: &Path, dest: &Path) -> Result<()> {
     let _ = fs::remove_dir_all(scratch);
     fs::create_dir_all(scratch)?;
-    sh(Command::new("tar")
-        .arg("xzf")
-        .arg(archive)
-        .arg("-C")
-        .arg(scratch)
-        .arg("--no-same-owner"))?;
+    if p.registry == Registry::Debian {
+        sh(Command::new("dpkg-deb").arg("-x").arg(archive).arg(scratch))?;
+    } else {
+        sh(Command::new("tar")
+            .arg("xzf")
+            .arg(archive)
+            .arg("-C")
+            .arg(scratch)
+            .arg("--no-same-owner"))?;
+    }
     let src = scratch.join(&p.subdir);
     ensure!(
         src.is_dir(),
@@ -315,6 +365,70 @@ pub fn prepare_venv(cache: &Cache, tools: &[String]) -> Result<()> {
     sh(Command::new(venv.join("bin/pip"))
         .args(["install", "-q"])
         .args(tools))?;
+    fs::write(stamp, want)?;
+    Ok(())
+}
+
+/// Online, once: the pinned npm tools (e.g. the TypeScript compiler) in
+/// one directory whose `node_modules/.bin` the sessions get on PATH.
+pub fn prepare_node_tools(cache: &Cache, tools: &[String]) -> Result<()> {
+    let dir = cache.node_tools();
+    let stamp = dir.join(".corpus-tools");
+    let want = tools.join("\n");
+    if tools.is_empty() || fs::read_to_string(&stamp).ok().as_deref() == Some(want.as_str()) {
+        return Ok(());
+    }
+    eprintln!(
+        "corpus: installing {} into {}",
+        tools.join(" "),
+        dir.display()
+    );
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir)?;
+    sh(Command::new("npm")
+        .args([
+            "install",
+            "--no-audit",
+            "--no-fund",
+            "--loglevel=error",
+            "--prefix",
+        ])
+        .arg(&dir)
+        .args(tools)
+        .arg("--cache")
+        .arg(cache.dir.join("npm-meta-cache")))?;
+    fs::write(stamp, want)?;
+    Ok(())
+}
+
+/// Online, once: wheels of the requirements (and their dependencies) for
+/// the sessions' offline `pip install`s into new virtualenvs.
+pub fn prepare_wheelhouse(cache: &Cache, reqs: &[String]) -> Result<()> {
+    let dir = cache.wheelhouse();
+    let stamp = dir.join(".corpus-wheels");
+    let want = reqs.join("\n");
+    if reqs.is_empty() || fs::read_to_string(&stamp).ok().as_deref() == Some(want.as_str()) {
+        return Ok(());
+    }
+    eprintln!(
+        "corpus: downloading wheels of {} into {}",
+        reqs.join(" "),
+        dir.display()
+    );
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir)?;
+    sh(Command::new(cache.venv().join("bin/python"))
+        .args([
+            "-m",
+            "pip",
+            "download",
+            "-q",
+            "--only-binary",
+            ":all:",
+            "-d",
+        ])
+        .arg(&dir)
+        .args(reqs))?;
     fs::write(stamp, want)?;
     Ok(())
 }

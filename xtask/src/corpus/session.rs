@@ -8,6 +8,7 @@
 //! # project: itoa            the project the session works in (cwd, workspace)
 //! # sibling: semver          optional: a second project checked out beside it
 //! # what: one line           what the developer (or the mistake) does
+//! # source: REPO PATH@COMMIT  optional: the third-party material it replays
 //! setup() { ... }            optional, unmonitored: the state before the session
 //! session() { ... }          the monitored work
 //! check() { ... }            destructive only: exit 0 when the thing is intact
@@ -31,6 +32,9 @@ pub struct Session {
     pub project: String,
     pub sibling: Option<String>,
     pub what: String,
+    /// Where third-party material the session replays comes from
+    /// (repository, path and commit).
+    pub source: Option<String>,
     pub file: PathBuf,
 }
 
@@ -41,7 +45,7 @@ pub fn parse_session(file: &Path, kind: Kind, text: &str, projects: &[String]) -
         .and_then(|s| s.to_str())
         .with_context(|| format!("{}: not a UTF-8 file name", file.display()))?
         .to_string();
-    let (mut project, mut sibling, mut what) = (None, None, String::new());
+    let (mut project, mut sibling, mut what, mut source) = (None, None, String::new(), None);
     for (n, line) in text.lines().enumerate() {
         let Some(rest) = line.strip_prefix('#') else {
             break;
@@ -54,9 +58,10 @@ pub fn parse_session(file: &Path, kind: Kind, text: &str, projects: &[String]) -
             "project" => project = Some(value),
             "sibling" => sibling = Some(value),
             "what" => what = value,
+            "source" => source = Some(value),
             other if n > 0 && !other.contains(' ') => {
                 bail!(
-                    "{}:{}: unknown header key {other:?} (project, sibling, what)",
+                    "{}:{}: unknown header key {other:?} (project, sibling, what, source)",
                     file.display(),
                     n + 1
                 )
@@ -101,6 +106,7 @@ pub fn parse_session(file: &Path, kind: Kind, text: &str, projects: &[String]) -
         project,
         sibling,
         what,
+        source,
         file: file.to_path_buf(),
     })
 }
@@ -155,6 +161,8 @@ pub struct Runner {
     pub templates: PathBuf,
     pub out: PathBuf,
     pub venv_bin: PathBuf,
+    pub node_bin: PathBuf,
+    pub wheelhouse: PathBuf,
     pub cargo_home: PathBuf,
     pub npm_cache: PathBuf,
     pub abm: PathBuf,
@@ -190,8 +198,9 @@ impl Runner {
 
     fn env(&self, s: &Session) -> Vec<(String, String)> {
         let path = format!(
-            "{}:{}",
+            "{}:{}:{}",
             self.venv_bin.display(),
+            self.node_bin.display(),
             std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into())
         );
         let real_home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
@@ -211,6 +220,19 @@ impl Runner {
             ("CARGO_NET_OFFLINE".into(), "true".into()),
             ("PIP_NO_INDEX".into(), "1".into()),
             ("PIP_DISABLE_PIP_VERSION_CHECK".into(), "1".into()),
+            (
+                "PIP_FIND_LINKS".into(),
+                self.wheelhouse.display().to_string(),
+            ),
+            // Go offline, with the toolchain installed, caches in the home.
+            ("GOPROXY".into(), "off".into()),
+            ("GOTOOLCHAIN".into(), "local".into()),
+            ("GOFLAGS".into(), "-mod=mod".into()),
+            ("GOPATH".into(), self.home.join("go").display().to_string()),
+            (
+                "GOCACHE".into(),
+                self.home.join(".cache/go-build").display().to_string(),
+            ),
             ("CORPUS_PROJECT".into(), s.project.clone()),
             (
                 "CORPUS_ORIGIN".into(),
