@@ -84,6 +84,10 @@ pub struct TailArgs {
     /// Only events of this target (repeatable). Default: all.
     #[arg(long = "target", value_name = "NAME")]
     pub targets: Vec<String>,
+    /// What to print: the stream's JSON lines, or one OCSF event per line
+    /// (docs/ocsf.md).
+    #[arg(long, value_enum, default_value_t = crate::trace::cat::CatFormat::Jsonl)]
+    pub format: crate::trace::cat::CatFormat,
     #[command(flatten)]
     pub socket: SocketArg,
 }
@@ -241,9 +245,14 @@ pub fn watch(a: WatchArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-/// `abm tail`: prints the daemon's live stream (JSON lines) until it ends.
+/// `abm tail`: prints the daemon's live stream (JSON lines, or OCSF events)
+/// until it ends.
 pub fn tail(a: TailArgs) -> anyhow::Result<i32> {
     let sock = &a.socket.socket;
+    let mut ocsf = match a.format {
+        crate::trace::cat::CatFormat::Jsonl => None,
+        crate::trace::cat::CatFormat::Ocsf => Some(ocsf_mapper(sock)?),
+    };
     let mut s = UnixStream::connect(sock).with_context(|| {
         format!(
             "cannot connect to {} (is `abm daemon` running?)",
@@ -265,11 +274,39 @@ pub fn tail(a: TailArgs) -> anyhow::Result<i32> {
     }
     let stdout = std::io::stdout();
     for line in r.lines() {
-        let line = line?;
+        let mut line = line?;
+        if let Some(m) = ocsf.as_mut() {
+            let v: Value = serde_json::from_str(&line)
+                .with_context(|| format!("bad line from {}: {line:?}", sock.display()))?;
+            match m.map(&v) {
+                Ok(Some(ev)) => line = ev.to_string(),
+                Ok(None) => continue,
+                Err(e) => bail!("{}: {e}", sock.display()),
+            }
+        }
         let mut out = stdout.lock();
         if writeln!(out, "{line}").and_then(|_| out.flush()).is_err() {
             break;
         }
     }
     Ok(0)
+}
+
+/// The OCSF mapper for the daemon's stream: the daemon's version, and this
+/// host's name and kernel (the socket is local, so the daemon's host).
+fn ocsf_mapper(sock: &std::path::Path) -> anyhow::Result<crate::trace::ocsf::Mapper> {
+    let v = request(sock, &json!({ "op": "status" }))?;
+    let (host, kernel) = crate::core::sys::uname();
+    Ok(crate::trace::ocsf::Mapper::new(
+        crate::trace::ocsf::Context {
+            host,
+            kernel,
+            product_version: v["daemon"]["version"]
+                .as_str()
+                .unwrap_or(env!("CARGO_PKG_VERSION"))
+                .to_owned(),
+            container: None,
+            log_name: None,
+        },
+    ))
 }

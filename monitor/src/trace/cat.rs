@@ -15,7 +15,8 @@ pub struct TraceArgs {
 #[derive(Debug, clap::Subcommand)]
 pub enum TraceCommand {
     /// Print a trace (either form) as its canonical JSON lines, exactly the
-    /// bytes the hash chain covers, for jq and log pipelines.
+    /// bytes the hash chain covers, for jq and log pipelines; or, with
+    /// `--format ocsf`, as OCSF events (docs/ocsf.md).
     ///
     /// Exit status: 0 every record was printed; 1 the trace ends in a
     /// damaged block (the records before it were printed; the damage is
@@ -50,6 +51,19 @@ pub struct CatArgs {
     /// Trace file (compact or JSON lines).
     #[arg(value_name = "TRACE")]
     pub trace: PathBuf,
+    /// What to print: the canonical records, or one OCSF event per record
+    /// (file and process activity; header and seal left out).
+    #[arg(long, value_enum, default_value_t = CatFormat::Jsonl)]
+    pub format: CatFormat,
+}
+
+/// Output of `abm trace cat`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum CatFormat {
+    /// The canonical JSON lines.
+    Jsonl,
+    /// OCSF events, one JSON object per line (docs/ocsf.md).
+    Ocsf,
 }
 
 #[derive(Debug, clap::Args)]
@@ -110,9 +124,34 @@ fn cat(a: CatArgs) -> anyhow::Result<i32> {
     let mut out = std::io::BufWriter::with_capacity(256 * 1024, stdout.lock());
     let mut line = Vec::new();
     let mut code = 0;
+    let mut ocsf = (a.format == CatFormat::Ocsf).then(|| {
+        super::ocsf::Mapper::new(super::ocsf::Context {
+            log_name: a
+                .trace
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned()),
+            ..Default::default()
+        })
+    });
     while let Some(n) = r.next(&mut line)? {
         match n {
             Next::Line => {
+                if let Some(m) = ocsf.as_mut() {
+                    let rec: serde_json::Value = serde_json::from_slice(&line).map_err(|e| {
+                        anyhow::anyhow!(
+                            "{}: a record is not JSON ({e}); `abm verify` tells more",
+                            a.trace.display()
+                        )
+                    })?;
+                    let Some(ev) = m
+                        .map(&rec)
+                        .map_err(|e| anyhow::anyhow!("{}: {e}", a.trace.display()))?
+                    else {
+                        continue;
+                    };
+                    line.clear();
+                    serde_json::to_writer(&mut line, &ev)?;
+                }
                 line.push(b'\n');
                 if out.write_all(&line).is_err() {
                     // A closed pipe (`abm trace cat T | head`).

@@ -30,6 +30,7 @@ pub mod compact;
 mod event_check;
 pub mod format;
 pub mod note;
+pub mod ocsf;
 mod packer;
 mod read;
 mod report;
