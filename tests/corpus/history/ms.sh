@@ -1,4 +1,5 @@
-# History after the import: a test script, ignore installs and packs.
+# History after the import: a plain node test script instead of the
+# upstream dev tools, ignore installs and packs.
 printf 'node_modules/\n*.tgz\n' > .gitignore
 git add .gitignore
 git commit -qm "Ignore node_modules and packs"
@@ -11,6 +12,8 @@ assert.strictEqual(ms(60000), '1m');
 assert.strictEqual(ms(2 * 60000, { long: true }), '2 minutes');
 console.log('ms: ok');
 JS
+# The upstream dev tools (eslint, mocha, husky) are replaced by a plain node test.
+npm pkg delete devDependencies scripts lint-staged eslintConfig husky
 npm pkg set scripts.test="node test.js"
 git add test.js package.json
 git commit -qm "Add a test script"

@@ -15,8 +15,13 @@ cat > tsconfig.json <<'JSON'
   "include": ["src/**/*.ts"]
 }
 JSON
+# The source reads process.env.NODE_ENV (a bundler replaces it upstream);
+# declare it instead of depending on @types/node.
+cat > src/env.d.ts <<'TS'
+declare const process: { env: { NODE_ENV?: string } };
+TS
 npm pkg set scripts.build="tsc -p ."
-git add .gitignore tsconfig.json package.json
+git add .gitignore tsconfig.json package.json src/env.d.ts
 git commit -qm "Build dist/ with tsc; stop tracking it"
 printf '\nBuilt with `npm run build` (tsc).\n' >> README.md
 git commit -qam "README: build note"
