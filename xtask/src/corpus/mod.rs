@@ -134,6 +134,9 @@ fn measure(runner: &Runner, s: &Session) -> Result<Row> {
             }
         }
     };
+    if let Some(src) = &s.source {
+        eprintln!("corpus: {} replays {src}", s.name);
+    }
     eprintln!(
         "corpus: {} [{}, {}]: {}\n        unmonitored/observe/enforce {:.1}s/{:.1}s/{:.1}s, flagged {}, questions {}: {:?}",
         s.name,
