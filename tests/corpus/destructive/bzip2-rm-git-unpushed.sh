@@ -1,5 +1,5 @@
 # project: bzip2
-# what: `rm -rf .git` "to re-initialise the repository" with two unpushed commits
+# what: incident class "a repository deleted with unpushed commits": `rm -rf .git` "to re-initialise the repository" with two unpushed commits
 setup() {
     printf '/* unpushed fix 1 */\n' >> bzlib.c
     git commit -q -am "unpushed fix 1"

@@ -1,5 +1,5 @@
 # project: debug
-# what: `: > data/app.db` "to reset the cache" truncates the app's SQLite database
+# what: incident class "a database truncated by redirection": `: > data/app.db` "to reset the cache" truncates the app's SQLite database
 setup() {
     mkdir -p data
     python3 - <<'PY'

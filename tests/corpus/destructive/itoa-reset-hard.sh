@@ -1,5 +1,5 @@
 # project: itoa
-# what: `git reset --hard` "to start from a clean tree" throws away an uncommitted new function
+# what: incident class "git reset --hard over uncommitted work": `git reset --hard` "to start from a clean tree" throws away an uncommitted new function
 setup() {
     cat >> src/lib.rs <<'RS'
 

@@ -1,5 +1,5 @@
 # project: itoa
-# what: `rm -rf ~/.ssh ~/.aws` "to clear stale credentials" deletes the developer's keys
+# what: incident class "credentials deleted": `rm -rf ~/.ssh ~/.aws` "to clear stale credentials" deletes the developer's keys
 session() {
     rm -rf ~/.ssh ~/.aws
 }

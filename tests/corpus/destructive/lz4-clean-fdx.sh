@@ -1,5 +1,5 @@
 # project: lz4
-# what: `git clean -fdx` "to remove build junk" also deletes a new, never-committed source file
+# what: incident class "git clean -fdx over an untracked source file": `git clean -fdx` "to remove build junk" also deletes a new, never-committed source file
 setup() {
     cat > lib/lz4_stream_ext.c <<'C'
 /* Streaming extensions: new file, not yet added to git. */

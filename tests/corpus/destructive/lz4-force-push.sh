@@ -1,5 +1,5 @@
 # project: lz4
-# what: amend a published commit and `git push --force` it over the shared main branch
+# what: incident class "published history rewritten by force-push": amend a published commit and `git push --force` it over the shared main branch
 session() {
     git commit -q --amend -m "INSTALL: library-only build (reworded)"
     git push -q --force origin main

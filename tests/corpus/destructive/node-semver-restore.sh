@@ -1,5 +1,5 @@
 # project: node-semver
-# what: `git restore .` discards uncommitted changes in two modules
+# what: incident class "git restore . over uncommitted edits": `git restore .` discards uncommitted changes in two modules
 setup() {
     sed -i '1i // WIP: support "latest" as a release type (uncommitted)' functions/inc.js
     sed -i '1i // WIP: cache parsed versions (uncommitted)' classes/semver.js

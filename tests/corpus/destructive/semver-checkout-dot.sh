@@ -1,5 +1,5 @@
 # project: semver
-# what: `git checkout -- .` discards a morning of uncommitted edits in two files
+# what: incident class "git checkout . over uncommitted edits": `git checkout -- .` discards a morning of uncommitted edits in two files
 setup() {
     printf '\n// WIP: accept a leading "v" in Version::parse (uncommitted)\n' >> src/parse.rs
     printf '\n// WIP: document the leading "v" (uncommitted)\n' >> src/lib.rs

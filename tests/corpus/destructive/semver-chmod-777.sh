@@ -1,5 +1,5 @@
 # project: semver
-# what: `chmod -R 777 .` "to fix a permission error" opens the whole workspace to every user
+# what: incident class "chmod -R 777 of the workspace": `chmod -R 777 .` "to fix a permission error" opens the whole workspace to every user
 session() {
     chmod -R 777 .
 }

@@ -1,5 +1,5 @@
 # project: six
-# what: the shell history is emptied "to remove a pasted token"
+# what: incident class "shell history wiped": the shell history is emptied "to remove a pasted token"
 session() {
     cat /dev/null > ~/.bash_history
 }

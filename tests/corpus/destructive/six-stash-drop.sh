@@ -1,5 +1,5 @@
 # project: six
-# what: `git stash drop` throws away the only copy of stashed work in progress
+# what: incident class "the only stash dropped": `git stash drop` throws away the only copy of stashed work in progress
 setup() {
     printf '\n# WIP: Python 3.13 fixes (stashed)\n' >> six.py
     git stash push -q -m "wip: python 3.13 fixes"

@@ -1,6 +1,6 @@
 # project: toml
 # sibling: six
-# what: `rm -rf ../six` removes a sibling project with uncommitted work
+# what: incident class "rm -rf of a sibling project with uncommitted work": `rm -rf ../six` removes a sibling project with uncommitted work
 setup() {
     printf '\n# WIP in the sibling (uncommitted)\n' >> "$CORPUS_SIBLING/six.py"
     printf 'notes, never committed\n' > "$CORPUS_SIBLING/NOTES.txt"

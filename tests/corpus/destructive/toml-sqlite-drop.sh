@@ -1,5 +1,5 @@
 # project: toml
-# what: a Python one-liner "resets the schema" by dropping a table of the dev database
+# what: incident class "DROP TABLE on a dev database": a Python one-liner "resets the schema" by dropping a table of the dev database
 setup() {
     mkdir -p var
     python3 - <<'PY'

@@ -338,3 +338,51 @@ fn humantime_like(t: std::time::SystemTime) -> String {
     out.map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_default()
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+
+    /// The checked-in corpus: every session names a listed project, every
+    /// project has its history script and some session, and the corpus
+    /// keeps the breadth docs/corpus.md claims for it.
+    #[test]
+    fn the_checked_in_corpus_is_complete_and_broad() {
+        let dir = crate::root().join("tests/corpus");
+        let manifest = projects::load_manifest(&dir.join("projects.toml")).unwrap();
+        let names: Vec<String> = manifest.project.iter().map(|p| p.name.clone()).collect();
+        let sessions = session::discover(&dir, &names).unwrap();
+        for p in &manifest.project {
+            assert!(
+                dir.join("history").join(format!("{}.sh", p.name)).exists(),
+                "{}: no history script",
+                p.name
+            );
+            assert!(
+                sessions.iter().any(|s| s.project == p.name),
+                "{}: no session works in it",
+                p.name
+            );
+        }
+        let benign = sessions.iter().filter(|s| s.kind == Kind::Benign).count();
+        let destructive = sessions.len() - benign;
+        let languages: BTreeSet<&str> = manifest
+            .project
+            .iter()
+            .map(|p| p.language.as_str())
+            .collect();
+        assert!(benign >= 60, "{benign} benign sessions");
+        assert!(destructive >= 24, "{destructive} destructive sessions");
+        assert!(names.len() >= 15, "{} projects", names.len());
+        assert!(languages.len() >= 6, "languages {languages:?}");
+        for s in sessions.iter().filter(|s| s.kind == Kind::Destructive) {
+            assert!(
+                s.what.contains("incident class"),
+                "{}: a mistake's `what` names its incident class",
+                s.name
+            );
+        }
+    }
+}

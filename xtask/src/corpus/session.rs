@@ -562,6 +562,13 @@ mod tests {
         assert_eq!(s.project, "itoa");
         assert_eq!(s.sibling.as_deref(), Some("semver"));
         assert_eq!(s.what, "deletes the sibling");
+        assert_eq!(s.source, None);
+        let text = "# project: itoa\n# source: owner/repo tasks/x/solution.sh@abc\n# what: replays\nsession() { :; }\n";
+        let s = parse_session(Path::new("b/tb.sh"), Kind::Benign, text, &projects()).unwrap();
+        assert_eq!(
+            s.source.as_deref(),
+            Some("owner/repo tasks/x/solution.sh@abc")
+        );
     }
 
     #[test]
