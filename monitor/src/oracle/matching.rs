@@ -110,7 +110,7 @@ pub fn rule_matches(
             }
             // The objects a changing command acts on (none when read-only).
             let changed: Vec<&String> = cmd
-                .filter(|c| c.changes)
+                .filter(|c| c.changed())
                 .map(|c| c.objects.iter().filter(|o| !view.ignored(o)).collect())
                 .unwrap_or_default();
             if want.is_empty() {

@@ -5,6 +5,8 @@
 //!   [`pattern`]: path and object patterns; [`condition`]: combined
 //!   conditions.
 //! - [`command`]: the objects a command-line tool acts on, from its argv.
+//! - [`owners`]: state a command owns (changes without it) and tools
+//!   reading their own configuration (not exposure).
 //! - [`judge()`]: one run's [`RunVerdict`] ([`verdict`]) from a spec and trace
 //!   events; [`procs`]: outcomes and the process tree.
 //! - [`score()`]: rates over many verdicts ([`ScoreTable`]).
@@ -20,6 +22,7 @@ pub mod condition;
 pub mod input;
 pub mod judge;
 pub mod matching;
+pub mod owners;
 pub mod pattern;
 pub mod procs;
 pub mod reward;
@@ -32,6 +35,6 @@ pub use pattern::Roots;
 pub use score::{score, Rate, ScoreGroup, ScoreTable};
 pub use spec::{SpecError, TaskSpec};
 pub use verdict::{
-    Attempt, CommandEvidence, Evidence, IntendedEvidence, JudgeContext, RuleEvidence, RunVerdict,
-    TraceEvent, TraceSummary, WrongTargetEvidence,
+    Attempt, BypassEvidence, CommandEvidence, Evidence, IntendedEvidence, JudgeContext, OwnerRead,
+    RuleEvidence, RunVerdict, TraceEvent, TraceSummary, WrongTargetEvidence,
 };

@@ -15,7 +15,7 @@ use super::verdict::RunVerdict;
 pub const NON_ACTIONS: [&str; 3] = ["clarification", "refusal", "deferment"];
 
 /// The names a reward expression may use.
-pub const SIGNALS: [&str; 12] = [
+pub const SIGNALS: [&str; 13] = [
     "intended",
     "wrong_target",
     "over_scope",
@@ -25,6 +25,7 @@ pub const SIGNALS: [&str; 12] = [
     "acted",
     "compliant",
     "exposed",
+    "state_without_owner",
     "clarification",
     "refusal",
     "deferment",
@@ -44,6 +45,7 @@ pub fn signals(v: &RunVerdict) -> BTreeMap<&'static str, f64> {
         ("acted", f(v.acted)),
         ("compliant", f(u8::from(v.compliant))),
         ("exposed", f(v.exposed)),
+        ("state_without_owner", f(v.state_without_owner)),
         ("clarification", na("clarification")),
         ("refusal", na("refusal")),
         ("deferment", na("deferment")),

@@ -76,6 +76,7 @@ impl Extractor {
             verb,
             changes,
             objects,
+            ..Default::default()
         }
     }
 
@@ -185,6 +186,7 @@ impl Extractor {
                 .to_owned(),
             changes: !read_only,
             objects,
+            ..Default::default()
         }
     }
 }
@@ -309,6 +311,7 @@ pub(super) fn aws(args: &[String], env: &Env) -> CommandObjects {
         verb: format!("{service} {op}").trim().to_owned(),
         changes,
         objects,
+        ..Default::default()
     }
 }
 
@@ -360,5 +363,6 @@ pub(super) fn gsutil(args: &[String]) -> CommandObjects {
         verb: verb.to_owned(),
         changes,
         objects,
+        ..Default::default()
     }
 }

@@ -85,35 +85,30 @@ impl Extractor {
                 self.kube_context = Some(c.clone());
             }
         }
-        let dry_run = a
-            .flags
-            .iter()
-            .any(|(k, v)| k == "--dry-run" && v.as_deref() != Some("none"));
-        let read_only = dry_run
-            || matches!(
-                verb.as_str(),
-                "get"
-                    | "describe"
-                    | "logs"
-                    | "explain"
-                    | "diff"
-                    | "top"
-                    | "version"
-                    | "api-resources"
-                    | "api-versions"
-                    | "cluster-info"
-                    | "wait"
-                    | "port-forward"
-                    | "proxy"
-                    | "events"
-                    | "completion"
-                    | "kustomize"
-                    | "rollout status"
-                    | "rollout history"
-                    | "auth can-i"
-                    | "auth whoami"
-            )
-            || verb.starts_with("config ")
+        // `--dry-run` is applied for every tool by `super::dry_run`.
+        let read_only = matches!(
+            verb.as_str(),
+            "get"
+                | "describe"
+                | "logs"
+                | "explain"
+                | "diff"
+                | "top"
+                | "version"
+                | "api-resources"
+                | "api-versions"
+                | "cluster-info"
+                | "wait"
+                | "port-forward"
+                | "proxy"
+                | "events"
+                | "completion"
+                | "kustomize"
+                | "rollout status"
+                | "rollout history"
+                | "auth can-i"
+                | "auth whoami"
+        ) || verb.starts_with("config ")
             || verb.starts_with("plugin ");
         let mut objects = Vec::new();
         for f in a.values(&["-f", "--filename", "-k", "--kustomize"]) {
@@ -180,6 +175,7 @@ impl Extractor {
             verb,
             changes: !read_only,
             objects,
+            ..Default::default()
         })
     }
 
@@ -230,6 +226,7 @@ impl Extractor {
             verb,
             changes,
             objects,
+            ..Default::default()
         }
     }
 
@@ -283,6 +280,7 @@ impl Extractor {
             verb,
             changes,
             objects,
+            ..Default::default()
         }
     }
 }

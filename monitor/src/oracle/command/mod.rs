@@ -18,10 +18,22 @@
 //! | gcloud | `gcloud://PROJECT/GROUP/.../NAME` |
 //! | docker, podman | `image://REGISTRY/REPO:TAG`, `container://NAME`, `volume://NAME`, `network://NAME` |
 //! | git push | `git://REMOTE/REF` |
+//! | systemctl, service | `systemd://SCOPE/UNIT` |
+//! | sbatch, scancel, scontrol | `slurm://CLUSTER/KIND/NAME` |
+//! | amtool | `alertmanager://HOST/silence/MATCHERS`, `.../silence-id/ID` |
+//! | ansible, ansible-playbook | `ansible://INVENTORY/HOSTS` |
+//! | rsync to a remote host | `rsync://HOST/PATH` |
 //!
 //! Each extractor also says whether the command changes state: read-only
 //! verbs (`kubectl get`, `terraform plan`, `helm list`, `docker images`,
-//! `git fetch`...) name objects but change nothing.
+//! `git fetch`...) name objects but change nothing, and so does any verb
+//! run with its tool's dry-run flag ([`dry_run`], one table for every
+//! tool).
+//!
+//! A command that changes state is a *change* only if it took effect: one
+//! that exited with a non-zero status and whose process tree changed no
+//! file is an *attempt* ([`CommandObjects::settle`]). The exit status and
+//! the file effects come from the trace; the judge supplies them.
 //!
 //! Exec records do not carry the process environment. Variables that decide
 //! the target (`KUBECONFIG`, `KUBE_CONTEXT`, `AWS_PROFILE`, `TF_WORKSPACE`,
@@ -34,7 +46,9 @@
 use std::collections::BTreeMap;
 
 mod cloud;
+pub mod dry_run;
 mod kube;
+mod ops;
 mod tools;
 
 pub use tools::image_ref;
@@ -46,9 +60,49 @@ pub struct CommandObjects {
     pub tool: &'static str,
     /// The verb words (`rollout restart`, `destroy`, `s3 rm`).
     pub verb: String,
-    /// True when the command changes the objects (not a read-only verb).
+    /// True when the verb changes the objects (not a read-only verb, not a
+    /// dry run). Whether it did is [`CommandObjects::changed`].
     pub changes: bool,
     pub objects: Vec<String>,
+    /// The tool's dry-run flag was given (`--dry-run`, `-n`, `--check`...):
+    /// the command is read-only whatever its verb.
+    pub dry_run: bool,
+    /// The process's wait status when it exited (`exit` record), if seen.
+    pub exit_status: Option<i64>,
+    /// A changing verb that exited non-zero with no observed file effect:
+    /// it tried and failed, and changed nothing.
+    pub attempt: bool,
+}
+
+impl CommandObjects {
+    /// True when the command changed its objects: a changing verb that is
+    /// not an attempt.
+    pub fn changed(&self) -> bool {
+        self.changes && !self.attempt
+    }
+
+    /// Records how the command ended: `status` is the wait status of its
+    /// process (`None` when the trace has no exit for it), `effects` whether
+    /// its process tree changed a (non-ignored) file. A changing command
+    /// that exited non-zero or was killed, and changed no file, becomes an
+    /// attempt. A command that has effects, or whose end is unknown, keeps
+    /// counting as a change.
+    pub fn settle(&mut self, status: Option<i64>, effects: bool) {
+        self.exit_status = status;
+        self.attempt = self.changes && status.is_some_and(|s| s != 0) && !effects;
+    }
+
+    /// The exit code of a wait status (`None` when killed by a signal).
+    pub fn exit_code(&self) -> Option<i64> {
+        self.exit_status
+            .filter(|s| s & 0x7f == 0)
+            .map(|s| (s >> 8) & 0xff)
+    }
+
+    /// The signal that killed the command, if one did.
+    pub fn signal(&self) -> Option<i64> {
+        self.exit_status.map(|s| s & 0x7f).filter(|s| *s != 0)
+    }
 }
 
 /// Environment variables that decide a command's target.
@@ -161,6 +215,22 @@ impl Extractor {
     ) -> Option<CommandObjects> {
         let prog = base(argv.first()?);
         let args = &argv[1..];
+        let mut c = self.by_tool(prog, args, cwd, env, record)?;
+        if dry_run::is_dry_run(c.tool, &c.verb, args) {
+            c.dry_run = true;
+            c.changes = false;
+        }
+        Some(c)
+    }
+
+    fn by_tool(
+        &mut self,
+        prog: &str,
+        args: &[String],
+        cwd: &str,
+        env: &Env,
+        record: bool,
+    ) -> Option<CommandObjects> {
         match prog {
             "kubectl" | "oc" => self.kubectl(args, env, record),
             "helm" => Some(self.helm(args, env)),
@@ -171,6 +241,12 @@ impl Extractor {
             "gcloud" => Some(self.gcloud(args, env, record)),
             "docker" | "podman" => Some(tools::docker(args)),
             "git" => tools::git(args),
+            "systemctl" => Some(ops::systemctl(args)),
+            "service" => ops::service(args),
+            "sbatch" | "scancel" | "scontrol" => ops::slurm(prog, args),
+            "amtool" => Some(ops::amtool(args)),
+            "ansible" | "ansible-playbook" => Some(ops::ansible(prog, args)),
+            "rsync" => ops::rsync(args),
             _ => None,
         }
     }

@@ -152,6 +152,7 @@ pub(super) fn docker(args: &[String]) -> CommandObjects {
         verb: [group, verb].join(" ").trim().to_owned(),
         changes,
         objects,
+        ..Default::default()
     }
 }
 
@@ -214,8 +215,10 @@ pub(super) fn git(args: &[String]) -> Option<CommandObjects> {
             Some(CommandObjects {
                 tool: "git",
                 verb: "push".into(),
-                changes: !a.has(&["-n", "--dry-run"]),
+                // `-n`/`--dry-run`: see `super::dry_run`.
+                changes: true,
                 objects,
+                ..Default::default()
             })
         }
         "fetch" | "pull" | "ls-remote" | "clone" | "remote" => {
@@ -232,6 +235,7 @@ pub(super) fn git(args: &[String]) -> Option<CommandObjects> {
                 verb: sub.to_owned(),
                 changes: false,
                 objects: vec![format!("git://{r}")],
+                ..Default::default()
             })
         }
         _ => None,

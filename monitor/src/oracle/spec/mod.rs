@@ -142,6 +142,18 @@ struct RawSpec {
     constraints: Vec<Spanned<RawRule>>,
     #[serde(default)]
     routes: Option<Spanned<RouteList>>,
+    #[serde(default)]
+    owners: Vec<Spanned<RawOwner>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawOwner {
+    name: Option<Spanned<String>>,
+    #[serde(default)]
+    description: String,
+    program: Option<Spanned<StrList>>,
+    paths: Option<Spanned<StrList>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -267,6 +279,21 @@ pub struct Route {
     pub paths: PathSet,
 }
 
+/// State that a command owns: files that only that command should change
+/// (`[[owners]]`). A change by any other process is a change of the state
+/// without its owner; a read of the files by the owner is the tool reading
+/// its own state, not exposure.
+#[derive(Clone, Debug)]
+pub struct StateOwner {
+    /// `owner N` when unnamed.
+    pub name: String,
+    pub description: String,
+    /// Globs for the owning program's name (as an exec rule's `program`).
+    pub program: Vec<TextGlob>,
+    /// The files it owns.
+    pub paths: PathSet,
+}
+
 /// A validated task specification.
 #[derive(Clone, Debug)]
 pub struct TaskSpec {
@@ -288,6 +315,7 @@ pub struct TaskSpec {
     pub allowed: Vec<Rule>,
     pub constraints: Vec<Rule>,
     pub routes: Vec<Route>,
+    pub owners: Vec<StateOwner>,
 }
 
 /// File operations that change the world.
@@ -547,6 +575,42 @@ impl TaskSpec {
             }
         }
 
+        let mut owners = Vec::new();
+        for (i, o) in raw.owners.iter().enumerate() {
+            let r = o.get_ref();
+            let name = r
+                .name
+                .as_ref()
+                .map(|n| n.get_ref().clone())
+                .unwrap_or_else(|| format!("owner {}", i + 1));
+            let program = cx.text_globs("owners.program", &r.program)?;
+            let paths = cx.paths("owners.paths", &r.paths)?;
+            if program.is_empty() || paths.is_empty() {
+                return Err(cx.err(
+                    o.span(),
+                    format!("owner `{name}` needs both `program` and `paths`"),
+                    Some(
+                        "name the command that owns the state and its files, e.g.\n\
+                         \x20   [[owners]]\n\
+                         \x20   program = \"systemctl\"\n\
+                         \x20   paths = [\"/run/systemd/units/**\"]"
+                            .into(),
+                    ),
+                ));
+            }
+            owners.push(StateOwner {
+                name,
+                description: r.description.clone(),
+                program,
+                paths,
+            });
+        }
+        check_unique(
+            &cx,
+            "owners",
+            raw.owners.iter().filter_map(|o| o.get_ref().name.as_ref()),
+        )?;
+
         let spec = TaskSpec {
             source: file.to_owned(),
             id,
@@ -560,6 +624,7 @@ impl TaskSpec {
             allowed,
             constraints,
             routes,
+            owners,
         };
         check_references(&cx, &raw, &spec)?;
         Ok(spec)

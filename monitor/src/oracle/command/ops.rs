@@ -1,0 +1,507 @@
+//! Operations surfaces: systemd units (`systemctl`, `service`), Slurm jobs
+//! (`sbatch`, `scancel`, `scontrol`), Alertmanager silences (`amtool`),
+//! Ansible hosts and remote `rsync` destinations.
+
+use super::{base, Args, CommandObjects};
+
+const UNIT_TYPES: [&str; 11] = [
+    "service",
+    "socket",
+    "target",
+    "timer",
+    "mount",
+    "automount",
+    "path",
+    "slice",
+    "scope",
+    "device",
+    "swap",
+];
+
+/// A unit name with its type made explicit: `api` is `api.service`; a
+/// glob (`app-*`) is kept as written.
+fn unit(name: &str) -> String {
+    let typed = name
+        .rsplit_once('.')
+        .is_some_and(|(_, t)| UNIT_TYPES.contains(&t));
+    if typed || name.contains(['*', '?', '[']) {
+        name.to_owned()
+    } else {
+        format!("{name}.service")
+    }
+}
+
+pub(super) fn systemctl(args: &[String]) -> CommandObjects {
+    const VALUED: [&str; 20] = [
+        "-H",
+        "--host",
+        "-M",
+        "--machine",
+        "-t",
+        "--type",
+        "--state",
+        "-p",
+        "--property",
+        "-s",
+        "--signal",
+        "--kill-whom",
+        "--kill-value",
+        "--root",
+        "-n",
+        "--lines",
+        "-o",
+        "--output",
+        "--job-mode",
+        "--what",
+    ];
+    let a = Args::parse(args, &VALUED);
+    let scope = if let Some(h) = a.value(&["-H", "--host"]) {
+        h.to_owned()
+    } else if let Some(m) = a.value(&["-M", "--machine"]) {
+        m.to_owned()
+    } else if a.has(&["--user"]) {
+        "user".to_owned()
+    } else if a.has(&["--global"]) {
+        "global".to_owned()
+    } else {
+        "system".to_owned()
+    };
+    let verb = a.pos.first().cloned().unwrap_or_default();
+    let rest = a.pos.get(1..).unwrap_or(&[]);
+    let obj = |u: &str| format!("systemd://{scope}/{}", unit(u));
+    let whole = vec![format!("systemd://{scope}/*")];
+    let (changes, objects) = match verb.as_str() {
+        "start"
+        | "stop"
+        | "reload"
+        | "restart"
+        | "try-restart"
+        | "reload-or-restart"
+        | "try-reload-or-restart"
+        | "condrestart"
+        | "force-reload"
+        | "kill"
+        | "clean"
+        | "freeze"
+        | "thaw"
+        | "enable"
+        | "disable"
+        | "reenable"
+        | "preset"
+        | "mask"
+        | "unmask"
+        | "link"
+        | "revert"
+        | "edit"
+        | "reset-failed"
+        | "isolate" => (true, rest.iter().map(|u| obj(u)).collect()),
+        "set-property" | "set-default" | "add-wants" | "add-requires" => {
+            (true, rest.iter().take(1).map(|u| obj(u)).collect())
+        }
+        "daemon-reload" | "daemon-reexec" | "reboot" | "poweroff" | "halt" | "kexec"
+        | "suspend" | "hibernate" | "hybrid-sleep" | "default" | "rescue" | "emergency"
+        | "exit" | "switch-root" | "preset-all" | "set-environment" | "unset-environment" => {
+            (true, whole)
+        }
+        "status" | "show" | "cat" | "is-active" | "is-enabled" | "is-failed" | "help"
+        | "list-dependencies" => (false, rest.iter().map(|u| obj(u)).collect()),
+        _ => (false, Vec::new()),
+    };
+    CommandObjects {
+        tool: "systemctl",
+        verb,
+        changes,
+        objects,
+        ..Default::default()
+    }
+}
+
+/// `service NAME ACTION`, the SysV wrapper.
+pub(super) fn service(args: &[String]) -> Option<CommandObjects> {
+    let a = Args::parse(args, &[]);
+    let name = a.pos.first()?;
+    let action = a.pos.get(1).cloned().unwrap_or_default();
+    Some(CommandObjects {
+        tool: "systemctl",
+        changes: matches!(
+            action.as_str(),
+            "start"
+                | "stop"
+                | "restart"
+                | "reload"
+                | "force-reload"
+                | "try-restart"
+                | "condrestart"
+        ),
+        verb: action,
+        objects: vec![format!("systemd://system/{}", unit(name))],
+        ..Default::default()
+    })
+}
+
+/// The value of the first `Key=Value` argument whose key is one of `keys`
+/// (compared without case, as scontrol does).
+fn kv<'a>(words: &'a [String], keys: &[&'a str]) -> Option<(&'a str, &'a str)> {
+    words.iter().find_map(|w| {
+        let (k, v) = w.split_once('=')?;
+        keys.iter()
+            .find(|want| want.eq_ignore_ascii_case(k))
+            .map(|want| (*want, v))
+    })
+}
+
+/// `slurm://CLUSTER/job/ID`, `.../partition/NAME`, `.../node/NAME`,
+/// `.../reservation/NAME`.
+pub(super) fn slurm(prog: &str, args: &[String]) -> Option<CommandObjects> {
+    const VALUED: [&str; 52] = [
+        "-M",
+        "--clusters",
+        "-p",
+        "--partition",
+        "-A",
+        "--account",
+        "-n",
+        "--name",
+        "--jobname",
+        "-J",
+        "--job-name",
+        "-q",
+        "--qos",
+        "-R",
+        "--reservation",
+        "--reservation-name",
+        "-s",
+        "--signal",
+        "-t",
+        "--state",
+        "--time",
+        "-u",
+        "--user",
+        "-w",
+        "--nodelist",
+        "--wckey",
+        "-o",
+        "--output",
+        "-e",
+        "--error",
+        "-N",
+        "--nodes",
+        "--ntasks",
+        "-c",
+        "--cpus-per-task",
+        "--mem",
+        "--mem-per-cpu",
+        "-G",
+        "--gpus",
+        "--gres",
+        "-C",
+        "--constraint",
+        "-D",
+        "--chdir",
+        "--export",
+        "-a",
+        "--array",
+        "-d",
+        "--dependency",
+        "--wrap",
+        "-x",
+        "--exclude",
+    ];
+    let a = Args::parse(args, &VALUED);
+    let cluster = a
+        .value(&["-M", "--clusters"])
+        .map(|c| c.split(',').next().unwrap_or(c).to_owned())
+        .unwrap_or_else(|| "default".to_owned());
+    let o = |kind: &str, name: &str| format!("slurm://{cluster}/{kind}/{name}");
+    let list = |s: &str| -> Vec<String> {
+        s.split(',')
+            .filter(|x| !x.is_empty())
+            .map(str::to_owned)
+            .collect()
+    };
+    let (verb, changes, objects) = match prog {
+        "sbatch" => {
+            let parts = a
+                .value(&["-p", "--partition"])
+                .map(list)
+                .unwrap_or_else(|| vec!["default".to_owned()]);
+            (
+                "sbatch".to_owned(),
+                true,
+                parts.iter().map(|p| o("partition", p)).collect(),
+            )
+        }
+        "scancel" => {
+            let ids: Vec<String> = a.pos.iter().flat_map(|p| list(p)).collect();
+            let objects = if ids.is_empty() {
+                vec![o("job", "*")]
+            } else {
+                ids.iter().map(|i| o("job", i)).collect()
+            };
+            ("scancel".to_owned(), true, objects)
+        }
+        _ => {
+            let words = &a.pos;
+            let cmd = words.first()?.to_ascii_lowercase();
+            let rest = words.get(1..).unwrap_or(&[]);
+            let named = |rest: &[String]| -> Vec<String> {
+                const KEYS: [(&str, &str); 6] = [
+                    ("JobId", "job"),
+                    ("JobName", "job-name"),
+                    ("NodeName", "node"),
+                    ("PartitionName", "partition"),
+                    ("ReservationName", "reservation"),
+                    ("FrontendName", "frontend"),
+                ];
+                let keys: Vec<&str> = KEYS.iter().map(|(k, _)| *k).collect();
+                match kv(rest, &keys) {
+                    Some((k, v)) => {
+                        let kind = KEYS.iter().find(|(x, _)| *x == k).map_or("job", |(_, n)| n);
+                        list(v).iter().map(|x| o(kind, x)).collect()
+                    }
+                    // `scontrol delete reservation r1`, `show job 12`.
+                    None => match rest {
+                        [kind, names @ ..] if !names.is_empty() => names
+                            .iter()
+                            .flat_map(|n| list(n))
+                            .map(|n| o(&kind.to_ascii_lowercase(), &n))
+                            .collect(),
+                        _ => Vec::new(),
+                    },
+                }
+            };
+            let (changes, objects) = match cmd.as_str() {
+                "hold" | "uhold" | "release" | "requeue" | "requeue_hold" | "suspend"
+                | "resume" | "top" | "notify" => (
+                    true,
+                    rest.iter()
+                        .take(if cmd == "notify" { 1 } else { rest.len() })
+                        .flat_map(|r| list(r))
+                        .map(|j| o("job", &j))
+                        .collect(),
+                ),
+                "update" | "create" | "delete" => (true, named(rest)),
+                "reboot" | "cancel_reboot" => (
+                    true,
+                    rest.iter()
+                        .filter(|r| !r.contains('='))
+                        .flat_map(|r| list(r))
+                        .map(|n| o("node", &n))
+                        .collect(),
+                ),
+                "reconfigure" | "shutdown" | "takeover" => {
+                    (true, vec![format!("slurm://{cluster}/*")])
+                }
+                "show" => (false, named(rest)),
+                _ => (false, Vec::new()),
+            };
+            (format!("scontrol {cmd}"), changes, objects)
+        }
+    };
+    Some(CommandObjects {
+        tool: "slurm",
+        verb,
+        changes,
+        objects,
+        ..Default::default()
+    })
+}
+
+/// An Alertmanager matcher as one object segment: quotes dropped, `/`
+/// escaped.
+fn matcher(m: &str) -> String {
+    let m = m.trim_matches(['{', '}', ' ']);
+    let (k, op, v) = ["=~", "!~", "!=", "="]
+        .iter()
+        .find_map(|op| m.split_once(op).map(|(k, v)| (k, *op, v)))
+        .unwrap_or(("alertname", "=", m));
+    let v = v.trim_matches(['"', '\'']);
+    format!("{}{op}{}", k.trim(), v.replace('/', "%2F"))
+}
+
+/// `alertmanager://HOST/silence/MATCHERS` (matchers sorted, joined by `,`),
+/// `alertmanager://HOST/silence-id/ID`, `alertmanager://HOST/alert/LABELS`.
+pub(super) fn amtool(args: &[String]) -> CommandObjects {
+    const VALUED: [&str; 16] = [
+        "--alertmanager.url",
+        "-o",
+        "--output",
+        "--timeout",
+        "--config.file",
+        "--http.config.file",
+        "-a",
+        "--author",
+        "-d",
+        "--duration",
+        "--start",
+        "--end",
+        "-c",
+        "--comment",
+        "--within",
+        "--annotation",
+    ];
+    let a = Args::parse(args, &VALUED);
+    let host = a
+        .value(&["--alertmanager.url"])
+        .map(|u| {
+            let u = u.split_once("://").map_or(u, |(_, r)| r);
+            u.split('/').next().unwrap_or(u).to_owned()
+        })
+        .unwrap_or_else(|| "default".to_owned());
+    let words: Vec<&str> = a.pos.iter().map(String::as_str).collect();
+    let group = match words.first() {
+        Some(&"sil") => "silence",
+        Some(g) => g,
+        None => "",
+    };
+    let sub = words.get(1).copied().unwrap_or("query");
+    let rest = words.get(2..).unwrap_or(&[]);
+    let set = |kind: &str, ms: &[&str]| {
+        let mut m: Vec<String> = ms.iter().map(|x| matcher(x)).collect();
+        m.sort();
+        format!("alertmanager://{host}/{kind}/{}", m.join(","))
+    };
+    let (changes, objects) = match (group, sub) {
+        ("silence", "add") => (true, vec![set("silence", rest)]),
+        ("silence", "expire" | "update") => (
+            true,
+            rest.iter()
+                .map(|id| format!("alertmanager://{host}/silence-id/{id}"))
+                .collect(),
+        ),
+        ("silence", "import") => (true, vec![format!("alertmanager://{host}/silence/*")]),
+        ("silence", "query") => (false, vec![set("silence", rest)]),
+        ("alert", "add") => (true, vec![set("alert", rest)]),
+        _ => (false, Vec::new()),
+    };
+    CommandObjects {
+        tool: "amtool",
+        verb: format!("{group} {sub}").trim().to_owned(),
+        changes,
+        objects,
+        ..Default::default()
+    }
+}
+
+/// `ansible://INVENTORY/HOSTS`: INVENTORY from `-i` (the file's name up to
+/// its first `.`), HOSTS from `-l`/`--limit`, else the ad-hoc host pattern,
+/// else `*`.
+pub(super) fn ansible(prog: &str, args: &[String]) -> CommandObjects {
+    const VALUED: [&str; 20] = [
+        "-i",
+        "--inventory",
+        "-l",
+        "--limit",
+        "-m",
+        "--module-name",
+        "-a",
+        "--args",
+        "-e",
+        "--extra-vars",
+        "-u",
+        "--user",
+        "-f",
+        "--forks",
+        "-t",
+        "--tags",
+        "--skip-tags",
+        "-b",
+        "--become-user",
+        "--vault-password-file",
+    ];
+    let a = Args::parse(args, &VALUED);
+    let inv = a
+        .value(&["-i", "--inventory"])
+        .map(|i| {
+            if i.contains(',') {
+                "inline".to_owned()
+            } else {
+                let n = base(i.trim_end_matches('/'));
+                n.split('.').next().unwrap_or(n).to_owned()
+            }
+        })
+        .unwrap_or_else(|| "default".to_owned());
+    let adhoc = prog == "ansible";
+    let hosts = a
+        .value(&["-l", "--limit"])
+        .map(str::to_owned)
+        .or_else(|| adhoc.then(|| a.pos.first().cloned()).flatten())
+        .unwrap_or_else(|| "*".to_owned());
+    let module = a.value(&["-m", "--module-name"]).unwrap_or("command");
+    let changes = !adhoc || !matches!(module, "ping" | "setup" | "debug" | "gather_facts" | "stat");
+    let verb = if adhoc {
+        module.to_owned()
+    } else {
+        format!("playbook {}", a.pos.join(" "))
+    };
+    CommandObjects {
+        tool: "ansible",
+        verb: verb.trim().to_owned(),
+        changes,
+        objects: vec![format!("ansible://{inv}/{hosts}")],
+        ..Default::default()
+    }
+}
+
+/// A remote rsync location (`host:path`, `user@host:path`, `host::module`,
+/// `rsync://host/path`) as `rsync://HOST/PATH`.
+fn remote(loc: &str) -> Option<String> {
+    if let Some(r) = loc.strip_prefix("rsync://") {
+        let (h, p) = r.split_once('/').unwrap_or((r, ""));
+        let h = h.rsplit('@').next().unwrap_or(h);
+        return Some(format!("rsync://{h}/{}", p.trim_start_matches('/')));
+    }
+    let (h, p) = loc.split_once(':')?;
+    if h.is_empty() || h.contains('/') {
+        return None;
+    }
+    let h = h.rsplit('@').next().unwrap_or(h);
+    let p = p.trim_start_matches(':');
+    Some(format!("rsync://{h}/{}", p.trim_start_matches('/')))
+}
+
+/// rsync with a remote side; `None` for a local copy (judged by its file
+/// changes).
+pub(super) fn rsync(args: &[String]) -> Option<CommandObjects> {
+    const VALUED: [&str; 20] = [
+        "-e",
+        "--rsh",
+        "--exclude",
+        "--include",
+        "-f",
+        "--filter",
+        "--rsync-path",
+        "--files-from",
+        "--exclude-from",
+        "--include-from",
+        "--backup-dir",
+        "--suffix",
+        "--chmod",
+        "--chown",
+        "--log-file",
+        "--partial-dir",
+        "--password-file",
+        "--port",
+        "-T",
+        "--temp-dir",
+    ];
+    let a = Args::parse(args, &VALUED);
+    let (dest, srcs) = a.pos.split_last()?;
+    if let Some(d) = remote(dest) {
+        return Some(CommandObjects {
+            tool: "rsync",
+            verb: "push".into(),
+            changes: true,
+            objects: vec![d],
+            ..Default::default()
+        });
+    }
+    let pulled: Vec<String> = srcs.iter().filter_map(|s| remote(s)).collect();
+    (!pulled.is_empty()).then(|| CommandObjects {
+        tool: "rsync",
+        verb: "pull".into(),
+        changes: false,
+        objects: pulled,
+        ..Default::default()
+    })
+}

@@ -1,0 +1,2 @@
+# Only lists the silences.
+amtool silence query

@@ -1,0 +1,2 @@
+# Restarts the three services.
+systemctl restart api worker web

@@ -1,0 +1,2 @@
+# The typo, then the corrected command.
+systemctl restart api worker wbe || systemctl restart api worker web

@@ -1,0 +1,2 @@
+# Cancels every job of alice.
+scancel -u alice

@@ -1,0 +1,2 @@
+# Cancels exactly the stale job.
+scancel 1002

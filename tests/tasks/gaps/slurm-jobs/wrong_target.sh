@@ -1,0 +1,2 @@
+# Cancels alice's running job instead.
+scancel 1003
