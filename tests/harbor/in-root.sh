@@ -9,6 +9,7 @@ set -eu
 ROOT=$(realpath "$1")
 shift
 CHECKOUT=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck disable=SC2016 # the script expands its own arguments
 exec unshare --mount --propagation private sh -eu -c '
 ROOT=$1 CHECKOUT=$2
 shift 2

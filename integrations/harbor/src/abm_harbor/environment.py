@@ -168,7 +168,7 @@ class AbmEnvironment(BaseEnvironment):
 
     @property
     def trace_path(self) -> Path:
-        return abm_dir(self.trial_paths.trial_dir) / "trace.abmt"
+        return abm_dir(self.trial_paths.trial_dir.resolve()) / "trace.abmt"
 
     def _binds(self) -> list[dict]:
         assert self._dir is not None
@@ -227,7 +227,7 @@ class AbmEnvironment(BaseEnvironment):
         spec_path.write_text(json.dumps(spec, indent=2))
         server = [sys.executable, "-m", "abm_harbor.sandbox", str(spec_path)]
         if traced:
-            adir = abm_dir(self.trial_paths.trial_dir)
+            adir = self.trace_path.parent
             adir.mkdir(parents=True, exist_ok=True)
             log = adir / "abm-run.log"
             cmd = [
