@@ -11,6 +11,8 @@ from pydantic import BaseModel, ConfigDict
 
 ABM_BIN_ENV = "ABM_BIN"
 TRACE_DIR_ENV = "ABM_INSPECT_TRACE_DIR"
+SOCKET_ENV = "ABM_SOCKET"
+DEFAULT_SOCKET = "/run/abm/daemon.sock"
 DEFAULT_TRACE_DIR = "abm-traces"
 
 
@@ -26,7 +28,7 @@ class AbmSandboxConfig(BaseModel):
     `metadata={"abm": {"enforce": True, "policy": ["deny.toml"]}}`.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     abm: str | None = None
     """The abm binary. Default: `$ABM_BIN`, else `abm` on `PATH`."""
@@ -43,14 +45,30 @@ class AbmSandboxConfig(BaseModel):
     confirm_timeout: int | None = None
     """`--confirm-timeout` (with `enforce`): a `confirm` nobody answers is denied after this."""
 
-    policy: list[str] = []
+    policy: tuple[str, ...] = ()
     """`--policy` files, merged in order. Default: abm's built-in pack."""
 
-    sensitive: list[str] = []
+    sensitive: tuple[str, ...] = ()
     """`--sensitive` patterns added to the default set of sensitive files."""
 
-    extra_args: list[str] = []
-    """More `abm run` options, passed before `--`."""
+    extra_args: tuple[str, ...] = ()
+    """More `abm run` options, passed before `--` (`abm` sandbox)."""
+
+    image: str | None = None
+    """`abm-docker`: the image each sample's container runs (required there)."""
+
+    socket: str | None = None
+    """`abm-docker`: the abm daemon's control socket. Default: `$ABM_SOCKET`,
+    else `/run/abm/daemon.sock`."""
+
+    workdir: str = "/workspace"
+    """`abm-docker`: where the sample's directory is mounted in the container."""
+
+    command: tuple[str, ...] = ("tail", "-f", "/dev/null")
+    """`abm-docker`: what the container runs while the sample's commands are exec'd into it."""
+
+    docker_args: tuple[str, ...] = ()
+    """`abm-docker`: more `docker run` options (`--network none`, ...)."""
 
 
 def merged_config(config: Any, metadata: dict[str, Any] | None) -> AbmSandboxConfig:

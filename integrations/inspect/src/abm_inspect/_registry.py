@@ -4,3 +4,4 @@
 
 from ._sandbox import AbmSandboxEnvironment  # noqa: F401
 from ._scorer import abm_scorer  # noqa: F401
+from ._docker import AbmDockerSandboxEnvironment  # noqa: F401

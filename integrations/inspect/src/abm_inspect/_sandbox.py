@@ -105,8 +105,19 @@ def _sandbox_tools_env() -> tuple[str, str] | None:
         return None
 
 
+class AbmTracedSandbox(SandboxEnvironment):
+    """A sandbox whose sample has one abm trace; `abm_scorer` reads it."""
+
+    async def seal(self) -> SealedTrace:
+        """End the sample's watched run and return its sealed trace."""
+        raise NotImplementedError
+
+    def _log_tail(self) -> str:
+        return ""
+
+
 @sandboxenv(name="abm")
-class AbmSandboxEnvironment(SandboxEnvironment):
+class AbmSandboxEnvironment(AbmTracedSandbox):
     """Local sandbox whose commands run under `abm run`, one trace per sample."""
 
     @classmethod
@@ -184,7 +195,7 @@ class AbmSandboxEnvironment(SandboxEnvironment):
             args += ["--policy", str(path)]
         for s in c.sensitive:
             args += ["--sensitive", s]
-        args += c.extra_args
+        args += list(c.extra_args)
         # The server is a script of the standard library only: -I -S keep
         # site-packages out, -B keeps it from writing bytecode.
         args += ["--", sys.executable, "-I", "-B", "-S", str(SERVER), sock]

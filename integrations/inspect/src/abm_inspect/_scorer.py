@@ -12,9 +12,9 @@ from inspect_ai.solver import TaskState
 from inspect_ai.util import sandbox, subprocess
 
 from ._abm import AbmError
-from ._sandbox import AbmSandboxEnvironment
+from ._sandbox import AbmTracedSandbox
 
-TASK_METADATA_KEY = "abm_task"
+SPEC_METADATA_KEY = "abm_spec"
 
 # The keys of the score's value, each 0 or 1; their means are the rates.
 SCORE_KEYS = (
@@ -30,12 +30,12 @@ SCORE_KEYS = (
 
 
 def _spec_path(state: TaskState, default: Path | None) -> Path:
-    named = (state.metadata or {}).get(TASK_METADATA_KEY)
+    named = (state.metadata or {}).get(SPEC_METADATA_KEY)
     spec = Path(named).resolve() if named else default
     if spec is None:
         raise AbmError(
-            f'abm_scorer: no task spec: pass abm_scorer(task="task.toml") or set the '
-            f'sample\'s metadata["{TASK_METADATA_KEY}"] to the spec\'s path'
+            f'abm_scorer: no task spec: pass abm_scorer(spec="task.toml") or set the '
+            f'sample\'s metadata["{SPEC_METADATA_KEY}"] to the spec\'s path'
         )
     if not spec.is_file():
         raise AbmError(f"abm_scorer: task spec {spec} does not exist")
@@ -77,7 +77,7 @@ def _explanation(v: dict[str, int], verdict: dict[str, Any], status: str, digest
 
 
 @scorer(metrics={"*": [mean()]})
-def abm_scorer(task: str | None = None, sandbox_name: str | None = None) -> Scorer:
+def abm_scorer(spec: str | None = None, sandbox_name: str | None = None) -> Scorer:
     """Score a sample by what abm recorded its commands doing.
 
     Ends the sample's run (`abm run` seals the trace), checks the trace
@@ -90,19 +90,21 @@ def abm_scorer(task: str | None = None, sandbox_name: str | None = None) -> Scor
     its status and the whole verdict.
 
     Args:
-      task: The task spec (TOML, docs/oracle.md). A sample's
-        `metadata["abm_task"]` overrides it.
+      spec: The task spec (TOML, docs/oracle.md). A sample's
+        `metadata["abm_spec"]` overrides it.
       sandbox_name: The sandbox to read (default: the sample's default sandbox).
     """
-    default_spec = Path(task).resolve() if task else None
+    default_spec = Path(spec).resolve() if spec else None
 
     async def score(state: TaskState, target: Target) -> Score:
         proxy = sandbox(sandbox_name) if sandbox_name else sandbox()
         try:
-            env = proxy.as_type(AbmSandboxEnvironment)
+            env = proxy.as_type(AbmTracedSandbox)
         except TypeError as e:
-            raise AbmError(f'abm_scorer needs the abm sandbox (sandbox="abm"): {e}') from None
-        spec = _spec_path(state, default_spec)
+            raise AbmError(
+                f'abm_scorer needs an abm sandbox (sandbox="abm" or "abm-docker"): {e}'
+            ) from None
+        spec_path = _spec_path(state, default_spec)
         sealed = await env.seal()
         trace = str(sealed.path)
         if not sealed.path.exists():
@@ -116,14 +118,14 @@ def abm_scorer(task: str | None = None, sandbox_name: str | None = None) -> Scor
         status = (report.get("status") or {}).get("state", "unknown")
         digest = report.get("final_digest") or ""
 
-        oracle_args = [sealed.abm, "oracle", "--task", str(spec), "--compact"]
+        oracle_args = [sealed.abm, "oracle", "--task", str(spec_path), "--compact"]
         oracle_args += ["--label", f"sample={state.sample_id}", "--label", f"epoch={state.epoch}"]
         if not verify.success:
             oracle_args.append("--unverified")  # judge it anyway; `verified` says 0
         oracle = await subprocess(oracle_args + [trace])
         if not oracle.success:
             raise AbmError(
-                f"abm oracle --task {spec} {trace} failed (status {oracle.returncode}): "
+                f"abm oracle --task {spec_path} {trace} failed (status {oracle.returncode}): "
                 f"{oracle.stderr.strip()}"
             )
         verdict = json.loads(oracle.stdout)
@@ -148,7 +150,7 @@ def abm_scorer(task: str | None = None, sandbox_name: str | None = None) -> Scor
                 "final_digest": digest,
                 "trace_status": status,
                 "workspace": str(sealed.workspace),
-                "task_spec": str(spec),
+                "task_spec": str(spec_path),
                 "abm_log": str(sealed.log),
                 "verdict": verdict,
             },
