@@ -217,12 +217,16 @@ class AbmEnvironment(BaseEnvironment):
         sock = self._dir / f"{name}.sock"
         spec_path = self._dir / f"{name}.json"
         spec = {
-            "root": str(self._dir / f"{name}-root"),
+            "root": str(self._dir / "root"),
             "binds": self._binds(),
             "socket": str(sock),
             "workdir": self.workdir,
             "env": BASE_ENV,
         }
+        if traced:
+            # The traced sandbox enters the untraced one's namespace and root.
+            assert self._plain is not None
+            spec["join_socket"] = str(self._plain.sock)
         Path(spec["root"]).mkdir(exist_ok=True)
         spec_path.write_text(json.dumps(spec, indent=2))
         server = [sys.executable, "-m", "abm_harbor.sandbox", str(spec_path)]

@@ -10,7 +10,9 @@ request per connection, one JSON reply.
 
 Started as ``abm run ... -- python -m abm_harbor.sandbox SPEC``, every
 command the trial sends is a descendant of this process, so abm's trace of
-the run covers all of them. The module uses the standard library only.
+the run covers all of them. That traced process joins the namespace and
+root an untraced sandbox process built (``join_socket``), so the trace starts
+with the trial's commands, not with the sandbox's set-up. The module uses the standard library only.
 """
 
 from __future__ import annotations
@@ -103,6 +105,30 @@ def enter_root(spec: dict) -> None:
     os.chdir(spec.get("workdir") or "/")
 
 
+def join_root(spec: dict) -> None:
+    """Enters the mount namespace and root another sandbox process built.
+
+    The traced sandbox joins the untraced one's namespace instead of
+    building its own, so that its trace starts with the trial's commands,
+    not with the sandbox's own mounts and links. The other process hands
+    over its namespace and root as descriptors on its socket (no
+    /proc/PID access, which a process abm watches does not have).
+    """
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as c:
+        c.connect(spec["join_socket"])
+        c.sendall(b'{"op": "fds"}\n')
+        _, fds, _, _ = socket.recv_fds(c, 1024, 2)
+    if len(fds) != 2:
+        raise RuntimeError(f"{spec['join_socket']} sent {len(fds)} descriptors, not 2")
+    ns, root = fds
+    _check(_libc.setns(ns, CLONE_NEWNS), "setns(the sandbox's mount namespace)")
+    os.fchdir(root)
+    os.chroot(".")
+    os.close(ns)
+    os.close(root)
+    os.chdir(spec.get("workdir") or "/")
+
+
 def _demote(user: str | int | None):
     if user is None or user in ("root", 0, "0"):
         return None
@@ -180,7 +206,10 @@ def serve(spec: dict) -> None:
         os.unlink(sock_path)
     # Bound before the chroot: the path is the trial's, outside the sandbox.
     srv.bind(sock_path)
-    enter_root(spec)
+    if spec.get("join_socket"):
+        join_root(spec)
+    else:
+        enter_root(spec)
     srv.listen(16)
     base_env = spec.get("env") or {}
     stop = threading.Event()
@@ -195,6 +224,14 @@ def serve(spec: dict) -> None:
                 op = req.get("op", "exec")
                 if op == "ping":
                     reply = {"pong": os.getpid()}
+                elif op == "fds":
+                    fds = [os.open("/proc/self/ns/mnt", os.O_RDONLY), os.open("/", os.O_RDONLY)]
+                    try:
+                        socket.send_fds(conn, [b"{}\n"], fds)
+                    finally:
+                        for fd in fds:
+                            os.close(fd)
+                    return
                 elif op == "shutdown":
                     stop.set()
                     reply = {"stopping": True}
