@@ -161,6 +161,7 @@ class AbmSandboxEnvironment(AbmTracedSandbox):
                 logger.warning("abm: could not seal the trace %s: %s", env.trace_path, ex)
             finally:
                 env.directory.cleanup()
+                shutil.rmtree(env._tools_dir, ignore_errors=True)
 
     def __init__(self, task_name: str, config: AbmSandboxConfig) -> None:
         super().__init__()
@@ -170,6 +171,9 @@ class AbmSandboxEnvironment(AbmTracedSandbox):
             prefix="abm-inspect-ws-", ignore_cleanup_errors=True
         )
         self.workspace = Path(self.directory.name)
+        # Inspect's injected sandbox tools keep their state here, outside
+        # the workspace.
+        self._tools_dir = self.workspace.parent / f"{self.workspace.name}-tools"
         self.name = _sample_name(task_name)
         self.trace_path: Path | None = None
         self.log_path: Path | None = None
@@ -232,7 +236,7 @@ class AbmSandboxEnvironment(AbmTracedSandbox):
                     try:
                         if (await self._request({"op": "ping"})).get("ok"):
                             return
-                    except OSError:
+                    except SandboxUnavailableError:
                         pass
                 await anyio.sleep(0.05)
         raise AbmError(
@@ -248,7 +252,13 @@ class AbmSandboxEnvironment(AbmTracedSandbox):
         return text[-4000:]
 
     async def _request(self, req: dict[str, Any]) -> dict[str, Any]:
-        async with await anyio.connect_unix(self._sock) as s:
+        try:
+            stream = await anyio.connect_unix(self._sock)
+        except OSError as e:
+            raise SandboxUnavailableError(
+                f"abm's command server does not answer ({e}); abm's output:\n{self._log_tail()}"
+            ) from None
+        async with stream as s:
             await s.send(json.dumps(req).encode())
             await s.send_eof()
             chunks = []
@@ -277,7 +287,7 @@ class AbmSandboxEnvironment(AbmTracedSandbox):
             assert proc is not None and self.trace_path and self.log_path
             try:
                 await self._request({"op": "quit"})
-            except (OSError, SandboxUnavailableError, ValueError):
+            except (SandboxUnavailableError, ValueError):
                 pass
             with anyio.move_on_after(SEAL_TIMEOUT):
                 await proc.wait()
@@ -328,7 +338,7 @@ class AbmSandboxEnvironment(AbmTracedSandbox):
         final_env = dict(env or {})
         tools = _sandbox_tools_env()
         if tools and cmd and cmd[0] == tools[0]:
-            final_env[tools[1]] = str(self.workspace.parent / f"{self.workspace.name}-tools")
+            final_env[tools[1]] = str(self._tools_dir)
         limit = SandboxEnvironmentLimits.MAX_EXEC_OUTPUT_SIZE
 
         if self._sealed is not None:
