@@ -1,4 +1,4 @@
-//! One judge (issue 39): the verdict of an action does not depend on the
+//! One judge: the verdict of an action does not depend on the
 //! mode that asked. The same session, from the same starting state, run
 //! in observe mode and under `abm run --enforce --no-prompt` (seccomp,
 //! which judges before each call) gives every action the same treatment;
@@ -353,10 +353,10 @@ fn the_hook_gives_each_command_the_treatment_the_run_gives() {
         ("git reset --hard", "confirm"),
         ("git checkout .", "confirm"),
         ("git clean -fd", "confirm"),
-        ("rm -rf config", "preserve"),
-        (": > config/local.yaml", "preserve"),
-        ("cp src/main.rs notes.md", "preserve"),
-        ("mv pyproject.toml notes.md", "preserve"),
+        ("rm -rf config", "confirm"),
+        (": > config/local.yaml", "confirm"),
+        ("cp src/main.rs notes.md", "confirm"),
+        ("mv pyproject.toml notes.md", "confirm"),
         ("git status --short", "accept"),
         ("echo hi > new.txt", "accept"),
         ("git stash && git stash pop", "accept"),
@@ -409,6 +409,284 @@ fn the_hook_gives_each_command_the_treatment_the_run_gives() {
             observe_diffs.len(),
             observe_diffs.join("\n")
         );
+        if std::env::var_os("ABM_STRICT_OBSERVE").is_some() {
+            diffs.extend(observe_diffs);
+        }
+    }
+    assert!(
+        diffs.is_empty(),
+        "{} differences:\n{}",
+        diffs.len(),
+        diffs.join("\n")
+    );
+}
+
+/// One case of the class table: a setup in a dirty repository, a command,
+/// the treatment every mode must give, and a word the question must name
+/// (what would be lost).
+struct Case {
+    what: &'static str,
+    setup: &'static str,
+    cmd: &'static str,
+    want: &'static str,
+    names: &'static str,
+    /// The command line announces what it destroys (the hook can judge it
+    /// before it runs); a program that decides inside itself is judged by
+    /// the run only.
+    hook_sees: bool,
+}
+
+/// A bare remote inside the workspace (ignored through .git/info/exclude)
+/// with `main` and `feature` pushed; `feature` holds a commit no other
+/// remote ref holds when `extra`.
+const REMOTE: &str = "git init -q --bare .remote.git && echo .remote.git >> .git/info/exclude \
+     && git remote add origin \"$PWD/.remote.git\" && git stash -q -u && git branch feature \
+     && git push -q origin main feature && git stash pop -q";
+const REMOTE_EXTRA: &str = "git init -q --bare .remote.git && echo .remote.git >> .git/info/exclude \
+     && git remote add origin \"$PWD/.remote.git\" && git stash -q -u && git checkout -q -b feature \
+     && echo more > more.txt && git add more.txt && git commit -qm more && git checkout -q main \
+     && git push -q origin main feature && git stash pop -q";
+
+const CASES: &[Case] = &[
+    Case {
+        what: "git checkout . over uncommitted edits",
+        setup: "true",
+        cmd: "git checkout .",
+        want: "confirm",
+        names: "src/main.rs",
+        hook_sees: true,
+    },
+    Case {
+        what: "rm -rf of a git-ignored data directory no build makes",
+        setup: "true",
+        cmd: "rm -rf data",
+        want: "confirm",
+        names: "users.csv",
+        hook_sees: true,
+    },
+    Case {
+        what: "> over an untracked configuration",
+        setup: "true",
+        cmd: "echo 'a: 1' > config/local.yaml",
+        want: "confirm",
+        names: "local.yaml",
+        hook_sees: true,
+    },
+    Case {
+        what: "mv over .env",
+        setup: "printf 'SECRET=1\\n' > .env && printf 'X=2\\n' > env.example",
+        cmd: "mv env.example .env",
+        want: "confirm",
+        names: ".env",
+        hook_sees: true,
+    },
+    Case {
+        what: "dd over a disk image",
+        setup: "head -c 65536 /dev/urandom > disk.img",
+        cmd: "dd if=/dev/zero of=disk.img bs=1k count=4 status=none",
+        want: "confirm",
+        names: "disk.img",
+        hook_sees: true,
+    },
+    Case {
+        what: "truncate of an append-only data file",
+        setup: "printf 'e1\\ne2\\n' > events.jsonl",
+        cmd: "truncate -s 0 events.jsonl",
+        want: "confirm",
+        names: "events.jsonl",
+        hook_sees: true,
+    },
+    Case {
+        what: "chown -R of the workspace",
+        setup: "true",
+        cmd: "chown -R nobody .",
+        want: "confirm",
+        names: "owner or mode",
+        hook_sees: true,
+    },
+    Case {
+        what: "an application's init command recreating its database",
+        setup: "python3 -c \"import sqlite3; c=sqlite3.connect('app.db'); c.execute('create table t(a)'); c.execute('insert into t values (1)'); c.commit()\" \
+                && printf 'import os, sqlite3\\nif os.path.exists(\"app.db\"): os.remove(\"app.db\")\\nsqlite3.connect(\"app.db\").execute(\"create table t(a)\")\\n' > init_db.py",
+        cmd: "python3 init_db.py",
+        want: "confirm",
+        names: "app.db",
+        hook_sees: false,
+    },
+    Case {
+        what: "rm of a private key named .pem",
+        setup: "mkdir -p certs && printf -- '-----BEGIN PRIVATE KEY-----\\nMIIE\\n-----END PRIVATE KEY-----\\n' > certs/server.pem",
+        cmd: "rm certs/server.pem",
+        want: "confirm",
+        names: "server.pem",
+        hook_sees: true,
+    },
+    Case {
+        what: "deleting a remote branch whose commits no other remote ref holds",
+        setup: REMOTE_EXTRA,
+        cmd: "git push -q origin --delete feature",
+        want: "confirm",
+        names: "origin/feature",
+        hook_sees: true,
+    },
+    // The benign counterparts.
+    Case {
+        what: "rm of a .pem holding only a certificate",
+        setup: "mkdir -p certs && printf -- '-----BEGIN CERTIFICATE-----\\nMIIB\\n-----END CERTIFICATE-----\\n' > certs/ca.pem",
+        cmd: "rm certs/ca.pem",
+        want: "accept",
+        names: "",
+        hook_sees: true,
+    },
+    Case {
+        what: "find -delete of bytecode next to untracked work",
+        setup: "mkdir -p pkg/__pycache__ && printf 'x' > pkg/__pycache__/m.cpython-311.pyc && printf 'y' > pkg/stale.pyc",
+        cmd: "find . -name '*.pyc' -delete",
+        want: "accept",
+        names: "",
+        hook_sees: true,
+    },
+    Case {
+        what: "rm -rf of an incremental build cache",
+        setup: "mkdir -p target/debug/incremental/app-1 && printf 'Signature: 8a477f597d28d172789f06886806bc55\\n' > target/CACHEDIR.TAG \
+                && printf 'q' > target/debug/incremental/app-1/query.bin",
+        cmd: "rm -rf target/debug/incremental",
+        want: "accept",
+        names: "",
+        hook_sees: true,
+    },
+    Case {
+        what: "git clean with a pathspec selecting build output only",
+        setup: "mkdir -p out && printf 'o' > out/gen.js",
+        cmd: "git clean -fdq -- out",
+        want: "accept",
+        names: "",
+        hook_sees: true,
+    },
+    Case {
+        what: "a virtualenv removed",
+        setup: "python3 -m venv --without-pip .venv",
+        cmd: "rm -rf .venv",
+        want: "accept",
+        names: "",
+        hook_sees: true,
+    },
+    Case {
+        what: "a scratch stash pushed and dropped",
+        setup: "true",
+        cmd: "git stash -q && git stash drop -q",
+        want: "accept",
+        names: "",
+        hook_sees: true,
+    },
+    Case {
+        what: "deleting a remote branch whose tip another remote ref holds",
+        setup: REMOTE,
+        cmd: "git push -q origin --delete feature",
+        want: "accept",
+        names: "",
+        hook_sees: true,
+    },
+    Case {
+        what: "sed -i over untracked files (an edit keeps a copy)",
+        setup: "true",
+        cmd: "sed -i s/rows/lines/ notes.md",
+        want: "preserve",
+        names: "",
+        hook_sees: true,
+    },
+];
+
+/// Confirm treatments of a run's records, with their reasons.
+fn questions(run: &Run) -> Vec<String> {
+    run.events()
+        .filter(|e| e["verdict"]["treatment"] == "confirm")
+        .map(|e| e["verdict"]["reason"].as_str().unwrap_or("").to_owned())
+        .collect()
+}
+
+/// Each class of mistake is asked once, naming what would be lost, in
+/// every mode (hook, observe, enforce, replay of the observe trace); each
+/// benign counterpart is accepted in every mode.
+#[test]
+fn each_class_gets_the_same_treatment_in_every_mode() {
+    require_seccomp_enforce();
+    assert!(
+        have("git") && have("python3"),
+        "cannot run: git and python3 are needed"
+    );
+    let t = TempDir::new("onejudge-classes");
+    let only = std::env::var("ABM_ONE_JUDGE_CASE").ok();
+    let mut diffs = Vec::new();
+    let mut observe_diffs = Vec::new();
+    for c in CASES {
+        if only.as_deref().is_some_and(|o| !c.what.contains(o)) {
+            continue;
+        }
+        let (wh, wo, we) = (ws("hook"), ws("obs"), ws("enf"));
+        for w in [&wh, &wo, &we] {
+            dirty(&w.0);
+            sh(c.setup, &w.0);
+        }
+        let h = hook(&wh.0, c.cmd);
+        let ht = h["treatment"].as_str().unwrap_or("?").to_owned();
+        let enf = enforce(&t, &we.0, c.cmd);
+        let (et, ewhy) = worst(&enf);
+        let obs = observe(&t, &wo.0, c.cmd);
+        let (ot, owhy) = worst(&obs);
+        if et != c.want {
+            diffs.push(format!(
+                "{}: `{}` enforce {et} ({ewhy}), expected {}",
+                c.what, c.cmd, c.want
+            ));
+        }
+        if c.hook_sees && ht != c.want {
+            diffs.push(format!(
+                "{}: `{}` hook {ht} ({}), expected {}",
+                c.what,
+                c.cmd,
+                h["reason"].as_str().unwrap_or(""),
+                c.want
+            ));
+        }
+        if ot != c.want {
+            observe_diffs.push(format!(
+                "{}: `{}` observe {ot} ({owhy}), expected {}",
+                c.what, c.cmd, c.want
+            ));
+        }
+        if c.want == "confirm" {
+            let q = questions(&enf);
+            if q.len() != 1 || !q[0].contains(c.names) {
+                diffs.push(format!(
+                    "{}: `{}` enforce asked {} questions (want one naming {:?}): {q:?}",
+                    c.what,
+                    c.cmd,
+                    q.len(),
+                    c.names
+                ));
+            }
+            if c.hook_sees && !h["reason"].as_str().unwrap_or("").contains(c.names) {
+                diffs.push(format!(
+                    "{}: hook reason does not name {:?}: {}",
+                    c.what, c.names, h["reason"]
+                ));
+            }
+        }
+        let changed = replay_changes(&obs.trace);
+        if !changed.is_empty() {
+            diffs.push(format!(
+                "{}: replay judged differently: {}",
+                c.what,
+                changed.join("; ")
+            ));
+        }
+    }
+    if !observe_diffs.is_empty() {
+        // Observe mode previews a command when its exec record reaches
+        // abm; a command that finishes first is judged on its records
+        // (docs/policy.md, Limits). Strict with ABM_STRICT_OBSERVE=1.
+        eprintln!("observe differs:\n{}", observe_diffs.join("\n"));
         if std::env::var_os("ABM_STRICT_OBSERVE").is_some() {
             diffs.extend(observe_diffs);
         }
