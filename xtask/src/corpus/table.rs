@@ -136,6 +136,12 @@ pub fn render(rows: &[Row], build: &str) -> String {
         "observe = `abm run`; enforce = `abm run --enforce --no-prompt` (an unanswered question is a no)\n"
     );
     let name_w = rows.iter().map(|r| r.name.len()).max().unwrap_or(7).max(7);
+    let project_w = rows
+        .iter()
+        .map(|r| r.project.len())
+        .max()
+        .unwrap_or(11)
+        .max(11);
     let result_w = rows
         .iter()
         .map(|r| r.result_text().len())
@@ -144,7 +150,7 @@ pub fn render(rows: &[Row], build: &str) -> String {
         .max(14);
     let _ = writeln!(
         out,
-        "| {:name_w$} | {:11} | {:11} | {:>7} | {:>7} | {:>9} | {:>7} | {:result_w$} | {:>9} | treatments by rule (observe) |",
+        "| {:name_w$} | {:11} | {:project_w$} | {:>7} | {:>7} | {:>9} | {:>7} | {:result_w$} | {:>9} | treatments by rule (observe) |",
         "session", "kind", "project", "actions", "flagged", "questions", "refused", "enforce result", "µs/action",
     );
     let dashes = |n: usize| "-".repeat(n + 2);
@@ -153,7 +159,7 @@ pub fn render(rows: &[Row], build: &str) -> String {
         "|{}|{}|{}|{}|{}|{}|{}|{}|{}|---|",
         dashes(name_w),
         dashes(11),
-        dashes(11),
+        dashes(project_w),
         dashes(7),
         dashes(7),
         dashes(9),
@@ -164,7 +170,7 @@ pub fn render(rows: &[Row], build: &str) -> String {
     for r in rows {
         let _ = writeln!(
             out,
-            "| {:name_w$} | {:11} | {:11} | {:>7} | {:>7} | {:>9} | {:>7} | {:result_w$} | {:>9} | {} |",
+            "| {:name_w$} | {:11} | {:project_w$} | {:>7} | {:>7} | {:>9} | {:>7} | {:result_w$} | {:>9} | {} |",
             r.name,
             r.kind.name(),
             r.project,
