@@ -318,6 +318,9 @@ pub struct RunInfo<'a> {
     pub policy: &'a Policy,
     pub ctx: &'a Context,
     pub quiet: bool,
+    /// The run's sensitive set, for the views (mount namespaces, roots)
+    /// the tree enters.
+    pub sensitive: Option<crate::kernel::sensitive::Views>,
 }
 
 /// The run id: the trace's file stem, made unique among live runs by

@@ -8,10 +8,21 @@
 //! `.env` it writes, a key it renames into place) is added when the record
 //! of its creation is released ([`Watcher::created`]), so reads from then
 //! on are recorded.
+//!
+//! A sandbox (`unshare -m` + an overlay + `chroot`, a container) has files
+//! of its own: its `/etc/shadow` is another inode than the host's. Each
+//! mount namespace and root the tree enters ([`ViewKey`]) has the set
+//! resolved again inside it, with the thread resolving it chrooted into
+//! the process's root ([`in_view`]), and its inodes join the kernel's set
+//! ([`Views::enter`]).
 use std::{
     collections::HashSet,
-    os::unix::fs::MetadataExt as _,
+    os::{
+        fd::{AsRawFd as _, OwnedFd},
+        unix::fs::MetadataExt as _,
+    },
     path::{Component, Path, PathBuf},
+    sync::{Arc, Mutex, MutexGuard},
 };
 
 use aya::maps::{HashMap, MapData};
@@ -97,6 +108,17 @@ pub struct SensitiveSet {
     /// Every pattern, anchored: what a file created later is checked
     /// against.
     pub patterns: GlobSet,
+    /// What was resolved, to resolve it again in another view.
+    spec: Spec,
+}
+
+/// The arguments of [`resolve`].
+#[derive(Clone, Debug, Default)]
+struct Spec {
+    workspace: PathBuf,
+    home: PathBuf,
+    extra: Vec<String>,
+    defaults: bool,
 }
 
 /// The kernel's encoding of a device number (`MKDEV`: major << 20 | minor),
@@ -159,7 +181,15 @@ pub fn resolve(
     for p in extra {
         patterns.push(anchor(p, workspace, home)?);
     }
-    let mut set = SensitiveSet::default();
+    let mut set = SensitiveSet {
+        spec: Spec {
+            workspace: workspace.to_path_buf(),
+            home: home.to_path_buf(),
+            extra: extra.to_vec(),
+            defaults,
+        },
+        ..SensitiveSet::default()
+    };
     let mut seen: HashSet<InodeKey> = HashSet::new();
     let mut budget = MAX_WALK_ENTRIES;
     let mut all = GlobSetBuilder::new();
@@ -198,17 +228,14 @@ pub fn resolve(
             if !m.is_file() || path.extension().is_some_and(|e| e == "pub") {
                 continue;
             }
-            let key = InodeKey {
-                ino: m.ino(),
-                dev: kernel_dev(m.dev()),
-                _pad: 0,
-            };
-            if seen.insert(key) {
-                if set.files.len() >= MAX_SENSITIVE {
-                    set.partial = true;
-                    break;
+            for key in keys_of(&path, &m) {
+                if seen.insert(key) {
+                    if set.files.len() >= MAX_SENSITIVE {
+                        set.partial = true;
+                        break;
+                    }
+                    set.files.push((key, path.clone()));
                 }
-                set.files.push((key, path));
             }
         }
     }
@@ -218,6 +245,26 @@ pub fn resolve(
         why: e.to_string(),
     })?;
     Ok(set)
+}
+
+/// The keys the kernel may see for a file: its (`st_dev`, `st_ino`) and,
+/// where its directory reports another device (a file of an overlay whose
+/// layers are on other file systems: `stat` gives the layer's device, the
+/// opened inode is the overlay's), the directory's device with the file's
+/// inode number.
+fn keys_of(path: &Path, m: &std::fs::Metadata) -> Vec<InodeKey> {
+    let key = |dev: u64| InodeKey {
+        ino: m.ino(),
+        dev: kernel_dev(dev),
+        _pad: 0,
+    };
+    let mut keys = vec![key(m.dev())];
+    if let Some(d) = path.parent().and_then(|d| std::fs::metadata(d).ok()) {
+        if d.dev() != m.dev() {
+            keys.push(key(d.dev()));
+        }
+    }
+    keys
 }
 
 /// Collects the files under `dir` (at most `depth` levels down) that
@@ -249,27 +296,289 @@ fn walk(dir: &Path, depth: usize, glob: &GlobMatcher, out: &mut Vec<PathBuf>, bu
 }
 
 /// The kernel's sensitive set while a run lasts: files created under a
-/// sensitive pattern join it.
+/// sensitive pattern join it, and so do the sensitive files of each view
+/// (mount namespace and root) the tree enters.
 pub struct Watcher {
     patterns: GlobSet,
-    map: Option<HashMap<MapData, InodeKey, u32>>,
-    known: HashSet<InodeKey>,
+    views: Views,
     /// Files added after the start, by the path they were created at.
     pub added: Vec<PathBuf>,
     /// A file could not be added: the map was full.
     pub full: bool,
 }
 
+/// The kernel map and what is in it, shared by the session loop and the
+/// seccomp supervisor (which adds a view's files before the call that
+/// enters it runs).
+struct Shared {
+    map: Option<HashMap<MapData, InodeKey, u32>>,
+    known: HashSet<InodeKey>,
+    full: bool,
+    /// Views resolved so far (abm's own first).
+    seen: HashSet<ViewKey>,
+}
+
+/// A handle on the run's sensitive set that resolves it again in the
+/// views the tree enters. Cheap to clone.
+#[derive(Clone)]
+pub struct Views {
+    shared: Arc<Mutex<Shared>>,
+    spec: Arc<Spec>,
+}
+
+impl Views {
+    fn lock(&self) -> MutexGuard<'_, Shared> {
+        self.shared.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether reads are recorded at all (a kernel map is attached).
+    pub fn active(&self) -> bool {
+        self.lock().map.is_some()
+    }
+
+    /// Whether `key` was resolved already (abm's own view always was).
+    pub fn known(&self, key: &ViewKey) -> bool {
+        self.lock().seen.contains(key)
+    }
+
+    /// Process `pid` runs in `key`, a view not seen before: the sensitive
+    /// set resolved in it (`/etc/shadow`, `/root/.ssh/...` of the sandbox)
+    /// joins the kernel's set. With `chroot_to`, the view is the one the
+    /// process will have after `chroot(chroot_to)` (a path in its view).
+    /// Returns the files added (`None`: the view was known, or no map).
+    pub fn enter(&self, pid: u32, key: ViewKey, chroot_to: Option<&Path>) -> Option<View> {
+        {
+            let mut sh = self.lock();
+            if sh.map.is_none() || !sh.seen.insert(key) {
+                return None;
+            }
+        }
+        let spec = self.spec.clone();
+        let target = chroot_to.map(Path::to_path_buf);
+        let found = in_view(pid, move || {
+            if let Some(t) = target {
+                chroot_here(&t)?;
+            }
+            Ok(resolve_in_view(&spec))
+        });
+        let root = std::fs::read_link(format!("/proc/{pid}/root")).unwrap_or_default();
+        let mut view = View {
+            key,
+            root: chroot_to.map_or(root.clone(), |t| {
+                root.join(t.strip_prefix("/").unwrap_or(t))
+            }),
+            files: Vec::new(),
+            error: None,
+        };
+        let set = match found {
+            Ok(set) => set,
+            Err(e) => {
+                tracing::warn!(
+                    "sensitive files of process {pid}'s view (root {}) are not watched: {e}",
+                    view.root.display()
+                );
+                view.error = Some(e.to_string());
+                return Some(view);
+            }
+        };
+        let mut sh = self.lock();
+        for (key, path) in set.files {
+            if sh.known.contains(&key) {
+                continue;
+            }
+            if sh.known.len() >= MAX_SENSITIVE {
+                sh.full = true;
+                break;
+            }
+            let Some(map) = sh.map.as_mut() else { break };
+            if map.insert(key, 1, 0).is_err() {
+                sh.full = true;
+                break;
+            }
+            sh.known.insert(key);
+            view.files.push(path);
+        }
+        Some(view)
+    }
+}
+
+/// The sensitive files found in a view the tree entered.
+#[derive(Debug)]
+pub struct View {
+    pub key: ViewKey,
+    /// The view's root as abm reads it (`/proc/PID/root`).
+    pub root: PathBuf,
+    /// Paths in the view's own terms (`/etc/shadow`).
+    pub files: Vec<PathBuf>,
+    /// The view could not be entered (its files are not watched).
+    pub error: Option<String>,
+}
+
+impl View {
+    /// The added files under the view's root, as records name them.
+    pub fn paths(&self) -> Vec<String> {
+        self.files
+            .iter()
+            .map(|f| {
+                let p = self.root.join(f.strip_prefix("/").unwrap_or(f));
+                p.to_string_lossy().into_owned()
+            })
+            .collect()
+    }
+}
+
+/// The set again, from the calling thread's root: the system's secrets
+/// and `${home}` patterns for root's home and the run's home.
+fn resolve_in_view(spec: &Spec) -> SensitiveSet {
+    let mut all = SensitiveSet::default();
+    let mut homes = vec![PathBuf::from("/root")];
+    if !homes.contains(&spec.home) {
+        homes.push(spec.home.clone());
+    }
+    for home in homes {
+        if let Ok(set) = resolve(&spec.workspace, &home, &spec.extra, spec.defaults) {
+            all.files.extend(set.files);
+        }
+    }
+    all
+}
+
+/// A process's view of the file system: its mount namespace and the
+/// identity of its root directory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ViewKey {
+    pub mnt_ns: u64,
+    pub root_dev: u64,
+    pub root_ino: u64,
+}
+
+impl ViewKey {
+    /// The view of process (or thread) `pid`, from /proc.
+    pub fn of(pid: u32) -> std::io::Result<ViewKey> {
+        let ns = std::fs::metadata(format!("/proc/{pid}/ns/mnt"))?;
+        let root = std::fs::metadata(format!("/proc/{pid}/root"))?;
+        Ok(ViewKey {
+            mnt_ns: ns.ino(),
+            root_dev: root.dev(),
+            root_ino: root.ino(),
+        })
+    }
+
+    /// abm's own view (of its main thread, whatever a thread of it does).
+    pub fn own() -> std::io::Result<ViewKey> {
+        ViewKey::of(std::process::id())
+    }
+}
+
+/// Runs `f` on a thread of its own whose root and working directory are
+/// those of process `pid` (a `chroot` into `/proc/PID/root`, which keeps
+/// that process's mount namespace's mounts): paths, absolute symlinks and
+/// `..` resolve in `f` exactly as they do for the process. The thread
+/// unshares its file-system attributes first, so abm's other threads keep
+/// their root.
+pub fn in_view<T: Send>(
+    pid: u32,
+    f: impl FnOnce() -> std::io::Result<T> + Send,
+) -> std::io::Result<T> {
+    let root = open_path(&format!("/proc/{pid}/root"))?;
+    let cwd = open_path(&format!("/proc/{pid}/cwd"))?;
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            // SAFETY: unshare(CLONE_FS) takes no pointers; it affects this
+            // thread only.
+            if unsafe { libc::unshare(libc::CLONE_FS) } != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            enter_dirs(&root, &cwd)?;
+            f()
+        })
+        .join()
+        .unwrap_or_else(|_| Err(std::io::Error::other("the view's thread panicked")))
+    })
+}
+
+/// Opens `p` as an `O_PATH` directory descriptor.
+pub fn open_path(p: &str) -> std::io::Result<OwnedFd> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC)
+        .open(p)?;
+    Ok(OwnedFd::from(f))
+}
+
+/// Makes `root` the calling thread's root and `cwd` its working directory
+/// (the thread must not share its file-system attributes).
+pub fn enter_dirs(root: &OwnedFd, cwd: &OwnedFd) -> std::io::Result<()> {
+    let ok = |r: libc::c_int| {
+        if r == 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error())
+        }
+    };
+    // SAFETY: fchdir takes a descriptor; chroot a NUL-terminated string.
+    unsafe {
+        ok(libc::fchdir(root.as_raw_fd()))?;
+        ok(libc::chroot(c".".as_ptr()))?;
+        ok(libc::fchdir(cwd.as_raw_fd()))
+    }
+}
+
+/// `chroot(dir)` and `chdir("/")` for the calling thread.
+fn chroot_here(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt as _;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes())
+        .map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
+    // SAFETY: a NUL-terminated path.
+    if unsafe { libc::chroot(c.as_ptr()) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    std::env::set_current_dir("/")
+}
+
 impl Watcher {
     /// A watcher that records nothing (no kernel map).
     pub fn off(set: &SensitiveSet) -> Watcher {
+        Watcher::with_map(set, None)
+    }
+
+    fn with_map(set: &SensitiveSet, map: Option<HashMap<MapData, InodeKey, u32>>) -> Watcher {
+        let seen = ViewKey::own().into_iter().collect();
         Watcher {
             patterns: set.patterns.clone(),
-            map: None,
-            known: set.files.iter().map(|(k, _)| *k).collect(),
+            views: Views {
+                shared: Arc::new(Mutex::new(Shared {
+                    map,
+                    known: set.files.iter().map(|(k, _)| *k).collect(),
+                    full: false,
+                    seen,
+                })),
+                spec: Arc::new(set.spec.clone()),
+            },
             added: Vec::new(),
             full: false,
         }
+    }
+
+    /// The handle the seccomp supervisor uses to add the views it sees.
+    pub fn views(&self) -> Views {
+        self.views.clone()
+    }
+
+    /// A record of process `pid` was released (an exec): if the process
+    /// runs in a view not seen before, its sensitive files join the set.
+    /// Reads made between entering the view and this call are not
+    /// recorded (under `--enforce` the supervisor adds the view before the
+    /// exec or `chroot` runs).
+    pub fn entered(&mut self, pid: u32) -> Option<View> {
+        let key = ViewKey::of(pid).ok()?;
+        if self.views.known(&key) {
+            return None;
+        }
+        let v = self.views.enter(pid, key, None);
+        self.full |= self.views.lock().full;
+        v
     }
 
     /// A file was created, written or renamed to `path` (resolved, host
@@ -277,9 +586,6 @@ impl Watcher {
     /// a regular file not yet in the set, reads of it are recorded from now
     /// on. Returns whether it was added.
     pub fn created(&mut self, path: &str) -> bool {
-        let Some(map) = self.map.as_mut() else {
-            return false;
-        };
         if !self.patterns.is_match(path) || path.ends_with(".pub") {
             return false;
         }
@@ -289,21 +595,31 @@ impl Watcher {
         if !m.is_file() {
             return false;
         }
-        let key = InodeKey {
-            ino: m.ino(),
-            dev: kernel_dev(m.dev()),
-            _pad: 0,
+        let mut sh = self.views.lock();
+        let Shared {
+            map, known, full, ..
+        } = &mut *sh;
+        let Some(map) = map.as_mut() else {
+            return false;
         };
-        if self.known.contains(&key) {
-            return false;
+        let mut added = false;
+        for key in keys_of(Path::new(path), &m) {
+            if known.contains(&key) {
+                continue;
+            }
+            if known.len() >= MAX_SENSITIVE || map.insert(key, 1, 0).is_err() {
+                *full = true;
+                self.full = true;
+                break;
+            }
+            known.insert(key);
+            added = true;
         }
-        if self.known.len() >= MAX_SENSITIVE || map.insert(key, 1, 0).is_err() {
-            self.full = true;
-            return false;
+        drop(sh);
+        if added {
+            self.added.push(PathBuf::from(path));
         }
-        self.known.insert(key);
-        self.added.push(PathBuf::from(path));
-        true
+        added
     }
 }
 
@@ -324,9 +640,8 @@ pub enum WatchError {
 /// pattern can ever match (no default set and no `--sensitive`), so such a
 /// run pays nothing.
 pub fn watch(probes: &mut Probes, set: &SensitiveSet) -> Result<Watcher, WatchError> {
-    let mut watcher = Watcher::off(set);
     if set.files.is_empty() && set.patterns.is_empty() {
-        return Ok(watcher);
+        return Ok(Watcher::off(set));
     }
     const MAP: &str = "SENSITIVE_INODES";
     let mut map: HashMap<MapData, InodeKey, u32> = HashMap::try_from(
@@ -341,8 +656,7 @@ pub fn watch(probes: &mut Probes, set: &SensitiveSet) -> Result<Watcher, WatchEr
             .map_err(|source| ProbeError::Map { name: MAP, source })?;
     }
     probes.attach_sensitive().map_err(WatchError::Attach)?;
-    watcher.map = Some(map);
-    Ok(watcher)
+    Ok(Watcher::with_map(set, Some(map)))
 }
 
 #[cfg(test)]

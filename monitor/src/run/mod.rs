@@ -175,6 +175,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
                 policy: &policy,
                 ctx: &ctx,
                 quiet: args.quiet,
+                sensitive: Some(sensitive_watch.views()),
             },
             &mut probes,
         )?),
@@ -612,6 +613,17 @@ impl Session<'_> {
     fn watch_created(&mut self, a: &crate::record::Action) -> anyhow::Result<()> {
         use crate::record::Op;
         if a.result.is_none_or(|r| r < 0) {
+            return Ok(());
+        }
+        if a.op == Some(Op::Exec) {
+            // A sandbox's or container's own secrets (another mount
+            // namespace or root): resolved in its view, then watched.
+            if let Some(v) = self.sensitive.entered(a.pid) {
+                for path in v.paths() {
+                    let full = self.sensitive.full;
+                    Note::SensitiveAdded { path, full }.append_to(&mut self.writer)?;
+                }
+            }
             return Ok(());
         }
         let path = match a.op {

@@ -21,8 +21,14 @@
 //! and the supervisor lets read-only ones through at once.
 use std::collections::HashMap;
 
-/// x86_64 syscall numbers, shared with the kernel programs.
-pub use monitor_common::syscall_nr as nr;
+/// x86_64 syscall numbers, shared with the kernel programs, and the
+/// calls only the supervisor looks at.
+pub mod nr {
+    pub use monitor_common::syscall_nr::*;
+    /// `chroot`: not an action, but the supervisor resolves the sensitive
+    /// files of the root it enters before it runs.
+    pub const CHROOT: u32 = 161;
+}
 use monitor_common::{Notify, SYSCALLS};
 
 /// Syscalls that always go to the supervisor (the traced syscalls of
@@ -232,7 +238,7 @@ pub fn build_filter() -> Vec<libc::sock_filter> {
     p.jump(Cmp::Eq, AUDIT_ARCH_X86_64, To::Next, kill);
     p.load(OFF_NR);
     p.jump(Cmp::Ge, X32_SYSCALL_BIT, kill, To::Next);
-    for n in notify_always() {
+    for n in notify_always().chain([nr::CHROOT]) {
         p.jump(Cmp::Eq, n, notify, To::Next);
     }
     let mut by_flags = Vec::new();

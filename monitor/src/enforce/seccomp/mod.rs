@@ -7,6 +7,10 @@
 //! - [`notif`]: installing the filter in the child, passing the listener
 //!   fd, the notification ioctls, the availability probe.
 //! - `target`: reading a stopped caller (memory, /proc) into an `Action`.
+//! - `view`: judging a caller in another mount namespace or root from
+//!   inside its view.
+//! - `identity`: the objects strict rules name, by (device, inode), so a
+//!   hard link, a moved ancestor or a bind mount reaches them too.
 //! - `supervisor`: the notification loop and the decisions.
 //! - `state`: the requests waiting for a human, shared by the supervisor,
 //!   the control socket and the prompt.
@@ -30,16 +34,18 @@ use super::{default_socket_dir, self_guard::TraceGuard, Backend, Guard, Start};
 use crate::{
     core::monotonic_ns,
     pipeline::Pipeline,
-    record::{Action, Op, Verdict},
+    record::{Action, Op, Treatment, Verdict},
     trace::{note::Note, TraceWriter},
 };
 
 pub mod filter;
+mod identity;
 pub mod notif;
 mod prompt;
 mod state;
 mod supervisor;
 mod target;
+mod view;
 
 pub use filter::{nr, O_CREAT, O_RDWR, O_TRUNC, O_WRONLY, WRITE_FLAGS};
 pub use notif::{probe, ChildSetup, Listener};
@@ -72,6 +78,34 @@ struct Annotation {
     syscall: String,
     ktime_ns: u64,
     enforcement: Value,
+}
+
+/// A record of a call that ran although its verdict blocks it (deny,
+/// confirm, preserve) and no decision of the supervisor is attached: under
+/// `--enforce` that is never left unsaid. Its `enforcement` says
+/// `unenforced`, with why it can happen. Calls that failed did nothing.
+fn unenforced(a: &Action) -> Option<Value> {
+    if a.enforcement.is_some()
+        || a.result_note == Some(crate::record::ResultNote::DeniedBySeccomp)
+        || !a.op.is_some_and(Op::is_action)
+        || a.result.is_some_and(|r| r < 0)
+    {
+        return None;
+    }
+    let v = a.verdict.as_ref()?;
+    if !matches!(
+        v.treatment,
+        Treatment::Deny | Treatment::Confirm | Treatment::Preserve
+    ) {
+        return None;
+    }
+    Some(serde_json::json!({
+        "backend": "seccomp",
+        "decision": "unenforced",
+        "rule": v.rule,
+        "treatment": v.treatment,
+        "reason": "the call ran: the supervisor judged it before it ran and let it through (its verdict then differed: the result and what the call left were not known yet), or it never reached the supervisor (a process outside the command's seccomp filter, such as a container the runtime started)",
+    }))
 }
 
 /// The seccomp guard of one enforcing `abm run`: owns the supervisor
@@ -139,6 +173,8 @@ impl Guard for SeccompGuard {
             reader: target::Reader::new(),
             stats: Default::default(),
             judge: crate::action::Judge::live(info.ctx),
+            sensitive: info.sensitive.clone(),
+            protected: Default::default(),
         };
         let supervisor = std::thread::Builder::new()
             .name("abm-seccomp".into())
@@ -257,6 +293,12 @@ impl Guard for SeccompGuard {
                 if list.is_empty() {
                     self.annotations.remove(&a.tid);
                 }
+            }
+        }
+        for a in acts.iter_mut() {
+            if let Some(e) = unenforced(a) {
+                *self.counts.entry("unenforced".into()).or_default() += 1;
+                a.enforcement = Some(e);
             }
         }
         // Forget outcomes whose record never came (the call was not traced).

@@ -18,13 +18,17 @@ use serde_json::json;
 
 use super::{
     filter::nr,
+    identity::Protected,
     notif::{Listener, Recv},
     target::{Reader, Unreadable},
+    view::{through_proc, Switcher},
     Msg, Pending, State,
 };
 use crate::{
     core::{monotonic_ns, rfc3339},
     enforce::{answers, describe, notify, preserve::Quarantine, self_guard::TraceGuard},
+    kernel::sensitive::{ViewKey, Views},
+    pipeline::resolve,
     policy::{Context, Policy},
     record::{Action, Irreversibility, Op, PathIssue, ResultNote, Scope, Treatment, Verdict},
     trace::note::{EnforcementStats, Note},
@@ -49,6 +53,11 @@ pub(crate) struct Supervisor {
     pub stats: Stats,
     /// Groups calls into actions and measures them before they run.
     pub judge: crate::action::Judge,
+    /// The run's sensitive set, which each view the tree enters joins.
+    pub sensitive: Option<Views>,
+    /// The objects strict rules name, by identity (resolved when the
+    /// supervisor starts, before the command).
+    pub protected: Protected,
 }
 
 /// Supervisor timing: how long the thread spends per notification, from
@@ -63,6 +72,14 @@ pub(crate) struct Stats {
 impl Supervisor {
     /// Runs until `stop` or until no process uses the filter any more.
     pub fn run(mut self, sock: std::os::fd::OwnedFd) {
+        // This thread enters callers' views (its own root and cwd).
+        let switcher = Switcher::for_this_thread();
+        self.protected = Protected::resolve(&self.policy, &self.ctx);
+        if let Some(why) = &switcher.unusable {
+            tracing::warn!(
+                "seccomp supervisor: calls made in another mount namespace or root are refused: {why}"
+            );
+        }
         let stop = || self.shared.core.stop.load(Ordering::Relaxed);
         let fd = match super::notif::recv_fd(&sock, &stop, 100) {
             Ok(Some(fd)) => fd,
@@ -91,7 +108,7 @@ impl Supervisor {
                 match listener.recv() {
                     Ok(Recv::Got(n)) => {
                         let t0 = monotonic_ns();
-                        self.handle(listener, &n);
+                        self.handle(listener, &switcher, &n);
                         let dt = monotonic_ns().saturating_sub(t0);
                         self.stats.notifications += 1;
                         self.stats.busy_ns += dt;
@@ -175,10 +192,21 @@ impl Supervisor {
         }
     }
 
-    fn handle(&mut self, l: &Listener, n: &libc::seccomp_notif) {
+    fn handle(&mut self, l: &Listener, sw: &Switcher, n: &libc::seccomp_notif) {
         let ktime = monotonic_ns();
         let tid = n.pid;
         let nrr = n.data.nr as u32;
+        if nrr == nr::CHROOT {
+            self.chrooting(sw, tid, n.data.args[0]);
+            let _ = l.allow(n.id);
+            return;
+        }
+        // The caller's view, read for every call (a chroot or setns
+        // changes it at any time); unreadable: the caller is gone.
+        let Ok(foreign) = sw.foreign(tid) else {
+            let _ = l.refuse(n.id, libc::EPERM);
+            return;
+        };
         if nrr == nr::IO_URING_SETUP {
             let mut a = Action {
                 op: Some(Op::IoUringSetup),
@@ -204,7 +232,10 @@ impl Supervisor {
             }
             return;
         }
-        let mut action = match self.reader.action(tid, nrr, &n.data.args) {
+        let mut action = match self
+            .reader
+            .action(tid, nrr, &n.data.args, foreign.is_some())
+        {
             Ok(Some(a)) => a,
             Ok(None) => {
                 let _ = l.allow(n.id);
@@ -222,7 +253,37 @@ impl Supervisor {
             return;
         }
         action.ktime_ns = ktime;
-        let verdict = self.judge(&mut action);
+        let mut verdict = match foreign {
+            None => self.judge(&mut action),
+            Some(key) => match self.judge_in_view(sw, tid, key, &mut action) {
+                Ok(Some(v)) => v,
+                // An exec of a program the caller's view does not have.
+                Ok(None) => {
+                    let _ = l.allow(n.id);
+                    return;
+                }
+                Err(why) => self.undecided(&mut action, &why),
+            },
+        };
+        if foreign.is_some() && verdict.treatment == Treatment::Preserve {
+            // The quarantine is in abm's view; the caller's files are not.
+            verdict.reason = format!(
+                "{} (not kept: the caller is in another mount namespace or root, whose files the quarantine cannot copy)",
+                verdict.reason
+            );
+            return self.deny(
+                l,
+                n.id,
+                action,
+                verdict,
+                ktime,
+                "policy",
+                Some((
+                    "preserve_error",
+                    "the caller is in another mount namespace or root".into(),
+                )),
+            );
+        }
         // One decision per logical action (crate::action).
         match self.shared.core.answers.prior(&action, &verdict) {
             Some((false, request)) => {
@@ -241,11 +302,183 @@ impl Supervisor {
             }
             Treatment::Deny => self.deny(l, n.id, action, verdict, ktime, "policy", None),
             Treatment::Preserve => self.preserve(l, n.id, action, verdict, ktime),
-            Treatment::Confirm => self.park(l, n.id, action, verdict, ktime),
+            Treatment::Confirm => self.park(l, n.id, action, verdict, ktime, foreign.is_none()),
         }
     }
 
-    fn judge(&mut self, a: &mut Action) -> Verdict {
+    /// A `chroot` about to run: the sensitive files of the root it enters
+    /// join the watched set before it returns.
+    fn chrooting(&mut self, sw: &Switcher, tid: u32, ptr: u64) {
+        let Some(views) = &self.sensitive else { return };
+        if !views.active() {
+            return;
+        }
+        let mut buf = Vec::new();
+        if super::target::read_cstr(tid, ptr, 4096, &mut buf) != Some(false) {
+            return;
+        }
+        let target = std::path::PathBuf::from(
+            <std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(buf),
+        );
+        // The new root's identity, in the caller's current view.
+        let id = {
+            let Ok(_in) = sw.enter(tid) else { return };
+            std::fs::metadata(&target).ok()
+        };
+        let (Some(m), Ok(now)) = (id, ViewKey::of(tid)) else {
+            return;
+        };
+        use std::os::unix::fs::MetadataExt as _;
+        let key = ViewKey {
+            mnt_ns: now.mnt_ns,
+            root_dev: m.dev(),
+            root_ino: m.ino(),
+        };
+        if let Some(v) = views.enter(tid, key, Some(&target)) {
+            self.note_view(&v);
+        }
+    }
+
+    fn note_view(&self, v: &crate::kernel::sensitive::View) {
+        for path in v.paths() {
+            let _ = self
+                .shared
+                .tx
+                .send(Msg::Note(Note::SensitiveAdded { path, full: false }));
+        }
+    }
+
+    /// Judges a call made in another mount namespace or root from inside
+    /// that view ([`super::view`]): the program an exec runs, the parent
+    /// directories, a followed symlink, what `rm -rf` would destroy and
+    /// identities are the caller's. `Ok(None)`: an exec of a program that
+    /// is not there (a PATH-search miss). `Err`: the view could not be
+    /// entered or the path is not in it.
+    fn judge_in_view(
+        &mut self,
+        sw: &Switcher,
+        tid: u32,
+        key: ViewKey,
+        a: &mut Action,
+    ) -> Result<Option<Verdict>, String> {
+        if let Some(v) = self.integrity(a) {
+            return Ok(Some(v));
+        }
+        if let Some(views) = &self.sensitive {
+            if views.active() && !views.known(&key) {
+                if let Some(v) = views.enter(tid, key, None) {
+                    self.note_view(&v);
+                }
+            }
+        }
+        let root = self.reader.last_root.clone();
+        let host_root = root == b"/";
+        // A path in the caller's own terms: the host string itself when its
+        // root is `/`, else the part under its root.
+        let inside =
+            |host: &Option<String>, cont: &Option<String>| -> Result<Option<String>, String> {
+                match host {
+                    None => Ok(None),
+                    Some(h) if host_root => Ok(Some(h.clone())),
+                    Some(h) => cont.clone().map(Some).ok_or_else(|| {
+                        format!(
+                            "{h} is outside the caller's root {}",
+                            String::from_utf8_lossy(&root)
+                        )
+                    }),
+                }
+            };
+        let p1 = inside(&a.path, &a.container_path)?;
+        let p2 = inside(&a.path2, &a.container_path2)?;
+        if [&a.raw_path, &a.raw_path2]
+            .into_iter()
+            .flatten()
+            .any(|r| through_proc(r))
+        {
+            // `/proc/self` inside the view would be abm's own thread.
+            PathIssue::add(&mut a.path_issues, PathIssue::ProcMagicLink);
+        }
+        let follows = self.reader.last_follows;
+        let exec = a.op == Some(Op::Exec);
+        let mut va = a.clone();
+        let entered = sw.enter(tid)?;
+        let canon1 = p1.map(|p| {
+            if a.path_b64.is_some() {
+                p
+            } else {
+                canonical_in_view(&p, follows && !exec)
+            }
+        });
+        if exec
+            && a.raw_path.as_deref().is_some_and(|r| !r.is_empty())
+            && canon1
+                .as_deref()
+                .is_none_or(|p| std::fs::symlink_metadata(p).is_err())
+        {
+            // execvp tries each PATH entry: nothing runs, nothing to judge.
+            return Ok(None);
+        }
+        let canon2 = p2.map(|p| {
+            if a.path2_b64.is_some() {
+                p
+            } else {
+                canonical_in_view(&p, false)
+            }
+        });
+        va.path.clone_from(&canon1);
+        va.path2.clone_from(&canon2);
+        va.container_path.clone_from(&a.path);
+        va.container_path2.clone_from(&a.path2);
+        va.cwd = match &a.cwd {
+            Some(c) if host_root => Some(c.clone()),
+            Some(c) => resolve::strip_root(c.as_bytes(), &root)
+                .map(|c| String::from_utf8_lossy(&c).into_owned()),
+            None => None,
+        };
+        let v = self.judge(&mut va);
+        drop(entered);
+        a.action = va.action;
+        a.measured = va.measured.take();
+        // The paths as resolved in the view, under the caller's root.
+        let back = |c: &Option<String>, host: &mut Option<String>, cont: &mut Option<String>| {
+            let Some(c) = c else { return };
+            if host_root {
+                *host = Some(c.clone());
+            } else {
+                *host =
+                    Some(String::from_utf8_lossy(&resolve::join(&root, c.as_bytes())).into_owned());
+                *cont = Some(c.clone());
+            }
+        };
+        back(&canon1, &mut a.path, &mut a.container_path);
+        back(&canon2, &mut a.path2, &mut a.container_path2);
+        Ok(Some(v))
+    }
+
+    /// The verdict of a call the supervisor could not judge in its
+    /// caller's view: refused when any rule stricter than audit could match
+    /// it on some path (fail closed), else judged on its recorded strings.
+    fn undecided(&mut self, a: &mut Action, why: &str) -> Verdict {
+        match self.policy.could_match_any_path(a, &self.ctx) {
+            Some(r) => Verdict {
+                rule: RULE_UNKNOWN_PATH.into(),
+                treatment: Treatment::Deny,
+                irreversibility: crate::policy::default_irreversibility(
+                    a.op.unwrap_or(Op::Unlink),
+                ),
+                scope: Scope::Protected,
+                reason: format!(
+                    "the call could not be judged in its caller's view ({why}) and rule {} could match it",
+                    r.id
+                ),
+            },
+            None => self.judge(a),
+        }
+    }
+
+    /// abm's own paths (the quarantine, the control socket), by their
+    /// strings in abm's view.
+    fn integrity(&self, a: &Action) -> Option<Verdict> {
         let guarded = |p: &Option<String>| {
             p.as_deref().is_some_and(|p| {
                 self.guarded
@@ -253,24 +486,34 @@ impl Supervisor {
                     .any(|g| p == g.trim_end_matches('/') || p.starts_with(g.as_str()))
             })
         };
+        (a.op != Some(Op::Exec) && (guarded(&a.path) || guarded(&a.path2))).then(|| Verdict {
+            rule: RULE_INTEGRITY.into(),
+            treatment: Treatment::Deny,
+            irreversibility: Irreversibility::Irreversible,
+            scope: Scope::Protected,
+            reason: "the quarantine and the control socket belong to the monitor".into(),
+        })
+    }
+
+    fn judge(&mut self, a: &mut Action) -> Verdict {
         if let Some(v) = self.trace_guard.check(a) {
             return v;
         }
-        if a.op != Some(Op::Exec) && (guarded(&a.path) || guarded(&a.path2)) {
-            return Verdict {
-                rule: RULE_INTEGRITY.into(),
-                treatment: Treatment::Deny,
-                irreversibility: Irreversibility::Irreversible,
-                scope: Scope::Protected,
-                reason: "the quarantine and the control socket belong to the monitor".into(),
-            };
+        if let Some(v) = self.integrity(a) {
+            return v;
         }
         self.judge.judge(a, &self.policy, &self.ctx);
         let v = a
             .verdict
             .take()
             .unwrap_or_else(|| self.policy.evaluate(a, &self.ctx));
-        fail_closed(v, a, &self.policy, &self.ctx)
+        let v = fail_closed(v, a, &self.policy, &self.ctx);
+        // The same call on the protected object it reaches by identity (a
+        // hard link, a moved ancestor, a bind mount), when stricter.
+        let follows = self.reader.last_follows;
+        self.protected
+            .check(a, &v, follows, &self.policy, &self.ctx)
+            .unwrap_or(v)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -355,7 +598,17 @@ impl Supervisor {
         }
     }
 
-    fn park(&mut self, l: &Listener, notif_id: u64, a: Action, v: Verdict, ktime: u64) {
+    /// `own_view`: the caller is in abm's view (a git preview of what the
+    /// command would change reads the caller's files).
+    fn park(
+        &mut self,
+        l: &Listener,
+        notif_id: u64,
+        a: Action,
+        v: Verdict,
+        ktime: u64,
+        own_view: bool,
+    ) {
         let id = self.shared.next_request.fetch_add(1, Ordering::Relaxed);
         // One question per action (enforce::answers): an identical call
         // gets the answer already given, or waits for the one asked.
@@ -378,7 +631,7 @@ impl Supervisor {
                 None
             }
         };
-        let would = if leader.is_none() {
+        let would = if leader.is_none() && own_view {
             answers::preview(&a)
         } else {
             None
@@ -536,6 +789,23 @@ pub(crate) fn fail_closed(v: Verdict, a: &Action, policy: &Policy, ctx: &Context
             ),
         },
         None => v,
+    }
+}
+
+/// `p` with its directories (and with `follow`, a final symlink) resolved
+/// in the calling thread's root; as it is when they do not exist.
+fn canonical_in_view(p: &str, follow: bool) -> String {
+    let path = std::path::Path::new(p);
+    if follow {
+        if let Ok(c) = std::fs::canonicalize(path) {
+            return c.to_string_lossy().into_owned();
+        }
+    }
+    match (path.parent(), path.file_name()) {
+        (Some(dir), Some(name)) => std::fs::canonicalize(dir)
+            .map(|d| d.join(name).to_string_lossy().into_owned())
+            .unwrap_or_else(|_| p.to_owned()),
+        _ => p.to_owned(),
     }
 }
 

@@ -365,7 +365,6 @@ const IDENTITY_TTL: Duration = Duration::from_millis(100);
 
 struct Known {
     at: Instant,
-    root: Vec<u8>,
     id: Identity,
     exe: Option<String>,
     cgroup_id: u64,
@@ -378,6 +377,13 @@ pub struct Reader {
     cgroup2_root: Option<PathBuf>,
     cgroup_ids: HashMap<Vec<u8>, u64>,
     known: HashMap<u32, Known>,
+    /// Whether the last action's call follows a final symlink (opens,
+    /// truncate, chmod, ...): its target is what is judged.
+    pub last_follows: bool,
+    /// The caller of the call being read is in another view.
+    foreign: bool,
+    /// Its root, as abm reads `/proc/TID/root` (`/` in abm's view).
+    pub last_root: Vec<u8>,
 }
 
 impl Default for Reader {
@@ -394,17 +400,25 @@ impl Reader {
             cgroup2_root: cgroup2_mount(),
             cgroup_ids: HashMap::new(),
             known: HashMap::new(),
+            last_follows: false,
+            foreign: false,
+            last_root: b"/".to_vec(),
         }
     }
 
     /// The action a call would perform, as the tracepoint backend records
     /// it (no result yet). `Ok(None)`: nothing to judge (a read-only
-    /// `openat2`, or an exec of a file that does not exist).
+    /// `openat2`, or an exec of a file that does not exist). `foreign`:
+    /// the caller is in another mount namespace or root
+    /// ([`super::view`]): its paths are read here as strings (the host
+    /// string under its root, and `container_path`), and what exists or
+    /// where symlinks lead is left to the judgement inside its view.
     pub fn action(
         &mut self,
         tid: u32,
         nrr: u32,
         args: &[u64; 6],
+        foreign: bool,
     ) -> Result<Option<Action>, Unreadable> {
         let Some(p) = plan(nrr, args, tid)? else {
             return Ok(None);
@@ -417,7 +431,6 @@ impl Reader {
             if self.known.len() >= 4096 {
                 self.known.clear();
             }
-            let root = readlink(&format!("/proc/{tid}/root")).unwrap_or_else(|| b"/".to_vec());
             let id = self.identity(tid);
             let exe = std::fs::read_link(format!("/proc/{tid}/exe"))
                 .ok()
@@ -427,7 +440,6 @@ impl Reader {
                 tid,
                 Known {
                     at: Instant::now(),
-                    root,
                     id,
                     exe,
                     cgroup_id,
@@ -440,8 +452,16 @@ impl Reader {
             tid,
             ..Default::default()
         };
-        let root = self.known[&tid].root.clone();
+        // The root is read for every call: `chroot` changes it at any time.
+        let root = if foreign {
+            readlink(&format!("/proc/{tid}/root")).ok_or(Unreadable(libc::EPERM))?
+        } else {
+            b"/".to_vec()
+        };
         let mut issues = Vec::new();
+        self.last_follows = false;
+        self.foreign = foreign;
+        self.last_root.clone_from(&root);
         if let Some(fd) = p.target_fd {
             let host = self.fd_path(tid, fd, &mut issues);
             set(&host, &mut a.path, &mut a.path_b64);
@@ -461,7 +481,8 @@ impl Reader {
                 p.op,
                 Op::Write | Op::Truncate | Op::Chmod | Op::Chown | Op::Utimes | Op::Setflags
             ) || (p.op == Op::Xattr && matches!(nrr, nr::SETXATTR | nr::REMOVEXATTR));
-            if follows && !nofollow && root == b"/" {
+            self.last_follows = follows && !nofollow;
+            if follows && !nofollow && !foreign {
                 if let Ok(real) = std::fs::canonicalize(OsStr::from_bytes(&host)) {
                     host = real.into_os_string().into_vec();
                 }
@@ -472,6 +493,7 @@ impl Reader {
             }
             set(&raw, &mut a.raw_path, &mut a.raw_path_b64);
             if p.op == Op::Exec
+                && !foreign
                 && !raw.is_empty()
                 && std::fs::symlink_metadata(OsStr::from_bytes(&host)).is_err()
             {
@@ -608,7 +630,7 @@ impl Reader {
         }
         // `/proc/self`, `/dev/fd` ... are the caller's, not abm's: resolve
         // them through the caller's /proc entry.
-        if root == b"/" {
+        if !self.foreign {
             if let Some(p) = resolve::caller_proc_path(raw, tid) {
                 return Ok(resolve::resolve_raw(b"/", &p, true));
             }
@@ -631,7 +653,8 @@ impl Reader {
                 return Err(Unreadable(libc::EBADF));
             }
         };
-        Ok(resolve::resolve_raw(&base, raw, root == b"/"))
+        // In another view, the parent is made canonical inside that view.
+        Ok(resolve::resolve_raw(&base, raw, !self.foreign))
     }
 
     fn read_argv(&mut self, tid: u32, ptr: u64) -> (Vec<Vec<u8>>, bool) {
