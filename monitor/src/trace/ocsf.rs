@@ -395,22 +395,26 @@ impl Mapper {
                 (1, "Launch")
             }
             Op::Fork => {
-                let mut p = json!({
-                    "name": a.comm,
-                    "user": { "uid": a.uid.to_string() },
-                    "parent_process": { "pid": a.pid },
-                });
-                match a.result.and_then(|r| u32::try_from(r).ok()) {
-                    Some(child) => p["pid"] = json!(child),
-                    // No child: the process object still needs an id.
-                    None => p["uid"] = json!(format!("fork-of-{}", a.pid)),
-                }
-                if let Some(c) = self.cmd_lines.get(&a.pid) {
-                    p["cmd_line"] = json!(c);
-                }
-                if let Some(c) = self.container() {
-                    p["container"] = c;
-                }
+                // The child; a fork that failed made none, and the process
+                // is the one that tried.
+                let p = match a.result.and_then(|r| u32::try_from(r).ok()) {
+                    Some(child) => {
+                        let mut p = json!({
+                            "pid": child,
+                            "name": a.comm,
+                            "user": { "uid": a.uid.to_string() },
+                            "parent_process": { "pid": a.pid },
+                        });
+                        if let Some(c) = self.cmd_lines.get(&a.pid) {
+                            p["cmd_line"] = json!(c);
+                        }
+                        if let Some(c) = self.container() {
+                            p["container"] = c;
+                        }
+                        p
+                    }
+                    None => self.actor_process(a),
+                };
                 body.insert("process".into(), p);
                 (99, "Other")
             }
