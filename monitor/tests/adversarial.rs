@@ -79,6 +79,9 @@ struct Attack {
     expect: [Outcome; 2],
     /// Why an outcome is a gap, when it is.
     gap: &'static str,
+    /// Shell script run in WS before `abm run` starts (after the
+    /// protected files are made).
+    setup: &'static str,
 }
 
 const BACKENDS: [&str; 2] = ["tracepoint (observe)", "seccomp (--enforce)"];
@@ -213,6 +216,7 @@ fn attacks() -> Vec<Attack> {
             shows: None,
             expect: [Blocked, Blocked],
             gap: "",
+            setup: "",
         },
         Attack {
             name: "python os.kill(abm, SIGKILL)",
@@ -221,6 +225,7 @@ fn attacks() -> Vec<Attack> {
             shows: None,
             expect: [Blocked, Blocked],
             gap: "",
+            setup: "",
         },
         Attack {
             name: "ptrace(PTRACE_ATTACH, abm)",
@@ -229,6 +234,7 @@ fn attacks() -> Vec<Attack> {
             shows: None,
             expect: [Blocked, Blocked],
             gap: "",
+            setup: "",
         },
         Attack {
             name: "process_vm_readv of abm's memory",
@@ -237,6 +243,7 @@ fn attacks() -> Vec<Attack> {
             shows: None,
             expect: [Blocked, Blocked],
             gap: "",
+            setup: "",
         },
         Attack {
             name: "read abm's memory through /proc/<abm pid>/mem",
@@ -245,6 +252,7 @@ fn attacks() -> Vec<Attack> {
             shows: None,
             expect: [Blocked, Blocked],
             gap: "",
+            setup: "",
         },
         Attack {
             name: "open /proc/<abm pid>/mem for writing",
@@ -253,6 +261,7 @@ fn attacks() -> Vec<Attack> {
             shows: None,
             expect: [Blocked, Blocked],
             gap: "",
+            setup: "",
         },
         Attack {
             name: "reach abm's descriptors (trace, anchor) through /proc/<abm pid>/fd",
@@ -261,6 +270,7 @@ fn attacks() -> Vec<Attack> {
             shows: None,
             expect: [Blocked, Blocked],
             gap: "",
+            setup: "",
         },
         Attack {
             name: "pidfd_send_signal(SIGKILL) on a descriptor of /proc/<abm pid>",
@@ -269,6 +279,7 @@ fn attacks() -> Vec<Attack> {
             shows: None,
             expect: [Blocked, Blocked],
             gap: "",
+            setup: "",
         },
         Attack {
             name: "take abm's BPF links and maps by id (bpf() *_GET_FD_BY_ID)",
@@ -277,6 +288,7 @@ fn attacks() -> Vec<Attack> {
             shows: None,
             expect: [Blocked, Blocked],
             gap: "",
+            setup: "",
         },
         Attack {
             name: "hard link to the trace, then truncate the link",
@@ -285,6 +297,7 @@ fn attacks() -> Vec<Attack> {
             shows: None,
             expect: [Blocked, Blocked],
             gap: "",
+            setup: "",
         },
         Attack {
             name: "chattr -a the trace, then truncate it",
@@ -293,6 +306,7 @@ fn attacks() -> Vec<Attack> {
             shows: None,
             expect: [Detected, Blocked],
             gap: "observe mode: root may clear the flag (CAP_LINUX_IMMUTABLE); verify then reports the trace broken",
+            setup: "",
         },
         Attack {
             name: "truncate the trace through /proc/self/fd/N",
@@ -301,6 +315,7 @@ fn attacks() -> Vec<Attack> {
             shows: None,
             expect: [Detected, Blocked],
             gap: "observe mode: as above",
+            setup: "",
         },
         Attack {
             name: "rename the trace's directory",
@@ -309,6 +324,7 @@ fn attacks() -> Vec<Attack> {
             shows: Some(("rename", "path", "TDIR")),
             expect: [Recorded, Blocked],
             gap: "",
+            setup: "",
         },
         Attack {
             name: "rm /proc/self/cwd/protected/key",
@@ -317,6 +333,7 @@ fn attacks() -> Vec<Attack> {
             shows: Some(("unlink", "path", "protected/key")),
             expect: [Recorded, Blocked],
             gap: "",
+            setup: "",
         },
         Attack {
             name: ": > /proc/self/fd/N (reopen for truncation)",
@@ -325,6 +342,7 @@ fn attacks() -> Vec<Attack> {
             shows: Some(("truncate", "path", "protected/f")),
             expect: [Recorded, Blocked],
             gap: "",
+            setup: "",
         },
         Attack {
             name: ": > link (symlink to a protected file)",
@@ -333,6 +351,7 @@ fn attacks() -> Vec<Attack> {
             shows: Some(("truncate", "path", "protected/f")),
             expect: [Recorded, Blocked],
             gap: "",
+            setup: "",
         },
         Attack {
             name: "chmod 000 link (symlink to a protected file)",
@@ -341,6 +360,7 @@ fn attacks() -> Vec<Attack> {
             shows: Some(("chmod", "path", "protected/f")),
             expect: [Recorded, Blocked],
             gap: "",
+            setup: "",
         },
         Attack {
             name: "exec rm /proc/$$/cwd/protected/key (own pid)",
@@ -349,6 +369,7 @@ fn attacks() -> Vec<Attack> {
             shows: Some(("unlink", "path", "protected/key")),
             expect: [Recorded, Blocked],
             gap: "",
+            setup: "",
         },
         Attack {
             name: "rm /proc/self/fd/N/key (a directory's fd)",
@@ -357,6 +378,7 @@ fn attacks() -> Vec<Attack> {
             shows: Some(("unlink", "path", "protected/key")),
             expect: [Recorded, Blocked],
             gap: "",
+            setup: "",
         },
         Attack {
             name: "mv /proc/self/cwd/protected/key /proc/self/cwd/stolen",
@@ -365,6 +387,7 @@ fn attacks() -> Vec<Attack> {
             shows: Some(("rename", "path", "protected/key")),
             expect: [Recorded, Blocked],
             gap: "",
+            setup: "",
         },
         Attack {
             name: ": > /dev/fd/N (truncation through /dev/fd)",
@@ -373,6 +396,7 @@ fn attacks() -> Vec<Attack> {
             shows: Some(("truncate", "path", "protected/f")),
             expect: [Recorded, Blocked],
             gap: "",
+            setup: "",
         },
         Attack {
             name: "truncate -s 0 link (truncate(2) through a symlink)",
@@ -381,6 +405,7 @@ fn attacks() -> Vec<Attack> {
             shows: Some(("truncate", "path", "protected/f")),
             expect: [Recorded, Blocked],
             gap: "",
+            setup: "",
         },
         Attack {
             name: "mv protected moved; rm moved/key (rename an ancestor)",
@@ -389,6 +414,7 @@ fn attacks() -> Vec<Attack> {
             shows: Some(("unlink", "path", "moved/key")),
             expect: [Recorded, Blocked],
             gap: "",
+            setup: "",
         },
         Attack {
             name: "chattr +i on a protected file",
@@ -397,6 +423,7 @@ fn attacks() -> Vec<Attack> {
             shows: Some(("setflags", "path", "protected/f")),
             expect: [Recorded, Blocked],
             gap: "",
+            setup: "",
         },
         Attack {
             name: "touch -d 2001-01-01 (timestamp forgery)",
@@ -405,6 +432,7 @@ fn attacks() -> Vec<Attack> {
             shows: Some(("utimes", "path", "protected/f")),
             expect: [Recorded, Blocked],
             gap: "",
+            setup: "",
         },
         Attack {
             name: "setxattr security.capability (file capability)",
@@ -413,6 +441,7 @@ fn attacks() -> Vec<Attack> {
             shows: Some(("xattr", "path", "protected/f")),
             expect: [Recorded, Blocked],
             gap: "",
+            setup: "",
         },
         Attack {
             name: "ln protected/f (hard link around a path rule)",
@@ -421,6 +450,7 @@ fn attacks() -> Vec<Attack> {
             shows: Some(("link", "path", "protected/f")),
             expect: [Recorded, Blocked],
             gap: "",
+            setup: "",
         },
         Attack {
             name: "ln -s into a protected directory",
@@ -429,6 +459,7 @@ fn attacks() -> Vec<Attack> {
             shows: Some(("symlink", "path2", "protected/evil")),
             expect: [Recorded, Blocked],
             gap: "",
+            setup: "",
         },
         Attack {
             name: "openat2(O_TRUNC) with open_how in an unfaulted page",
@@ -437,6 +468,7 @@ fn attacks() -> Vec<Attack> {
             shows: Some(("truncate", "path", "protected/f")),
             expect: [Recorded, Blocked],
             gap: "",
+            setup: "",
         },
         Attack {
             name: "open_by_handle_at(O_TRUNC)",
@@ -445,6 +477,7 @@ fn attacks() -> Vec<Attack> {
             shows: Some(("truncate", "path", "protected/f")),
             expect: [Recorded, Blocked],
             gap: "",
+            setup: "",
         },
         Attack {
             name: "unlink through int 0x80 (32-bit compat syscall)",
@@ -453,6 +486,27 @@ fn attacks() -> Vec<Attack> {
             shows: Some(("compat_syscall", "path", "protected/key")),
             expect: [Recorded, Blocked],
             gap: "",
+            setup: "",
+        },
+        Attack {
+            name: "mv deep elsewhere; rm elsewhere/protected/key (rename a directory above)",
+            script: "mv deep elsewhere && rm elsewhere/protected/key",
+            effect: Effect::Test(
+                "test ! -e deep/protected/key && test ! -e elsewhere/protected/key",
+            ),
+            shows: Some(("unlink", "path", "elsewhere/protected/key")),
+            expect: [Recorded, Blocked],
+            gap: "",
+            setup: "mkdir -p deep/protected && echo secret > deep/protected/key",
+        },
+        Attack {
+            name: ": > hardlink (made before the run) of a protected file",
+            script: ": > hardlink",
+            effect: Effect::Test("test ! -s protected/f"),
+            shows: Some(("truncate", "path", "hardlink")),
+            expect: [Recorded, Blocked],
+            gap: "",
+            setup: "ln protected/f hardlink",
         },
     ]
 }
@@ -463,7 +517,7 @@ version = 1
 id = "redteam.protected"
 reason = "the protected directory"
 ops = ["unlink", "rmdir", "rename", "chmod", "chown", "truncate", "write", "link", "symlink", "utimes", "xattr", "setflags", "compat_syscall"]
-paths = ["${workspace}/protected", "${workspace}/protected/**"]
+paths = ["${workspace}/protected", "${workspace}/protected/**", "${workspace}/deep/protected", "${workspace}/deep/protected/**"]
 treatment = "deny"
 "#;
 
@@ -498,6 +552,9 @@ fn run_one(i: usize, a: &Attack, backend: usize) -> Row {
         "mkdir protected && echo secret > protected/key && echo data > protected/f",
         ws.path(),
     );
+    if !a.setup.is_empty() {
+        common::sh(a.setup, ws.path());
+    }
     let policy = t.join("policy.toml");
     std::fs::write(&policy, POLICY).unwrap();
     let mut cmd = Command::new(ABM);

@@ -148,6 +148,40 @@ impl Protected {
         }
     }
 
+    /// A `link` about to be made: when its source is below a protected
+    /// directory, the file joins the protected files (a second name for it
+    /// may follow). Runs in the caller's view.
+    pub fn linking(&mut self, a: &Action) {
+        if a.op != Some(Op::Link) || self.dirs.is_empty() {
+            return;
+        }
+        let Some(src) = a.path.as_deref().map(Path::new) else {
+            return;
+        };
+        let Ok(m) = std::fs::symlink_metadata(src) else {
+            return;
+        };
+        if !m.is_file() || self.files.contains_key(&id(&m)) {
+            return;
+        }
+        let mut cur = src.parent();
+        for _ in 0..MAX_ANCESTORS {
+            let Some(d) = cur.filter(|d| *d != Path::new("/")) else {
+                return;
+            };
+            if let Some(at) = std::fs::metadata(d)
+                .ok()
+                .and_then(|dm| self.dirs.get(&id(&dm)))
+            {
+                let rest = src.strip_prefix(d).unwrap_or(src);
+                let q = at.join(rest);
+                self.files.insert(id(&m), q);
+                return;
+            }
+            cur = d.parent();
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.dirs.is_empty() && self.files.is_empty()
     }
@@ -322,9 +356,24 @@ treatment = "deny"
         std::fs::rename(w.join("a"), w.join("b")).unwrap();
         let v = judge(&act(Op::Unlink, &w.join("b/protected/f"), None));
         assert_eq!(v.treatment, Treatment::Deny, "{}", v.reason);
+        // A file linked elsewhere during the run: its new name reaches it.
+        let mut p = p;
+        std::fs::write(w.join("b/protected/g"), "x").unwrap();
+        p.linking(&act(
+            Op::Link,
+            &w.join("b/protected/g"),
+            Some(&w.join("g2")),
+        ));
+        std::fs::hard_link(w.join("b/protected/g"), w.join("g2")).unwrap();
+        let a = act(Op::Truncate, &w.join("g2"), None);
+        let v = policy.evaluate(&a, &ctx);
+        let v = p.check(&a, &v, true, &policy, &ctx).unwrap_or(v);
+        assert_eq!(v.treatment, Treatment::Deny, "{}", v.reason);
         // Elsewhere: nothing changes.
         std::fs::write(w.join("other"), "x").unwrap();
-        let v = judge(&act(Op::Unlink, &w.join("other"), None));
+        let a = act(Op::Unlink, &w.join("other"), None);
+        let v = policy.evaluate(&a, &ctx);
+        assert!(p.check(&a, &v, true, &policy, &ctx).is_none());
         assert_eq!(v.treatment, Treatment::Accept);
     }
 }

@@ -511,9 +511,14 @@ impl Supervisor {
         // The same call on the protected object it reaches by identity (a
         // hard link, a moved ancestor, a bind mount), when stricter.
         let follows = self.reader.last_follows;
-        self.protected
+        let v = self
+            .protected
             .check(a, &v, follows, &self.policy, &self.ctx)
-            .unwrap_or(v)
+            .unwrap_or(v);
+        if !matches!(v.treatment, Treatment::Deny) {
+            self.protected.linking(a);
+        }
+        v
     }
 
     #[allow(clippy::too_many_arguments)]
