@@ -722,10 +722,11 @@ pub fn destroyed_path(a: &Action) -> Option<String> {
 /// build output, modified since the index, a credential, a database, a
 /// file in no repository) is never accepted or only audited, whatever
 /// rule or default decided: it gets `confirm` (`preserve` for an edit
-/// through a temporary name, which keeps working). Not for git's own
-/// effects (the git command is judged as a whole by its preview), not for
-/// system files (the host rules decide), not in scratch places. A rule
-/// that denies, confirms or preserves stands.
+/// through a temporary name, which keeps working, also instead of an
+/// action-model rule's `confirm`). Not for git's own effects (the git
+/// command is judged as a whole by its preview), not for system files
+/// (the host rules decide), not in scratch places. Any other rule that
+/// denies, confirms or preserves stands.
 pub fn floor(v: Verdict, a: &Action, by_git: bool) -> Verdict {
     let Some(m) = &a.measured else { return v };
     let user_data = matches!(
@@ -748,14 +749,16 @@ pub fn floor(v: Verdict, a: &Action, by_git: bool) -> Verdict {
         return v;
     }
     let edit = m.why.starts_with(EDITED);
-    let want = if edit {
-        Treatment::Preserve
-    } else {
-        Treatment::Confirm
+    // Treatment's order is accept < audit < confirm < preserve < deny.
+    let want = match v.treatment {
+        Treatment::Deny | Treatment::Preserve => return v,
+        // An edit keeps working with a copy kept, rather than the action
+        // model's question; any other rule's question stands.
+        Treatment::Confirm if edit && v.rule.starts_with("action.") => Treatment::Preserve,
+        Treatment::Confirm => return v,
+        _ if edit => Treatment::Preserve,
+        _ => Treatment::Confirm,
     };
-    if v.treatment >= want {
-        return v;
-    }
     Verdict {
         rule: RULE_FLOOR.to_owned(),
         treatment: want,
