@@ -7,7 +7,7 @@
 //! ```text
 //!   arch != AUDIT_ARCH_X86_64            -> KILL_PROCESS   (ia32 via int 0x80, ...)
 //!   nr & __X32_SYSCALL_BIT               -> KILL_PROCESS   (x32 ABI)
-//!   nr in notify_always()                -> USER_NOTIF
+//!   nr in notify_always(), chroot        -> USER_NOTIF
 //!   nr == open   && args[1] & WRITE_FLAGS -> USER_NOTIF
 //!   nr == openat && args[2] & WRITE_FLAGS -> USER_NOTIF
 //!   nr == open_by_handle_at && args[2] & WRITE_FLAGS -> USER_NOTIF
@@ -326,6 +326,8 @@ mod tests {
         for n in notify_always() {
             assert_eq!(run_filter(&p, X86_64, n, [0; 6]), RET_NOTIFY, "syscall {n}");
         }
+        // chroot: the supervisor watches the root it enters.
+        assert_eq!(run_filter(&p, X86_64, nr::CHROOT, [0; 6]), RET_NOTIFY);
         // read(2), write(2), close(2), getpid
         for n in [0u32, 1, 3, 39] {
             assert_eq!(run_filter(&p, X86_64, n, [0; 6]), RET_ALLOW);
