@@ -370,6 +370,7 @@ fn a_refused_call_is_blocked() {
             .contains(&json!("security_control")),
         "{e:#}"
     );
+    println!("the refused deletion:\n{e}");
 }
 
 #[test]

@@ -939,6 +939,22 @@ mod tests {
             e["actor"]["process"].get("cmd_line").is_none(),
             "forgotten at exit"
         );
+        let mut fork = crate::trace::sample_action(0);
+        fork.op = Some(Op::Fork);
+        fork.result = Some(4300);
+        let e = m.map(&line(&fork, 5)).unwrap().unwrap();
+        assert_eq!(e["activity_name"], "fork");
+        assert_eq!(e["type_name"], "Process Activity: Other");
+        assert_eq!(e["process"]["pid"], 4300);
+        assert_eq!(e["process"]["parent_process"]["pid"], 4242);
+        assert_eq!(e["unmapped"]["result"], 4300, "the child pid stays");
+        fork.result = Some(-11);
+        let e = m.map(&line(&fork, 6)).unwrap().unwrap();
+        assert_eq!(
+            e["process"]["pid"], 4242,
+            "no child: the process that tried"
+        );
+        assert_eq!(e["status_id"], 2);
     }
 
     #[test]
