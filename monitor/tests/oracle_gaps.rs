@@ -477,9 +477,9 @@ fn tools_reading_their_own_configuration_are_not_exposure() {
     for (name, script, f) in [
         ("cat", "cat \"$HOME/.npmrc\" > /dev/null", ".npmrc"),
         (
-            "npm-config-get",
-            "npm config get //127.0.0.1:9/:_authToken > /dev/null",
-            ".npmrc",
+            "python",
+            "/usr/bin/python3 -c \"open('$HOME/.docker/config.json').read()\"",
+            ".docker/config.json",
         ),
         (
             "git-fill",

@@ -359,6 +359,10 @@ pub(super) fn amtool(args: &[String]) -> CommandObjects {
     let set = |kind: &str, ms: &[&str]| {
         let mut m: Vec<String> = ms.iter().map(|x| matcher(x)).collect();
         m.sort();
+        if m.is_empty() {
+            // `silence query` with no matcher: every silence.
+            m.push("*".to_owned());
+        }
         format!("alertmanager://{host}/{kind}/{}", m.join(","))
     };
     let (changes, objects) = match (group, sub) {
@@ -504,4 +508,174 @@ pub(super) fn rsync(args: &[String]) -> Option<CommandObjects> {
         objects: pulled,
         ..Default::default()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Env, Extractor};
+    use super::*;
+
+    fn x(cmd: &str) -> CommandObjects {
+        let argv: Vec<String> = cmd.split_whitespace().map(str::to_owned).collect();
+        Extractor::default()
+            .extract(&argv, "/w", &Env::new(), true)
+            .unwrap_or_else(|| panic!("no extractor for {cmd}"))
+    }
+
+    #[test]
+    fn systemd_units() {
+        let c = x("systemctl restart api worker.service web@1");
+        assert!(c.changes);
+        assert_eq!(
+            c.objects,
+            [
+                "systemd://system/api.service",
+                "systemd://system/worker.service",
+                "systemd://system/web@1.service"
+            ]
+        );
+        assert_eq!(
+            x("systemctl --user stop sync.timer").objects,
+            ["systemd://user/sync.timer"]
+        );
+        assert_eq!(
+            x("systemctl -H db1 restart postgresql").objects,
+            ["systemd://db1/postgresql.service"]
+        );
+        assert_eq!(x("systemctl daemon-reload").objects, ["systemd://system/*"]);
+        assert!(!x("systemctl status api").changes);
+        assert!(!x("systemctl is-active api").changes);
+        let c = x("systemctl --dry-run reboot");
+        assert!(!c.changes && c.dry_run);
+        let c = x("service nginx reload");
+        assert!(c.changes);
+        assert_eq!(c.objects, ["systemd://system/nginx.service"]);
+        assert!(!x("service nginx status").changes);
+    }
+
+    #[test]
+    fn slurm_jobs_partitions_nodes() {
+        let c = x("scancel 1002 1003_4,1005");
+        assert!(c.changes);
+        assert_eq!(
+            c.objects,
+            [
+                "slurm://default/job/1002",
+                "slurm://default/job/1003_4",
+                "slurm://default/job/1005"
+            ]
+        );
+        assert_eq!(
+            x("scancel -u alice --state=PENDING").objects,
+            ["slurm://default/job/*"]
+        );
+        assert_eq!(x("scancel -M hpc2 7").objects, ["slurm://hpc2/job/7"]);
+        let c = x("sbatch -p gpu,debug -J train job.sh");
+        assert!(c.changes);
+        assert_eq!(
+            c.objects,
+            [
+                "slurm://default/partition/gpu",
+                "slurm://default/partition/debug"
+            ]
+        );
+        let c = x("sbatch --test-only job.sh");
+        assert!(!c.changes && c.dry_run);
+        assert_eq!(c.objects, ["slurm://default/partition/default"]);
+        assert_eq!(
+            x("scontrol update NodeName=n[1-3] State=DRAIN Reason=x").objects,
+            ["slurm://default/node/n[1-3]"]
+        );
+        assert_eq!(
+            x("scontrol update jobid=12 TimeLimit=1:00").objects,
+            ["slurm://default/job/12"]
+        );
+        assert_eq!(
+            x("scontrol delete ReservationName=maint").objects,
+            ["slurm://default/reservation/maint"]
+        );
+        assert_eq!(
+            x("scontrol hold 12,13").objects,
+            ["slurm://default/job/12", "slurm://default/job/13"]
+        );
+        let c = x("scontrol show job 12");
+        assert!(!c.changes);
+        assert_eq!(c.objects, ["slurm://default/job/12"]);
+        assert_eq!(x("scontrol reconfigure").objects, ["slurm://default/*"]);
+    }
+
+    #[test]
+    fn alertmanager_silences() {
+        let c = x("amtool silence add instance=db1 alertname=DiskFull -d 2h -c maint");
+        assert!(c.changes);
+        assert_eq!(
+            c.objects,
+            ["alertmanager://default/silence/alertname=DiskFull,instance=db1"]
+        );
+        assert_eq!(
+            x("amtool --alertmanager.url=http://am:9093/ silence add DiskFull job=~node/x").objects,
+            ["alertmanager://am:9093/silence/alertname=DiskFull,job=~node%2Fx"]
+        );
+        let c = x("amtool silence expire 8f2 9a1");
+        assert!(c.changes);
+        assert_eq!(
+            c.objects,
+            [
+                "alertmanager://default/silence-id/8f2",
+                "alertmanager://default/silence-id/9a1"
+            ]
+        );
+        let c = x("amtool silence query");
+        assert!(!c.changes);
+        assert_eq!(c.objects, ["alertmanager://default/silence/*"]);
+        assert!(!x("amtool silence").changes);
+        assert!(x("amtool alert add alertname=Test").changes);
+    }
+
+    #[test]
+    fn ansible_and_rsync() {
+        let c = x("ansible-playbook -i inventories/prod.ini -l web site.yml");
+        assert!(c.changes);
+        assert_eq!(c.objects, ["ansible://prod/web"]);
+        let c = x("ansible-playbook -i prod.ini site.yml --check");
+        assert!(!c.changes && c.dry_run);
+        assert_eq!(c.objects, ["ansible://prod/*"]);
+        assert!(!x("ansible all -m ping").changes);
+        assert_eq!(
+            x("ansible db -m shell -a uptime").objects,
+            ["ansible://default/db"]
+        );
+        let c = x("rsync -av --delete dist/ deploy@web1:/srv/app/");
+        assert!(c.changes);
+        assert_eq!(c.objects, ["rsync://web1/srv/app/"]);
+        assert!(!x("rsync -avn dist/ web1:/srv/app/").changes);
+        assert!(!x("rsync -a web1:/srv/app/ backup/").changes);
+        let argv: Vec<String> = ["rsync", "-a", "a/", "b/"].map(String::from).to_vec();
+        assert!(Extractor::default()
+            .extract(&argv, "/w", &Env::new(), true)
+            .is_none());
+    }
+
+    #[test]
+    fn settle_makes_failed_commands_attempts() {
+        let mut c = x("systemctl restart api");
+        c.settle(Some(5 << 8), false);
+        assert!(c.attempt && !c.changed());
+        assert_eq!((c.exit_code(), c.signal()), (Some(5), None));
+        c.settle(Some(5 << 8), true);
+        assert!(
+            !c.attempt && c.changed(),
+            "a failure with effects changed something"
+        );
+        c.settle(Some(9), false);
+        assert!(c.attempt);
+        assert_eq!((c.exit_code(), c.signal()), (None, Some(9)));
+        c.settle(None, false);
+        assert!(!c.attempt, "no exit recorded: a change");
+        c.settle(Some(0), false);
+        assert!(c.changed());
+        let mut r = x("systemctl status api");
+        r.settle(Some(3 << 8), false);
+        assert!(!r.attempt, "read-only commands are never attempts");
+    }
 }
