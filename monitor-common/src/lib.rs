@@ -286,6 +286,16 @@ pub mod field_tag {
     /// (the kernel's `FMODE_CREATED` in the new file's `f_mode`): nothing
     /// was at that name before the call. A u64 field holding the `f_mode`.
     pub const OPENED_CREATED: u8 = 21;
+    /// Result record of a successful call that removes or moves a name
+    /// (`unlink`, `unlinkat`, `rmdir`, `rename*`): whether the object the
+    /// entry record's paths named is the one the kernel acted on, checked
+    /// at exit against the dentries the entry lookup found (see
+    /// [`confirm`]). A u64 field: the first path's code in bits 0-3, the
+    /// second path's in bits 4-7.
+    pub const CONFIRM: u8 = 22;
+    /// An ia32 call recorded as its x86_64 twin (`header_flags::COMPAT`):
+    /// its own number in the ia32 table, a u64.
+    pub const COMPAT_NR: u8 = 23;
     /// The object the first path names and the directory that holds its
     /// final component, looked up by the kernel in the dentry cache at
     /// syscall entry, before the call acts (see [`lookup`]): 40 bytes, five
@@ -349,6 +359,27 @@ pub mod lookup {
     pub const MAX_STEPS: u32 = 48;
     /// Entries of one hash chain looked at at most.
     pub const MAX_CHAIN: u32 = 16;
+}
+
+/// Codes of [`field_tag::CONFIRM`], per path argument.
+pub mod confirm {
+    /// Not checked (the entry lookup found no identity to check against).
+    pub const UNCHECKED: u64 = 0;
+    /// The named object is the one acted on: the dentry the entry lookup
+    /// found for it is gone from its name (unlink, rmdir) or moved to the
+    /// second path's name (rename), or, for a name the entry lookup did
+    /// not find in the cache, the name is now a negative dentry.
+    pub const CONFIRMED: u64 = 1;
+    /// The named object was not acted on: it is still there, under the
+    /// same name, after a call that succeeded (or it did not exist when
+    /// the call started). The path argument changed between the record's
+    /// copy and the kernel's.
+    pub const CONTRADICTED: u64 = 2;
+    /// Checked without a conclusion (the name is not in the cache at
+    /// exit).
+    pub const UNKNOWN: u64 = 3;
+    /// Bits per path in the field.
+    pub const SHIFT: u32 = 4;
 }
 
 /// Value of the `DCACHE` map: where the dentry hash table is
@@ -603,8 +634,35 @@ pub struct Inflight {
     pub retry: u32,
     pub path1: u64,
     pub path2: u64,
+    /// The dentry the entry lookup found for the first path (0: none),
+    /// checked at exit ([`field_tag::CONFIRM`]).
+    pub obj: u64,
+    /// The directory dentry and `d_name.hash_len` the first path's final
+    /// component was looked up with (0: the lookup did not get there).
+    pub dir1: u64,
+    pub hash1: u64,
+    /// The same for the second path.
+    pub dir2: u64,
+    pub hash2: u64,
 }
-const _: () = assert!(size_of::<Inflight>() == 24);
+const _: () = assert!(size_of::<Inflight>() == 64);
+
+impl Inflight {
+    /// An entry for call `nr` with nothing to check at exit.
+    pub const fn new(nr: u32, path1: u64, path2: u64) -> Inflight {
+        Inflight {
+            nr,
+            retry: 0,
+            path1,
+            path2,
+            obj: 0,
+            dir1: 0,
+            hash1: 0,
+            dir2: 0,
+            hash2: 0,
+        }
+    }
+}
 
 /// `open` flags (x86_64 values) the kernel filter uses.
 pub mod open_flags {

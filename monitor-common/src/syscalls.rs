@@ -193,6 +193,77 @@ pub const COMPAT_SYSCALLS: [(u32, &str, u8); 44] = [
 /// [`COMPAT_SYSCALLS`]: no path argument.
 pub const NO_PATH: u8 = 0xff;
 
+/// How an ia32 call's arguments become its x86_64 twin's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CompatArgs {
+    /// The same arguments in the same order (ebx, ecx, edx, esi, edi, ebp
+    /// are arguments 0-5).
+    Same,
+    /// A 64-bit length split over arguments 1 (low) and 2 (high):
+    /// `truncate64`, `ftruncate64`.
+    Len64,
+    /// 16-bit owner ids in arguments 1 and 2 (`chown`, `lchown`, `fchown`
+    /// of the old ABI): 0xffff is -1.
+    Uid16,
+}
+
+/// The x86_64 twin of ia32 call `nr` (arch/x86/entry/syscalls/
+/// syscall_32.tbl), and how its arguments map: the kernel programs record
+/// the call as its twin (with `header_flags::COMPAT` and the ia32 number
+/// in `field_tag::COMPAT_NR`), so it is decoded, resolved and judged the
+/// same way. `None` for calls recorded as [`EventKind::CompatSyscall`]
+/// (32-bit execs) and everything else.
+#[inline(always)]
+pub const fn compat_native(nr: u32) -> Option<(u32, CompatArgs)> {
+    use syscall_nr as n;
+    use CompatArgs::*;
+    Some(match nr {
+        5 => (n::OPEN, Same),
+        8 => (n::CREAT, Same),
+        9 => (n::LINK, Same),
+        10 => (n::UNLINK, Same),
+        15 => (n::CHMOD, Same),
+        16 => (n::LCHOWN, Uid16),
+        30 => (n::UTIME, Same),
+        38 => (n::RENAME, Same),
+        40 => (n::RMDIR, Same),
+        54 => (n::IOCTL, Same),
+        83 => (n::SYMLINK, Same),
+        92 => (n::TRUNCATE, Same),
+        93 => (n::FTRUNCATE, Same),
+        94 => (n::FCHMOD, Same),
+        95 => (n::FCHOWN, Uid16),
+        182 => (n::CHOWN, Uid16),
+        193 => (n::TRUNCATE, Len64),
+        194 => (n::FTRUNCATE, Len64),
+        198 => (n::LCHOWN, Same),
+        207 => (n::FCHOWN, Same),
+        212 => (n::CHOWN, Same),
+        226 => (n::SETXATTR, Same),
+        227 => (n::LSETXATTR, Same),
+        228 => (n::FSETXATTR, Same),
+        235 => (n::REMOVEXATTR, Same),
+        236 => (n::LREMOVEXATTR, Same),
+        237 => (n::FREMOVEXATTR, Same),
+        271 => (n::UTIMES, Same),
+        295 => (n::OPENAT, Same),
+        298 => (n::FCHOWNAT, Same),
+        299 => (n::FUTIMESAT, Same),
+        301 => (n::UNLINKAT, Same),
+        302 => (n::RENAMEAT, Same),
+        303 => (n::LINKAT, Same),
+        304 => (n::SYMLINKAT, Same),
+        306 => (n::FCHMODAT, Same),
+        320 => (n::UTIMENSAT, Same),
+        342 => (n::OPEN_BY_HANDLE_AT, Same),
+        353 => (n::RENAMEAT2, Same),
+        412 => (n::UTIMENSAT, Same),
+        437 => (n::OPENAT2, Same),
+        452 => (n::FCHMODAT2, Same),
+        _ => return None,
+    })
+}
+
 /// The path register of a recorded compat syscall, if it is one (a jump
 /// table: runs for every in-scope syscall whose number matches).
 #[inline(always)]

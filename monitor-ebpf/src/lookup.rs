@@ -17,7 +17,7 @@
 use core::ffi::c_void;
 
 use aya_ebpf::{
-    helpers::{bpf_get_current_task, bpf_probe_read_kernel, generated::bpf_probe_read_kernel_str, generated::bpf_probe_read_user_str},
+    helpers::{bpf_get_current_task, bpf_probe_read_kernel, generated::bpf_probe_read_kernel_str},
     macros::map,
     maps::{Array, HashMap, PerCpuArray},
 };
@@ -104,6 +104,12 @@ pub struct LookupState {
     last: u64,
     /// Result: object and directory identities, status.
     pub out: [u64; 5],
+    /// The object's dentry (0: none), and the directory dentry and
+    /// `hash_len` the final component was looked up with (0: the lookup
+    /// did not reach it): what the call's exit checks ([`tail`]).
+    obj: u64,
+    fdir: u64,
+    fhash: u64,
 }
 
 #[map]
@@ -155,9 +161,13 @@ pub fn set_root(root: u64, root_mnt: u64) {
 // SAFETY: a symbol name used once in the object.
 #[unsafe(no_mangle)]
 #[inline(never)]
-pub extern "C" fn lookup_path(path: u64, skip: u64, dentry: u64, mnt: u64, mode: u64) -> u64 {
+pub extern "C" fn lookup_path(path_at: u64, skip: u64, dentry: u64, mnt: u64, mode: u64) -> u64 {
     let Some(st) = state() else { return 0 };
     st.out = [0, 0, 0, 0, OTHER];
+    st.obj = 0;
+    st.fdir = 0;
+    st.fhash = 0;
+    let Some(path) = crate::record::payload_addr(path_at) else { return 0 };
     // SAFETY: a map lookup; the value is read at once.
     let cfg = DCACHE.get(0).copied().unwrap_or_default();
     if cfg.table == 0 {
@@ -168,8 +178,11 @@ pub extern "C" fn lookup_path(path: u64, skip: u64, dentry: u64, mnt: u64, mode:
         return 0;
     }
     // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
+    let len = crate::record::field_len(path_at);
+    let size = if len + 1 < MAX_RAW_PATH { len + 1 } else { MAX_RAW_PATH };
+    // The field's bytes and no more (it has no NUL of its own).
     let n = unsafe {
-        bpf_probe_read_user_str(st.path.as_mut_ptr() as *mut c_void, MAX_RAW_PATH as u32, path as *const c_void)
+        bpf_probe_read_kernel_str(st.path.as_mut_ptr() as *mut c_void, size as u32, path as *const c_void)
     };
     if n <= 0 || n as usize >= MAX_RAW_PATH {
         return 0;
@@ -207,6 +220,7 @@ fn finish(st: &mut LookupState, status: u64, obj: u64, dir: u64) -> u64 {
     if st.links != 0 {
         status |= LINKS_FOLLOWED;
     }
+    st.obj = obj;
     if obj != 0 {
         let (ino, dev) = identity(obj);
         st.out[0] = ino;
@@ -277,6 +291,10 @@ pub extern "C" fn lookup_step() -> u64 {
         return finish(st, OTHER, 0, 0);
     }
     let dir = if last { cur } else { 0 };
+    if last {
+        st.fdir = cur;
+        st.fhash = (len << 32) | (st.hash & 0xffff_ffff);
+    }
     // SAFETY: as above.
     if unsafe { shim_obj_own_names(cur as *const c_void) } != 0 {
         return finish(st, FS_NAMES, 0, dir);
@@ -457,6 +475,63 @@ pub extern "C" fn cross_mount(d: u64, mnt: u64) -> u64 {
         crossed += 1;
     }
     0
+}
+
+/// What the exit of the call checks of the last [`lookup_path`]: the
+/// object's dentry (0: not found), the directory dentry and `hash_len` of
+/// the final component (0: not reached), and the status.
+#[inline(always)]
+pub fn tail() -> (u64, u64, u64, u64) {
+    state().map(|s| (s.obj, s.fdir, s.fhash, s.out[4])).unwrap_or((0, 0, 0, OTHER))
+}
+
+/// The dentry named `hash_len` under directory dentry `dir` in the hash
+/// table now: 0 none, 1 a negative dentry, 2 a positive one. Names are
+/// matched by parent and `hash_len` only (the name itself is not at hand
+/// at exit). A global function, verified once.
+// SAFETY: a symbol name used once in the object.
+#[unsafe(no_mangle)]
+#[inline(never)]
+pub extern "C" fn name_state(dir: u64, hash_len: u64) -> u64 {
+    // SAFETY: a map lookup; the value is read at once.
+    let cfg = DCACHE.get(0).copied().unwrap_or_default();
+    if cfg.table == 0 || dir == 0 {
+        return 0;
+    }
+    let bucket = cfg.table + (((hash_len as u32 as u64) >> (cfg.shift & 31)) << 3);
+    // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
+    let first = unsafe { bpf_probe_read_kernel(bucket as *const u64) }.unwrap_or(0);
+    let mut node = (first & !1) as *const c_void;
+    let mut k = 0;
+    while k < MAX_CHAIN && !node.is_null() {
+        // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
+        let (d, next) = unsafe {
+            let d = shim_obj_hash_dentry(node);
+            (d, shim_obj_hash_next(d))
+        };
+        // SAFETY: as above.
+        let (parent, hl) = unsafe { (shim_dentry_parent(d) as u64, shim_obj_hash_len(d)) };
+        if parent == dir && hl == hash_len {
+            // SAFETY: as above.
+            return if unsafe { shim_dentry_inode(d as *const c_void) }.is_null() { 1 } else { 2 };
+        }
+        node = next;
+        k += 1;
+    }
+    0
+}
+
+/// Where dentry `d` is now: whether it still has an inode and is hashed
+/// (bit 0 and 1 of the first value), its parent and its `hash_len`.
+#[inline(always)]
+pub fn dentry_now(d: u64) -> (u64, u64, u64) {
+    let d = d as *const c_void;
+    // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
+    unsafe {
+        let positive = !shim_dentry_inode(d).is_null() as u64;
+        let hashed = (!shim_obj_hash_pprev(d).is_null() as u64) << 1;
+        (positive | hashed, shim_dentry_parent(d) as u64, shim_obj_hash_len(d))
+    }
 }
 
 /// The outcome of the last [`lookup_path`]: object inode and device,

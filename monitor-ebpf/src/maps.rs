@@ -33,6 +33,11 @@ pub static SCOPE_CGROUPS: HashMap<u64, ScopeEntry> = HashMap::with_max_entries(1
 #[map]
 pub static INFLIGHT: HashMap<u32, Inflight> = HashMap::with_max_entries(65536, 0);
 
+/// The in-flight entry a call's entry builds, per CPU: off the stack, which
+/// the verifier bounds at 512 bytes across the calls of one program.
+#[map]
+pub static INFLIGHT_NEW: PerCpuArray<Inflight> = PerCpuArray::with_max_entries(1, 0);
+
 /// Events that could not be delivered, per CPU, indexed by [`LossCause`].
 #[map]
 pub static LOSSES: PerCpuArray<u64> = PerCpuArray::with_max_entries(LossCause::COUNT, 0);

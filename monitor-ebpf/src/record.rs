@@ -34,6 +34,34 @@ pub struct Record {
     buf: *mut RecordBuf,
 }
 
+/// The address of byte `at` of this CPU's record payload (what
+/// [`Record::user_str_at`] returned), for reading a field's bytes again
+/// inside a global function; `None` for `u64::MAX` (no copy).
+#[inline(always)]
+pub fn payload_addr(at: u64) -> Option<*const u8> {
+    if at == u64::MAX || (at as usize) < FIELD_HDR {
+        return None;
+    }
+    let buf = SCRATCH.get_ptr_mut(0)?;
+    // SAFETY: a pointer into this CPU's entry of a per-CPU array; only
+    // ever read through probe reads.
+    Some(unsafe { (*buf).payload.as_ptr().add(at as usize & MASK) })
+}
+
+/// The length of the field whose bytes start at `at` (its header is just
+/// before): a string field holds no NUL, and the next field's header
+/// follows it at once, so readers copy exactly this many bytes.
+#[inline(always)]
+pub fn field_len(at: u64) -> usize {
+    let Some(buf) = SCRATCH.get_ptr_mut(0) else { return 0 };
+    // SAFETY: a pointer into this CPU's entry of a per-CPU array; read
+    // through a probe read.
+    let hdr = unsafe { (*buf).payload.as_ptr().add((at as usize).wrapping_sub(FIELD_HDR) & MASK) };
+    // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
+    let fh: FieldHeader = unsafe { bpf_probe_read_kernel(hdr as *const FieldHeader) }.unwrap_or(FieldHeader { tag: 0, flags: 0, len: 0 });
+    fh.len as usize
+}
+
 /// Fills a record header for the current task: the one place every program
 /// (tracepoints and LSM hooks) does it. `DETAILS`: time, parent, ids and
 /// comm too; a syscall-result record carries only what pairing and
@@ -140,8 +168,20 @@ impl Record {
     /// and whether the read succeeded.
     #[inline(always)]
     pub fn user_str<const MAX: usize>(&mut self, tag: u8, src: *const u8) -> (u8, bool) {
-        let Some(at) = self.begin() else { return (0, true) };
-        let dst = self.ptr(self.off());
+        let (first, ok, _) = self.user_str_at::<MAX>(tag, src);
+        (first, ok)
+    }
+
+    /// [`Record::user_str`], also returning where in the payload the copy
+    /// starts: later readers of the argument ([`proc_link`], the dentry
+    /// lookup) read this copy, never the caller's memory again, so that a
+    /// record's path, its `/proc` link and its identity all come from the
+    /// same bytes.
+    #[inline(always)]
+    pub fn user_str_at<const MAX: usize>(&mut self, tag: u8, src: *const u8) -> (u8, bool, u64) {
+        let Some(at) = self.begin() else { return (0, true, u64::MAX) };
+        let start = self.off();
+        let dst = self.ptr(start);
         // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
         let n = unsafe { bpf_probe_read_user_str(dst as *mut c_void, MAX as u32, src as *const c_void) };
         let mut flags = 0;
@@ -160,7 +200,7 @@ impl Record {
             self.set_off(off);
         }
         self.end(at, tag, flags);
-        (first, n > 0)
+        (first, n > 0, if n > 0 { start as u64 } else { u64::MAX })
     }
 
     /// Stores one u64 as an 8-byte field; with `READ_FAILED` the field is
@@ -223,11 +263,11 @@ impl Record {
         tags: BaseTags,
         first_byte: u8,
         dirfd: i32,
-        path: *const u8,
+        path_at: u64,
         lookup: Option<u64>,
         fs: &TaskFs,
     ) {
-        let link = if first_byte == b'/' { proc_link(path as u64) } else { 0 };
+        let link = if first_byte == b'/' { proc_link(path_at) } else { 0 };
         let kind = link & LINK_KIND_MASK;
         let (d, m) = if kind == LINK_CWD || (kind == 0 && first_byte != b'/' && dirfd == AT_FDCWD) {
             (fs.pwd as *const c_void, fs.pwd_mnt as *const c_void)
@@ -256,7 +296,7 @@ impl Record {
                 (0, mode)
             };
             crate::lookup::set_root(fs.root, fs.root_mnt);
-            crate::lookup::lookup_path(path as u64, skip, d as u64, m as u64, mode);
+            crate::lookup::lookup_path(path_at, skip, d as u64, m as u64, mode);
             put_lookup(tags.lookup as u64);
         }
     }
@@ -605,17 +645,21 @@ fn number_at(b: &[u8; LINK_SCAN], i: usize) -> Option<(u64, usize)> {
 // SAFETY: a symbol name used once in the object.
 #[unsafe(no_mangle)]
 #[inline(never)]
-pub extern "C" fn proc_link(path: u64) -> u64 {
+pub extern "C" fn proc_link(path_at: u64) -> u64 {
+    let Some(path) = payload_addr(path_at) else { return 0 };
     // Cheap test first: one 8-byte read.
     // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
-    let head: [u8; 8] = unsafe { bpf_probe_read_user(path as *const [u8; 8]) }.unwrap_or([0; 8]);
+    let head: [u8; 8] = unsafe { bpf_probe_read_kernel(path as *const [u8; 8]) }.unwrap_or([0; 8]);
     if &head[..6] != b"/proc/" && &head != b"/dev/fd/" && &head != b"/dev/std" {
         return 0;
     }
     let mut b = [0u8; LINK_SCAN];
+    // The field's bytes and no more: a NUL ends the copy there.
+    let len = field_len(path_at);
+    let size = if len + 1 < LINK_SCAN { len + 1 } else { LINK_SCAN };
     // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
     let n = unsafe {
-        bpf_probe_read_user_str(b.as_mut_ptr() as *mut c_void, LINK_SCAN as u32, path as *const c_void)
+        bpf_probe_read_kernel_str(b.as_mut_ptr() as *mut c_void, size as u32, path as *const c_void)
     };
     if n <= 0 {
         return 0;

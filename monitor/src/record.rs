@@ -239,6 +239,15 @@ pub struct Action {
     pub path2_b64: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub container_path2: Option<String>,
+    /// The path as the process named it when that is another view of the
+    /// object's file system (a bind mount, a second mount of the device):
+    /// `path` is then the object's path under the file system's primary
+    /// mount.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alias_path: Option<String>,
+    /// The same for `path2`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alias_path2: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw_path2: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -431,10 +440,22 @@ pub enum PathIssue {
     /// renamed directory on the way changed in between. The identities are
     /// the call's.
     PathChanged,
+    /// The call succeeded, but not on the object `path` names: that object
+    /// is still there under the same name after a removal, or nothing had
+    /// that name when the call started (checked by the kernel at the call's
+    /// exit against the dentries its entry lookup found). Another thread or
+    /// process changed the path argument between abm's copy and the
+    /// kernel's; the object acted on is unknown, and the identity fields
+    /// (`dev`/`ino`) are those of the named object, not of it.
+    ArgumentRaced,
+    /// The call succeeded and the check at its exit could not tell whether
+    /// the object `path` names is the one acted on (the name was neither
+    /// in the dentry cache before the call nor after it).
+    Unconfirmed,
 }
 
 impl PathIssue {
-    pub const ALL: [PathIssue; 13] = [
+    pub const ALL: [PathIssue; 15] = [
         PathIssue::Truncated,
         PathIssue::DepthLimit,
         PathIssue::Disconnected,
@@ -448,6 +469,8 @@ impl PathIssue {
         PathIssue::HostPathUnknown,
         PathIssue::SymlinkResolvedLate,
         PathIssue::PathChanged,
+        PathIssue::ArgumentRaced,
+        PathIssue::Unconfirmed,
     ];
 
     /// The name written in the trace.
@@ -466,6 +489,8 @@ impl PathIssue {
             PathIssue::HostPathUnknown => "host_path_unknown",
             PathIssue::SymlinkResolvedLate => "symlink_resolved_late",
             PathIssue::PathChanged => "path_changed",
+            PathIssue::ArgumentRaced => "argument_raced",
+            PathIssue::Unconfirmed => "unconfirmed",
         }
     }
 

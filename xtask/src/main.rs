@@ -160,6 +160,7 @@ const TEST_PACKAGES: &[&str] = &[
     "busybox-static",
     "e2fsprogs",
     "make",
+    "gcc",
     "perl",
     "python3",
     "python3-pip",

@@ -7,6 +7,7 @@ use monitor_common::{
     field_flags, field_tag::*, header_flags, ioctl_cmd,
     limits::{MAX_NAME, MAX_RAW_PATH},
     open_flags::{O_CREAT, O_RDWR, O_TRUNC, O_WRONLY},
+    lookup::{ABSENT, FOUND},
     EventKind, Inflight,
 };
 
@@ -17,7 +18,7 @@ use super::{
 use aya_ebpf::{helpers::bpf_get_current_pid_tgid, macros::raw_tracepoint, programs::RawTracePointContext};
 
 use crate::{
-    lookup::{sample, CALIBRATE_TGID, FOLLOW},
+    lookup::{sample, tail, CALIBRATE_TGID, FOLLOW},
     record::{Record, TaskFs, AT_FDCWD, BASE1_TAGS, BASE2_TAGS},
 };
 
@@ -312,9 +313,9 @@ fn plan(id: u32, a: &Args) -> Option<Plan> {
 /// pairs its result (with the arguments to read again at exit if they could
 /// not be read now).
 #[inline(always)]
-pub fn enter(id: u32, a: &Args) -> Option<(Record, Inflight)> {
+pub fn enter(id: u32, a: &Args, inflight: &mut Inflight) -> Option<Record> {
     let p = plan(id, a)?;
-    let mut inflight = Inflight { nr: id, retry: 0, path1: p.path1 as u64, path2: p.path2 as u64 };
+    *inflight = Inflight::new(id, p.path1 as u64, p.path2 as u64);
     let mut rec = Record::start(p.kind as u32, id)?;
     {
         let h = rec.hdr();
@@ -337,23 +338,104 @@ pub fn enter(id: u32, a: &Args) -> Option<(Record, Inflight)> {
         rec.walk_fd_with_id(FD_PATH, FD_ID, p.target_fd);
     }
     let fs = TaskFs::current();
+    let removes = removes_name(id);
     if !p.path1.is_null() {
-        let (first, ok) = rec.user_str::<MAX_RAW_PATH>(RAW_PATH, p.path1);
+        let (first, ok, at) = rec.user_str_at::<MAX_RAW_PATH>(RAW_PATH, p.path1);
         if !ok {
             inflight.retry |= 1;
         }
-        rec.walk_arg_base(BASE1_TAGS, first, p.dirfd1, p.path1, lookup_mode(id, p.flags), &fs);
+        rec.walk_arg_base(BASE1_TAGS, first, p.dirfd1, at, lookup_mode(id, p.flags), &fs);
+        if removes && ok {
+            let (obj, dir, hash, status) = tail();
+            inflight.obj = if status & 0xff == FOUND { obj } else { 0 };
+            // A name that was negative at entry cannot be removed by a call
+            // that succeeds: nothing to look for at exit.
+            if status & 0xff == ABSENT {
+                inflight.retry |= RETRY_ABSENT;
+            } else {
+                inflight.dir1 = dir;
+                inflight.hash1 = hash;
+            }
+            inflight.retry |= RETRY_CHECK;
+        }
     }
     if !p.path2.is_null() {
-        let (first, ok) = rec.user_str::<MAX_RAW_PATH>(RAW_PATH2, p.path2);
+        let (first, ok, at) = rec.user_str_at::<MAX_RAW_PATH>(RAW_PATH2, p.path2);
         if !ok {
             inflight.retry |= 2;
         }
         // The second path is a new name: acted on itself, never followed.
-        rec.walk_arg_base(BASE2_TAGS, first, p.dirfd2, p.path2, Some(0), &fs);
+        rec.walk_arg_base(BASE2_TAGS, first, p.dirfd2, at, Some(0), &fs);
+        if removes && ok {
+            let (_, dir, hash, _) = tail();
+            inflight.dir2 = dir;
+            inflight.hash2 = hash;
+        }
     }
     rec.walk_root_of(ROOT, &fs);
-    Some((rec, inflight))
+    Some(rec)
+}
+
+/// [`Inflight::retry`] bit: the call removes or moves its first path's
+/// name; its exit checks that the object named is the one acted on
+/// ([`confirm`]).
+pub const RETRY_CHECK: u32 = 8;
+/// [`Inflight::retry`] bit: the first path's name was a negative dentry
+/// at entry.
+pub const RETRY_ABSENT: u32 = 16;
+/// [`Inflight::retry`] bit: an ia32 call recorded as its x86_64 twin
+/// (`nr`); its exit comes with the ia32 number.
+pub const RETRY_COMPAT: u32 = 32;
+
+/// Calls that remove or move a name: their exit can check, from the
+/// dentries the entry lookup found, that the named object is the one the
+/// kernel acted on.
+#[inline(always)]
+fn removes_name(id: u32) -> bool {
+    matches!(id, nr::UNLINK | nr::UNLINKAT | nr::RMDIR | nr::RENAME | nr::RENAMEAT | nr::RENAMEAT2)
+}
+
+/// The [`field_tag::CONFIRM`] value of a successful call that removes or
+/// moves a name (see [`monitor_common::confirm`]): for the first path,
+/// the dentry the entry lookup found must have lost its inode or left the
+/// hash (unlink, rmdir), or moved (rename); a name that was not in the
+/// cache at entry must now be a negative dentry (unlink, rmdir) or gone
+/// (rename). For a rename's second path, the moved dentry must now have
+/// that name.
+#[inline(always)]
+pub fn confirm(f: &Inflight) -> u64 {
+    use monitor_common::confirm::{CONFIRMED, CONTRADICTED, SHIFT, UNCHECKED, UNKNOWN};
+    let rename = matches!(f.nr, nr::RENAME | nr::RENAMEAT | nr::RENAMEAT2);
+    let mut first = UNCHECKED;
+    let mut second = UNCHECKED;
+    if f.obj != 0 {
+        let (now, parent, hash) = crate::lookup::dentry_now(f.obj);
+        let moved = parent != f.dir1 || hash != f.hash1;
+        first = if rename {
+            if moved { CONFIRMED } else { CONTRADICTED }
+        } else if now & 1 == 0 || now & 2 == 0 {
+            CONFIRMED
+        } else {
+            CONTRADICTED
+        };
+        if rename && f.dir2 != 0 {
+            second = if parent == f.dir2 && hash == f.hash2 { CONFIRMED } else { CONTRADICTED };
+        }
+    } else if f.dir1 != 0 {
+        // Not in the cache at entry: the call's own lookup made the
+        // dentry, which an unlink leaves negative. A rename moves it away
+        // and leaves nothing at the old name, as a rename of a name that
+        // never existed would: no conclusion.
+        first = match crate::lookup::name_state(f.dir1, f.hash1) {
+            1 if !rename => CONFIRMED,
+            2 => CONTRADICTED,
+            _ => UNKNOWN,
+        };
+    } else if f.retry & RETRY_ABSENT != 0 {
+        // Nothing had that name when the call started, yet it succeeded.
+        first = CONTRADICTED;
+    }
+    first | (second << SHIFT)
 }
 
 /// How the first path of call `id` is looked up in the dentry cache

@@ -11,15 +11,15 @@ use aya_ebpf::{
     programs::{BtfTracePointContext, RawTracePointContext},
 };
 use monitor_common::{
-    compat_path_reg,
-    field_flags,
-    field_tag::{MNT_NS, OPEN_HOW, RAW_PATH, RAW_PATH2},
+    compat_native, compat_path_reg,
+    field_flags, header_flags,
+    field_tag::{COMPAT_NR, CONFIRM, MNT_NS, OPEN_HOW, RAW_PATH, RAW_PATH2},
     limits::MAX_RAW_PATH,
     is_traced, Inflight, LossCause,
 };
 
 use crate::{
-    maps::{count_loss, current_scope, INFLIGHT, SYS_ENTER_TAIL, TAIL_EXEC},
+    maps::{count_loss, current_scope, INFLIGHT, INFLIGHT_NEW, SYS_ENTER_TAIL, TAIL_EXEC},
     probes::{compat, exec, files, mountns},
     record::Record,
 };
@@ -69,43 +69,68 @@ pub fn sys_enter(ctx: RawTracePointContext) -> i32 {
         return 0;
     }
     let regs: *const u8 = ctx.arg(0);
-    // A compat (ia32) number means another syscall than its x86_64 twin.
-    if compat::in_compat() {
-        if let Some(reg) = compat_reg {
-            compat::record(id, reg, regs);
+    // A compat (ia32) number means another syscall than its x86_64 twin:
+    // recorded as that twin.
+    let (id, args, compat) = if compat::in_compat() {
+        match compat_native(id) {
+            Some((native, how)) => (native, compat::args(how, regs), id),
+            None => {
+                compat::record_other(id, regs);
+                return 0;
+            }
         }
-        return 0;
-    }
-    if !is_traced(id) {
-        return 0;
-    }
-    if id == nr::EXECVE || id == nr::EXECVEAT {
-        // Recorded by sys_enter_exec, reached only from here (a program of
-        // its own keeps each under the verifier's complexity limit). A tail
-        // call does not return; if the slot is empty it falls through.
-        // SAFETY: `ctx` is this program's own context, passed on unchanged.
-        unsafe { SYS_ENTER_TAIL.tail_call(&ctx, TAIL_EXEC) };
-        count_loss(LossCause::TailCallFailed);
-        return 0;
-    }
-    let args = Args::read(regs);
+    } else {
+        if !is_traced(id) {
+            return 0;
+        }
+        if id == nr::EXECVE || id == nr::EXECVEAT {
+            // Recorded by sys_enter_exec, reached only from here (a program of
+            // its own keeps each under the verifier's complexity limit). A tail
+            // call does not return; if the slot is empty it falls through.
+            // SAFETY: `ctx` is this program's own context, passed on unchanged.
+            unsafe { SYS_ENTER_TAIL.tail_call(&ctx, TAIL_EXEC) };
+            count_loss(LossCause::TailCallFailed);
+            return 0;
+        }
+        (id, Args::read(regs), 0)
+    };
+    // One call site: the native and the ia32 path share one inlined copy.
+    file_call(id, &args, pid_tgid, compat);
+    0
+}
+
+/// Records file-system call `id` (x86_64 number; for an ia32 call, its
+/// twin's, with `compat` its own number) and registers it for its result.
+#[inline(always)]
+fn file_call(id: u32, args: &Args, pid_tgid: u64, compat: u32) {
     // Opens are filtered by flags before anything else: most opens read.
-    if !files::wants(id, &args) {
-        return 0;
+    if !files::wants(id, args) {
+        return;
     }
     let tid = pid_tgid as u32;
     let mnt_ns = mountns::sync_current();
-    if let Some((mut rec, inflight)) = files::enter(id, &args) {
+    let Some(inflight) = INFLIGHT_NEW.get_ptr_mut(0) else { return };
+    // SAFETY: this CPU's entry of a per-CPU array; programs do not nest on one CPU.
+    let inflight = unsafe { &mut *inflight };
+    if let Some(mut rec) = files::enter(id, args, inflight) {
         if mnt_ns != 0 {
             rec.u64_field(MNT_NS, mnt_ns, 0);
         }
+        if compat != 0 {
+            rec.hdr().hflags |= header_flags::COMPAT;
+            rec.u64_field(COMPAT_NR, compat as u64, 0);
+            inflight.retry |= files::RETRY_COMPAT;
+        }
         // Register before sending: the result can only come after this.
-        if id != nr::IO_URING_SETUP && INFLIGHT.insert(&tid, &inflight, 0).is_err() {
-            count_loss(LossCause::InflightFull);
+        if id != nr::IO_URING_SETUP {
+            if INFLIGHT.insert(&tid, inflight, 0).is_err() {
+                count_loss(LossCause::InflightFull);
+            } else if compat != 0 && !compat::seen() {
+                compat::mark_seen();
+            }
         }
         rec.send();
     }
-    0
 }
 
 /// execve/execveat, in a program of its own so each program stays well under
@@ -129,7 +154,7 @@ pub fn sys_enter_exec(ctx: RawTracePointContext) -> i32 {
     let regs: *const u8 = ctx.arg(0);
     let args = Args::read(regs);
     let tid = pid_tgid as u32;
-    let inflight = Inflight { nr: id, retry: 0, path1: 0, path2: 0 };
+    let inflight = Inflight::new(id, 0, 0);
     if INFLIGHT.insert(&tid, &inflight, 0).is_err() {
         count_loss(LossCause::InflightFull);
     }
@@ -154,7 +179,10 @@ pub fn sys_exit(ctx: BtfTracePointContext) -> i32 {
     // verifier checks this load against the type (orig_ax, a scalar) and
     // guards it like a probe read.
     let id = unsafe { core::ptr::read(regs.add(ORIG_AX) as *const u64) };
-    if !is_traced(id as u32) {
+    let traced = is_traced(id as u32);
+    // An ia32 number the x86_64 table does not trace may still end a
+    // compat call registered under its twin's number.
+    if !traced && !compat::seen() {
         return 0;
     }
     let tid = bpf_get_current_pid_tgid() as u32;
@@ -162,7 +190,13 @@ pub fn sys_exit(ctx: BtfTracePointContext) -> i32 {
     let Some(inflight) = (unsafe { INFLIGHT.get(&tid) }).copied() else {
         return 0;
     };
+    let compat = inflight.retry & files::RETRY_COMPAT != 0;
+    if !traced && !compat {
+        return 0;
+    }
     let _ = INFLIGHT.remove(&tid);
+    // The call's own (x86_64) number: an ia32 call's twin.
+    let id = inflight.nr as u64;
     let ret: i64 = ctx.arg(1);
     if let Some(mut rec) = Record::start_result(id as u32, ret) {
         // Arguments unreadable at entry: the syscall has faulted them in.
@@ -175,6 +209,10 @@ pub fn sys_exit(ctx: BtfTracePointContext) -> i32 {
         // A new fd: name the file really opened.
         if ret >= 0 && files::is_open(id as u32) {
             files::opened(&mut rec, ret as i32);
+        }
+        // A name removed or moved: was it the object the record names?
+        if ret == 0 && inflight.retry & files::RETRY_CHECK != 0 {
+            rec.u64_field(CONFIRM, files::confirm(&inflight), 0);
         }
         // openat2 flags unreadable at entry: the kernel has copied them now.
         if inflight.retry & files::RETRY_OPEN_HOW != 0 {

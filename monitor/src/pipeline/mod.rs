@@ -22,7 +22,7 @@ use crate::{
     core::{monotonic_ns, Clock},
     kernel::KernelEvent,
     policy::{Context, Policy},
-    record::{Action, Op, PathIssue},
+    record::{Action, Op, PathIssue, Treatment},
 };
 
 pub mod driver;
@@ -78,6 +78,51 @@ impl Intake {
                 self.decode_errors += 1;
                 None
             }
+        }
+    }
+}
+
+/// The rule id of a verdict on a call whose object the kernel could not
+/// vouch for.
+pub const RULE_UNVOUCHED: &str = "builtin.unvouched-object";
+
+/// A call the kernel could not vouch acted on the object its record names
+/// (`argument_raced`: it acted on another; `unconfirmed`: it could not
+/// tell) is judged as a call on an unknown object, never as one on the
+/// named file: when a rule stricter than audit could match it on some
+/// path, that is the verdict (refused, as `--enforce` refuses a call it
+/// cannot judge exactly); otherwise the named file's verdict stands, with
+/// the issue in the reason.
+pub fn unvouched(a: &mut Action, policy: &Policy, ctx: &Context) {
+    let Some(issue) = a
+        .path_issues
+        .iter()
+        .copied()
+        .find(|i| matches!(i, PathIssue::ArgumentRaced | PathIssue::Unconfirmed))
+    else {
+        return;
+    };
+    if !a
+        .verdict
+        .as_ref()
+        .is_some_and(|v| matches!(v.treatment, Treatment::Accept | Treatment::Audit))
+    {
+        return;
+    }
+    let stricter = policy.could_match_any_path(a, ctx).map(|r| r.id.clone());
+    let Some(v) = a.verdict.as_mut() else {
+        return;
+    };
+    match stricter {
+        Some(id) => {
+            v.rule = RULE_UNVOUCHED.into();
+            v.treatment = Treatment::Deny;
+            v.reason = format!(
+                "the call did not act on the object its path names, or the kernel could not confirm it did ({issue}); rule {id} could match the object it acted on"
+            );
+        }
+        None => {
+            v.reason = format!("{} (object unconfirmed: {issue})", v.reason);
         }
     }
 }
@@ -181,6 +226,7 @@ impl Pipeline {
                 self.exes.remove(&a.pid);
             }
             self.judge.judge(a, &self.policy, &self.ctx);
+            unvouched(a, &self.policy, &self.ctx);
         }
         out
     }

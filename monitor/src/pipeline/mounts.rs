@@ -112,6 +112,42 @@ pub fn to_host(path: &[u8], ns: &[MountLine], host: &[MountLine]) -> Option<Vec<
     Some(rebase(&in_fs, &h.root, &h.mount_point))
 }
 
+/// The path of the object `path` (host view) names under its file
+/// system's primary mount, when the mount that covers `path` is another
+/// view of that file system (a bind mount of a subtree, or a second mount
+/// of the same device): the mount of the same device with the shortest
+/// root that holds the object, then the shortest mount point, then the
+/// first in the table. `None` when `path` is already that view.
+pub fn unaliased(path: &[u8], host: &[MountLine]) -> Option<Vec<u8>> {
+    let m = host
+        .iter()
+        .filter(|m| is_under(path, &m.mount_point))
+        .fold(None::<&MountLine>, |best, m| match best {
+            Some(b) if b.mount_point.len() > m.mount_point.len() => Some(b),
+            _ => Some(m),
+        })?;
+    let in_fs = rebase(path, &m.mount_point, &m.root);
+    let primary = host
+        .iter()
+        .filter(|h| h.dev == m.dev && is_under(&in_fs, &h.root))
+        .min_by_key(|h| (h.root.len(), h.mount_point.len()))?;
+    if std::ptr::eq(primary, m) || (primary.root == m.root && primary.mount_point == m.mount_point)
+    {
+        return None;
+    }
+    let canonical = rebase(&in_fs, &primary.root, &primary.mount_point);
+    // The primary view must itself be reachable: a mount on top of it (or
+    // of a directory above the object) hides it.
+    let top = host
+        .iter()
+        .filter(|x| is_under(&canonical, &x.mount_point))
+        .fold(None::<&MountLine>, |best, x| match best {
+            Some(b) if b.mount_point.len() > x.mount_point.len() => Some(b),
+            _ => Some(x),
+        })?;
+    (top.dev == primary.dev && top.root == primary.root && canonical != path).then_some(canonical)
+}
+
 /// Reads the mount table of the mount namespace of `pid`, as seen from
 /// that namespace's root, by joining it in a helper thread.
 pub fn read_ns_table(pid: u32) -> io::Result<Vec<MountLine>> {
@@ -186,6 +222,8 @@ pub struct Views {
     receiving: HashMap<u64, Captured>,
     /// When the host's table was last re-read because a path was not covered.
     host_retry: Option<Instant>,
+    /// The host's mountinfo, polled for changes ([`Views::unalias`]).
+    host_watch: Option<File>,
     /// The kernel programs tag every record made outside this view's host
     /// namespace (the host they are given is the same): a record without a
     /// tag was made in the host's namespace, with no lookup in /proc.
@@ -231,6 +269,7 @@ impl Views {
             captured: HashMap::new(),
             receiving: HashMap::new(),
             host_retry: None,
+            host_watch: None,
         }
     }
 
@@ -407,6 +446,74 @@ impl Views {
         }
     }
 
+    /// For an action made in the host's namespace: a path reached through
+    /// another view of its file system (a bind mount made of a directory
+    /// of it, a second mount of the device) becomes the object's path
+    /// under the file system's primary mount (see [`unaliased`]), and the
+    /// path as written is kept in `alias_path`/`alias_path2`. Rules and the
+    /// oracle judge objects by where they live, which an alias would hide;
+    /// the alias shows what the process named.
+    ///
+    /// The host's table is read again whenever the kernel says it changed
+    /// (poll on `/proc/PID/mountinfo`), so a mount made a moment before the
+    /// call is seen.
+    pub fn unalias(&mut self, a: &mut Action) {
+        if a.path.is_none() && a.path2.is_none() {
+            return;
+        }
+        if self.host_mounts_changed() {
+            self.host = None;
+        }
+        let host = self.host_table();
+        if host.len() < 2 {
+            return;
+        }
+        let map = |p: &Option<String>| -> Option<String> {
+            let p = p.as_deref()?;
+            unaliased(p.as_bytes(), host).map(|c| text_fields(&c).0)
+        };
+        let (c1, c2) = (map(&a.path), map(&a.path2));
+        if let Some(c) = c1 {
+            a.alias_path = a.path.replace(c);
+            a.path_b64 = None;
+        }
+        if let Some(c) = c2 {
+            a.alias_path2 = a.path2.replace(c);
+            a.path2_b64 = None;
+        }
+    }
+
+    /// Whether the host's mount table changed since the last call (the
+    /// kernel wakes pollers of a mountinfo file with `POLLPRI` on any
+    /// change of the namespace's mounts).
+    fn host_mounts_changed(&mut self) -> bool {
+        if self.host_watch.is_none() {
+            self.host_watch = File::open(format!("/proc/{}/mountinfo", self.host_pid)).ok();
+            // The first poll reports the state at open as a change.
+            return true;
+        }
+        let Some(f) = &self.host_watch else {
+            return false;
+        };
+        let mut pfd = libc::pollfd {
+            fd: f.as_raw_fd(),
+            events: libc::POLLPRI,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd, no timeout.
+        let n = unsafe { libc::poll(&mut pfd, 1, 0) };
+        if n <= 0 || pfd.revents & (libc::POLLPRI | libc::POLLERR) == 0 {
+            return false;
+        }
+        // Rearm: the event is acknowledged by reading the file again.
+        let mut f = self.host_watch.take().expect("checked");
+        let mut sink = Vec::new();
+        let _ = std::io::Seek::seek(&mut f, std::io::SeekFrom::Start(0));
+        let _ = f.read_to_end(&mut sink);
+        self.host_watch = Some(f);
+        true
+    }
+
     /// Rewrites the path fields of an action made in a foreign mount
     /// namespace: `path`/`path2` become the host view, `container_path`/
     /// `container_path2` the view from the process's root, `cwd` the host
@@ -434,6 +541,7 @@ impl Views {
             _ => self.foreign_ns(ev.hdr.pid, ev.hdr.ppid, target),
         };
         let Some((ns, live)) = found else {
+            self.unalias(a);
             return;
         };
         let root = ev

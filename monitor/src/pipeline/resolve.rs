@@ -396,7 +396,7 @@ fn follows_final(ev: &KernelEvent) -> bool {
     use monitor_common::syscall_nr as n;
     const O_NOFOLLOW: u64 = 0o400000;
     let h = &ev.hdr;
-    if h.hflags & header_flags::COMPAT != 0 {
+    if ev.kind == EventKind::CompatSyscall {
         return false;
     }
     let flags = ev
@@ -624,6 +624,27 @@ fn late_link_target(path: &[u8]) -> Option<Vec<u8>> {
     })
 }
 
+/// What the kernel's exit check of a removal or move says of the named
+/// object (`CONFIRM`, see `monitor_common::confirm`): contradicted for
+/// either path is `argument_raced`, no conclusion `unconfirmed`.
+fn apply_confirm(a: &mut Action, fields: &[Field]) {
+    use monitor_common::confirm::{CONTRADICTED, SHIFT, UNKNOWN};
+    let Some(v) = fields
+        .iter()
+        .find(|f| f.tag == field_tag::CONFIRM)
+        .and_then(|f| f.data.get(..8))
+        .map(|b| u64::from_ne_bytes(b.try_into().unwrap_or([0; 8])))
+    else {
+        return;
+    };
+    let codes = [v & 0xf, (v >> SHIFT) & 0xf];
+    if codes.contains(&CONTRADICTED) {
+        PathIssue::add(&mut a.path_issues, PathIssue::ArgumentRaced);
+    } else if codes.contains(&UNKNOWN) {
+        PathIssue::add(&mut a.path_issues, PathIssue::Unconfirmed);
+    }
+}
+
 /// Completes an action with what its result record carries: for a
 /// successful open, the file the new fd names (`OPENED_PATH`, walked by
 /// the kernel at the call's exit: the file really opened, through final
@@ -632,6 +653,7 @@ fn late_link_target(path: &[u8]) -> Option<Vec<u8>> {
 /// (`created_by_call`). A walk in another mount namespace keeps the
 /// entry's (mapped) path and gives the identity only.
 pub fn apply_result(a: &mut Action, fields: &[Field]) {
+    apply_confirm(a, fields);
     let Some(opened) = fields.iter().find(|f| f.tag == field_tag::OPENED_PATH) else {
         return;
     };
@@ -802,10 +824,11 @@ pub fn resolve_path(
 }
 
 /// Whether the entry record is of an open (`open`, `openat`, `openat2`,
-/// `creat`; not a 32-bit call), whose result record names the file.
+/// `creat`, or their ia32 twins, recorded under these numbers), whose
+/// result record names the file.
 fn is_open(ev: &KernelEvent) -> bool {
     use monitor_common::syscall_nr as n;
-    ev.hdr.hflags & header_flags::COMPAT == 0
+    ev.kind != EventKind::CompatSyscall
         && matches!(ev.hdr.syscall, n::OPEN | n::OPENAT | n::OPENAT2 | n::CREAT)
 }
 
@@ -982,10 +1005,16 @@ pub fn action_from_event_with(ev: &KernelEvent, mut cache: Option<&mut DirCache>
     let mut op = Op::from_kind(ev.kind);
     let compat = h.hflags & header_flags::COMPAT != 0;
     let syscall: Cow<'static, str> = if compat {
-        // Another table's number: never the x86_64 syscall of that number.
+        // An ia32 call: a 32-bit exec keeps its own number in the header;
+        // every other one is recorded as its x86_64 twin, with its own
+        // number in `COMPAT_NR`.
+        let ia32 = ev
+            .field(field_tag::COMPAT_NR)
+            .and_then(|f| <[u8; 8]>::try_from(&f.data[..]).ok())
+            .map_or(h.syscall, |b| u64::from_ne_bytes(b) as u32);
         format!(
             "ia32:{}",
-            monitor_common::compat_syscall(h.syscall).unwrap_or("unknown")
+            monitor_common::compat_syscall(ia32).unwrap_or("unknown")
         )
         .into()
     } else {
@@ -1074,7 +1103,9 @@ pub fn action_from_event_with(ev: &KernelEvent, mut cache: Option<&mut DirCache>
     } else if h.hflags & header_flags::FLAGS_UNREAD != 0 {
         issues.push(PathIssue::FlagsUnread);
     }
-    if h.syscall == monitor_common::syscall_nr::OPEN_BY_HANDLE_AT && !compat {
+    // A 32-bit exec keeps its ia32 number: nothing below decodes it.
+    let other_table = ev.kind == EventKind::CompatSyscall;
+    if h.syscall == monitor_common::syscall_nr::OPEN_BY_HANDLE_AT && !other_table {
         // The file is named by a handle: its path is not known (until the
         // result record names the file opened).
         issues.push(PathIssue::ByHandle);
@@ -1083,11 +1114,11 @@ pub fn action_from_event_with(ev: &KernelEvent, mut cache: Option<&mut DirCache>
     // of the file system, which is the caller's on the host root and mount
     // namespace: not walked plainly by the kernel at the call, which makes
     // it the call's own path, with nothing that could have changed since.
-    let resolved_late = !compat
+    let resolved_late = !other_table
         && root == b"/"
         && ev.field(field_tag::MNT_NS).is_none()
         && !walked_plain(ev, field_tag::RAW_PATH);
-    if !compat {
+    if !other_table {
         entry_identities(ev, &mut a);
         if resolved_late && stale_dir(ev, &a) {
             PathIssue::add(&mut issues, PathIssue::PathChanged);

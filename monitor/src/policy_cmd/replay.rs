@@ -180,6 +180,7 @@ pub(crate) fn replay_report(a: &ReplayArgs, policy: &Policy) -> anyhow::Result<R
         if !judge.rejudge(&mut action, policy, &ctx) {
             unmeasured += 1;
         }
+        crate::pipeline::unvouched(&mut action, policy, &ctx);
         if lifecycle_only {
             lifecycle += 1;
             continue;
