@@ -279,11 +279,14 @@ pub fn bypasses(
     out
 }
 
+/// Whether a process's program names belong to an owner.
+type ProgramTest<'a> = Box<dyn Fn(&[String]) -> bool + 'a>;
+
 /// Who owns a file for reading: a built-in tool or a spec owner, with the
 /// programs that count as that owner and what discloses the content.
 struct ReadOwner<'a> {
     name: String,
-    is_program: Box<dyn Fn(&[String]) -> bool + 'a>,
+    is_program: ProgramTest<'a>,
     discloses: &'a [Regex],
 }
 
