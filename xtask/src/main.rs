@@ -166,6 +166,8 @@ const TEST_PACKAGES: &[&str] = &[
     "python3-pip",
     "python3-venv",
     "bubblewrap",
+    // The Harbor test debootstraps a Debian trixie root (Python 3.12+).
+    "debootstrap",
     // Container tests: a real dockerd, podman and their runtimes.
     "docker.io",
     "podman",
