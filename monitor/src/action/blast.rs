@@ -17,13 +17,6 @@ use crate::record::{Location, Measured, ObjectKind, Recovery};
 /// Files a preview walks at most (the count then says "at least").
 pub const WALK_LIMIT: usize = 20_000;
 
-/// Files a question names at most.
-pub const NAMED: usize = 6;
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
-
 /// Objects an action destroys, by kind.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Blast {
@@ -39,19 +32,6 @@ pub struct Blast {
     pub recoverable: u64,
     pub reversible: u64,
     pub unmeasured: u64,
-    /// Branches, tags or stash entries a git command removes (counted in
-    /// `irreversible` when no other ref holds their commits).
-    #[serde(skip_serializing_if = "is_zero")]
-    pub refs: u64,
-    /// Files whose owner or mode a recursive `chown`/`chgrp`/`chmod`
-    /// would change where the previous values are recorded nowhere
-    /// (counted in `irreversible` too).
-    #[serde(skip_serializing_if = "is_zero")]
-    pub attributes: u64,
-    /// Up to [`NAMED`] of the files counted irreversible, to name in a
-    /// question.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub lost: Vec<String>,
     /// The walk stopped at [`WALK_LIMIT`]: the counts are lower bounds.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub truncated: bool,
@@ -89,18 +69,6 @@ impl Blast {
         }
     }
 
-    /// [`add`](Self::add) a measurement of `path`, remembering the path
-    /// (to name it) when it is lost.
-    pub fn add_path(&mut self, path: &str, m: &Measured) {
-        self.add(m);
-        if m.recovery == Recovery::Irreversible
-            && !matches!(m.object, ObjectKind::Directory | ObjectKind::None)
-            && self.lost.len() < NAMED
-        {
-            self.lost.push(path.to_owned());
-        }
-    }
-
     /// The larger of each count (a preview and what was measured since).
     pub fn max(&mut self, o: &Blast) {
         self.files = self.files.max(o.files);
@@ -112,13 +80,6 @@ impl Blast {
         self.recoverable = self.recoverable.max(o.recoverable);
         self.reversible = self.reversible.max(o.reversible);
         self.unmeasured = self.unmeasured.max(o.unmeasured);
-        self.attributes = self.attributes.max(o.attributes);
-        self.refs = self.refs.max(o.refs);
-        for p in &o.lost {
-            if self.lost.len() < NAMED && !self.lost.contains(p) {
-                self.lost.push(p.clone());
-            }
-        }
         self.truncated |= o.truncated;
     }
 
@@ -147,38 +108,11 @@ impl Blast {
                 self.outside
             ));
         }
-        if self.refs > 0 {
-            parts.push(plural(
-                self.refs,
-                "branch, tag or stash entry",
-                "branches, tags or stash entries",
-            ));
-        }
-        if self.attributes > 0 {
-            parts.push(format!(
-                "{} whose owner or mode would change with the previous values recorded nowhere",
-                self.attributes
-            ));
-        }
         let files = plural(self.files, "file", "files");
-        let named = if self.lost.is_empty() {
-            String::new()
-        } else {
-            let rest = self.irreversible.saturating_sub(self.lost.len() as u64);
-            format!(
-                "; lost: {}{}",
-                self.lost.join(", "),
-                if rest > 0 {
-                    format!(" and {rest} more")
-                } else {
-                    String::new()
-                }
-            )
-        };
         if parts.is_empty() {
-            format!("{more}{files}{named}")
+            format!("{more}{files}")
         } else {
-            format!("{more}{files} ({}){named}", parts.join(", "))
+            format!("{more}{files} ({})", parts.join(", "))
         }
     }
 }
@@ -215,35 +149,12 @@ pub fn preview(argv: &[String], cwd: &Path, m: &mut Measurer) -> Option<Blast> {
             }
         }
         "find" if args.iter().any(|a| a == "-delete") => {
-            // `find -H/-L/-P` options come before the starting points.
-            let args: Vec<&String> = args
-                .iter()
-                .skip_while(|a| matches!(a.as_str(), "-H" | "-L" | "-P"))
-                .collect();
             let starts: Vec<&String> = args
                 .iter()
-                .copied()
                 .take_while(|a| !a.starts_with('-') && *a != "(" && *a != "!")
                 .collect();
-            let expr: Vec<&str> = args[starts.len()..].iter().map(|a| a.as_str()).collect();
-            let f = super::find::Expr::parse(&expr);
-            let starts = if starts.is_empty() {
-                vec![".".to_owned()]
-            } else {
-                starts.into_iter().cloned().collect()
-            };
             for t in starts {
-                find_walk(&abs(&t), &t, 0, &f, m, &mut blast);
-            }
-        }
-        "chown" | "chgrp" | "chmod" if short(args, 'R', "--recursive") => {
-            let pos = positionals(args);
-            let (spec, targets) = pos.split_first()?;
-            let change = super::attrs::Change::parse(prog, spec)?;
-            for t in targets {
-                let target = abs(t);
-                let root_like = m.is_root_like(&target);
-                super::attrs::preview(&target, &change, root_like, m, &mut blast);
+                walk(&abs(t), true, m, &mut blast, &|_| true);
             }
         }
         "git" => {
@@ -257,25 +168,15 @@ pub fn preview(argv: &[String], cwd: &Path, m: &mut Measurer) -> Option<Blast> {
                     if short(rest, 'n', "--dry-run") {
                         return None;
                     }
-                    let only_ignored = short(rest, 'X', "-X");
-                    let with_ignored = short(rest, 'x', "-x") || only_ignored;
+                    let with_ignored = short(rest, 'x', "-x") || short(rest, 'X', "-X");
                     let dirs = short(rest, 'd', "-d");
                     let starts = if paths.is_empty() {
                         vec![cwd.to_path_buf()]
                     } else {
                         paths
                     };
-                    let which = Clean {
-                        dirs,
-                        with_ignored,
-                        only_ignored,
-                    };
                     for s in starts {
-                        if std::fs::symlink_metadata(&s).is_ok_and(|md| !md.is_dir()) {
-                            clean_file(&root, &s, false, &which, m, &mut blast);
-                        } else {
-                            clean_walk(&root, &s, false, &which, m, &mut blast);
-                        }
+                        clean_walk(&root, &s, dirs, with_ignored, m, &mut blast);
                     }
                 }
                 "reset" if rest.iter().any(|a| a == "--hard") => {
@@ -313,49 +214,6 @@ pub fn preview(argv: &[String], cwd: &Path, m: &mut Measurer) -> Option<Blast> {
                     };
                     worktree_changes(&root, &after_dd, m, &mut blast)
                 }
-                // Remote branches or tags deleted: lost when no other
-                // remote ref holds their commits.
-                "push" => {
-                    let del = rest.iter().any(|a| a == "--delete" || a == "-d");
-                    let pos = positionals(rest);
-                    let remote = pos.first()?.clone();
-                    let names: Vec<String> = pos[1..]
-                        .iter()
-                        .filter_map(|r| {
-                            if del {
-                                Some(r.clone())
-                            } else {
-                                r.strip_prefix(':').map(str::to_owned)
-                            }
-                        })
-                        .collect();
-                    if names.is_empty() {
-                        return None;
-                    }
-                    let git_dir = m.repo(&root)?.git_dir.clone();
-                    for n in names {
-                        blast.refs += 1;
-                        if super::git::remote_ref_loses(&root, &git_dir, &remote, &n) {
-                            blast.irreversible += 1;
-                            if blast.lost.len() < NAMED {
-                                blast.lost.push(format!("{remote}/{n}"));
-                            }
-                        } else {
-                            blast.recoverable += 1;
-                        }
-                    }
-                }
-                // Stash entries exist nowhere else.
-                "stash" if matches!(pos.get(1).map(String::as_str), Some("drop" | "clear")) => {
-                    let git_dir = m.repo(&root)?.git_dir.clone();
-                    let n = super::git::stash_entries(&git_dir);
-                    let n = if pos[1] == "drop" { n.min(1) } else { n };
-                    blast.refs += n;
-                    blast.irreversible += n;
-                    if n > 0 {
-                        blast.lost.push("stash entries".to_owned());
-                    }
-                }
                 _ => return None,
             }
         }
@@ -384,25 +242,16 @@ fn walk(p: &Path, recursive: bool, m: &mut Measurer, b: &mut Blast, keep: &dyn F
         let by_git = false;
         let path = p.to_string_lossy().into_owned();
         let meas = m.measure(&path, by_git);
-        b.add_path(&path, &meas);
+        b.add(&meas);
         b.seen.insert(path, meas);
     }
 }
 
-/// Which files `git clean` removes: `-d` recurses into untracked
-/// directories, `-x` also ignored files, `-X` only ignored files.
-struct Clean {
-    dirs: bool,
-    with_ignored: bool,
-    only_ignored: bool,
-}
-
-/// `under_ignored`: an ancestor directory is ignored (all below it is).
 fn clean_walk(
     root: &Path,
     start: &Path,
-    under_ignored: bool,
-    which: &Clean,
+    dirs: bool,
+    with_ignored: bool,
     m: &mut Measurer,
     b: &mut Blast,
 ) {
@@ -421,82 +270,21 @@ fn clean_walk(
         let rel = rel_path(root, &p);
         let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
         let Some(repo) = m.repo(root) else { return };
-        let ignored = under_ignored || repo.is_ignored(&rel, is_dir);
-        if ignored && !which.with_ignored {
+        let ignored = repo.is_ignored(&rel, is_dir);
+        if ignored && !with_ignored {
             continue;
         }
         if is_dir {
-            let tracked_below = !repo.entries_under(rel.as_bytes()).is_empty();
-            if which.dirs || tracked_below || (ignored && which.only_ignored) {
-                clean_walk(root, &p, ignored, which, m, b);
+            if dirs || !repo.entries_under(rel.as_bytes()).is_empty() {
+                clean_walk(root, &p, dirs, with_ignored, m, b);
             }
-        } else {
-            clean_file(root, &p, ignored, which, m, b);
+        } else if repo.entry(rel.as_bytes()).is_none() {
+            let path = p.to_string_lossy().into_owned();
+            let meas = m.measure(&path, false);
+            b.add(&meas);
+            b.seen.insert(path, meas);
         }
     }
-}
-
-fn clean_file(
-    root: &Path,
-    p: &Path,
-    ignored: bool,
-    which: &Clean,
-    m: &mut Measurer,
-    b: &mut Blast,
-) {
-    let rel = rel_path(root, p);
-    let Some(repo) = m.repo(root) else { return };
-    if repo.entry(rel.as_bytes()).is_some() {
-        return;
-    }
-    let ignored = ignored || repo.is_ignored(&rel, false);
-    if (ignored && !which.with_ignored) || (!ignored && which.only_ignored) {
-        return;
-    }
-    let path = p.to_string_lossy().into_owned();
-    let meas = m.measure(&path, false);
-    b.add_path(&path, &meas);
-    b.seen.insert(path, meas);
-}
-
-/// A `find ... -delete` walk: only what the expression selects is counted
-/// (`find . -name '*.pyc' -delete` removes bytecode, not the tree). `shown`
-/// is the path as find prints it (for `-path`).
-fn find_walk(
-    p: &Path,
-    shown: &str,
-    depth: usize,
-    f: &super::find::Expr,
-    m: &mut Measurer,
-    b: &mut Blast,
-) {
-    if b.files as usize >= WALK_LIMIT {
-        b.truncated = true;
-        return;
-    }
-    let Ok(meta) = std::fs::symlink_metadata(p) else {
-        return;
-    };
-    if meta.is_dir() {
-        if f.max_depth.is_none_or(|d| depth < d) {
-            if let Ok(rd) = std::fs::read_dir(p) {
-                for e in rd.flatten() {
-                    let name = e.file_name();
-                    let child =
-                        format!("{}/{}", shown.trim_end_matches('/'), name.to_string_lossy());
-                    find_walk(&e.path(), &child, depth + 1, f, m, b);
-                }
-            }
-        }
-        return;
-    }
-    if depth < f.min_depth || !f.deletes(p, shown, &meta) {
-        return;
-    }
-    let path = p.to_string_lossy().into_owned();
-    let meas = m.measure(&path, false);
-    b.add_path(&path, &meas);
-    b.seen.insert(path, meas);
 }
 
 /// Tracked files under `paths` whose content differs from the index: what
@@ -529,9 +317,6 @@ fn worktree_changes(root: &Path, paths: &[PathBuf], m: &mut Measurer, b: &mut Bl
         } else {
             b.modified += 1;
             b.irreversible += 1;
-            if b.lost.len() < NAMED {
-                b.lost.push(path.to_string_lossy().into_owned());
-            }
         }
     }
 }

@@ -350,7 +350,7 @@ fn ignore_pattern(line: &str) -> Option<IgnorePattern> {
 
 /// Refs of a git directory: loose refs under `refs/` and `packed-refs`,
 /// name → object id (hex).
-pub fn refs(git_dir: &Path) -> HashMap<String, String> {
+fn refs(git_dir: &Path) -> HashMap<String, String> {
     fn walk(dir: &Path, name: &str, out: &mut HashMap<String, String>) {
         let Ok(rd) = fs::read_dir(dir) else { return };
         for e in rd.flatten() {
@@ -405,57 +405,4 @@ pub fn all_on_a_remote(git_dir: &Path) -> bool {
             .iter()
             .filter(|(n, _)| n.starts_with("refs/heads/"))
             .all(|(_, v)| remote.contains(v.as_str()))
-}
-
-/// Whether deleting the remote ref `refs/remotes/<remote>/<name>` loses
-/// commits: false when its tip is also the tip of, or contained in,
-/// another remote-tracking ref or a tag (`git for-each-ref --contains`,
-/// run only when no other ref points at the same commit). True when the
-/// ref is not known locally (its content cannot be measured).
-pub fn remote_ref_loses(root: &Path, git_dir: &Path, remote: &str, name: &str) -> bool {
-    let all = refs(git_dir);
-    let name = name
-        .trim_start_matches("refs/heads/")
-        .trim_start_matches("refs/tags/");
-    let own = format!("refs/remotes/{remote}/{name}");
-    let Some(tip) = all
-        .get(&own)
-        .or_else(|| all.get(&format!("refs/tags/{name}")))
-    else {
-        return true;
-    };
-    let elsewhere = |n: &String| {
-        *n != own
-            && !n.ends_with("/HEAD")
-            && (n.starts_with("refs/remotes/") || n.starts_with("refs/tags/"))
-    };
-    if all.iter().any(|(n, v)| elsewhere(n) && v == tip) {
-        return false;
-    }
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(root)
-        .args([
-            "for-each-ref",
-            "--format=%(refname)",
-            "--contains",
-            tip,
-            "refs/remotes",
-            "refs/tags",
-        ])
-        .stderr(std::process::Stdio::null())
-        .output();
-    match out {
-        Ok(o) if o.status.success() => !String::from_utf8_lossy(&o.stdout)
-            .lines()
-            .any(|l| elsewhere(&l.to_owned())),
-        _ => true,
-    }
-}
-
-/// The number of stash entries (lines of the stash reflog).
-pub fn stash_entries(git_dir: &Path) -> u64 {
-    fs::read_to_string(git_dir.join("logs/refs/stash"))
-        .map(|t| t.lines().filter(|l| !l.trim().is_empty()).count() as u64)
-        .unwrap_or(0)
 }

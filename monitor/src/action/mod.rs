@@ -23,9 +23,7 @@ use serde_json::{json, Value};
 use crate::policy::{Context, Facts, Policy};
 use crate::record::{Action, Measured, ObjectKind, Op, Recovery, Treatment, Verdict};
 
-pub mod attrs;
 pub mod blast;
-pub mod find;
 pub mod git;
 pub mod group;
 pub mod pathset;
@@ -42,14 +40,6 @@ use scope::Locator;
 
 /// Rule id of verdicts given to execs that run inside another action.
 pub const RULE_INSIDE: &str = "action.inside";
-
-/// Rule id of the floor under every pack: a call that destroys data the
-/// records measure as existing nowhere else is never accepted ([`floor`]).
-pub const RULE_FLOOR: &str = "action.irreversible";
-
-/// How a measurement names an edit through a temporary name (a file this
-/// run wrote renamed over the original).
-pub const EDITED: &str = "replaced by an edited copy this run wrote";
 
 /// What is known about one action.
 #[derive(Debug, Default)]
@@ -89,95 +79,9 @@ pub struct Judge {
     /// with the command line and directory they were taken for (see
     /// [`Judge::preview_early`]).
     early: HashMap<(u32, u64), (Vec<String>, String, Blast)>,
-    /// Git objects this run made: its own to remove.
-    own: OwnRefs,
     /// Actions judged, and the time spent judging their records.
     pub actions_judged: u64,
     pub cost_ns: u64,
-    /// The judging time of each ended action (ns), for percentiles.
-    pub action_costs: Vec<u64>,
-}
-
-/// Stash entries, branches and tags this run made (and pushed): deleting
-/// them loses nothing that was there before the run.
-#[derive(Debug, Default)]
-struct OwnRefs {
-    /// Stash entries pushed by this run and not yet popped or dropped.
-    stashes: u64,
-    /// Branch and tag names this run created or pushed.
-    names: std::collections::HashSet<String>,
-}
-
-impl OwnRefs {
-    /// Take what a git command line makes or removes into account, and
-    /// discount from `blast` what it removes of the run's own.
-    fn git(&mut self, argv: &[String], blast: Option<&mut Blast>) {
-        let words: Vec<&str> = argv[1..]
-            .iter()
-            .map(String::as_str)
-            .filter(|a| !a.starts_with('-'))
-            .collect();
-        let flag = |f: &str| argv.iter().any(|a| a == f);
-        match words.as_slice() {
-            ["stash"] | ["stash", "push" | "save", ..] => self.stashes += 1,
-            ["stash", "pop", ..] => self.stashes = self.stashes.saturating_sub(1),
-            ["stash", "drop" | "clear", ..] => {
-                if let Some(b) = blast {
-                    let own = self.stashes.min(b.refs);
-                    b.irreversible = b.irreversible.saturating_sub(own);
-                    b.recoverable += own;
-                    if b.irreversible == 0 {
-                        b.lost.clear();
-                    }
-                }
-                self.stashes = if words[1] == "clear" {
-                    0
-                } else {
-                    self.stashes.saturating_sub(1)
-                };
-            }
-            ["push", _remote, names @ ..]
-                if flag("--delete") || flag("-d") || names.iter().any(|n| n.starts_with(':')) =>
-            {
-                if let Some(b) = blast {
-                    let own: Vec<String> = names
-                        .iter()
-                        .map(|n| n.trim_start_matches(':'))
-                        .filter(|n| self.names.contains(*n))
-                        .map(str::to_owned)
-                        .collect();
-                    for n in own {
-                        if let Some(i) = b.lost.iter().position(|l| l.ends_with(&format!("/{n}"))) {
-                            b.lost.remove(i);
-                            b.irreversible = b.irreversible.saturating_sub(1);
-                            b.recoverable += 1;
-                        }
-                    }
-                }
-            }
-            ["push", _remote, names @ ..] => {
-                for n in names {
-                    let dst = n.rsplit(':').next().unwrap_or(n).trim_start_matches('+');
-                    let dst = dst
-                        .trim_start_matches("refs/heads/")
-                        .trim_start_matches("refs/tags/");
-                    self.names.insert(dst.to_owned());
-                }
-            }
-            ["tag", name, ..] if !flag("-d") && !flag("--delete") && !flag("-l") => {
-                self.names.insert((*name).to_owned());
-            }
-            ["branch", name, ..] if !flag("-d") && !flag("-D") && !flag("--delete") => {
-                self.names.insert((*name).to_owned());
-            }
-            ["checkout" | "switch", name, ..]
-                if flag("-b") || flag("-B") || flag("-c") || flag("-C") =>
-            {
-                self.names.insert((*name).to_owned());
-            }
-            _ => {}
-        }
-    }
 }
 
 impl Judge {
@@ -192,10 +96,8 @@ impl Judge {
             ended: Vec::new(),
             role: None,
             early: HashMap::new(),
-            own: OwnRefs::default(),
             actions_judged: 0,
             cost_ns: 0,
-            action_costs: Vec::new(),
         }
     }
 
@@ -275,12 +177,9 @@ impl Judge {
                     let st = &self.grouper.actions[&k];
                     let cwd = st.cwd.clone().map(PathBuf::from);
                     let argv = st.argv.clone();
-                    let mut preview = early.or_else(|| {
+                    let preview = early.or_else(|| {
                         cwd.and_then(|c| blast::preview(&argv, &c, &mut self.measurer))
                     });
-                    if argv.len() > 1 && group::program_name(&argv[0]) == "git" {
-                        self.own.git(&argv, preview.as_mut());
-                    }
                     self.info.insert(
                         k,
                         Info {
@@ -361,18 +260,7 @@ impl Judge {
             // A rewrite in place: judged on what the judges before and
             // after the call both know (Measurer::measure_rewrite).
             Some(p) if matches!(a.op, Some(Op::Rename | Op::Write | Op::Truncate)) => {
-                let mut m = self.measurer.measure_rewrite(p, by_git);
-                // A file this run wrote, renamed over the original: an
-                // edit through a temporary name (`sed -i`, editors).
-                if a.op == Some(Op::Rename)
-                    && m.recovery == Recovery::Irreversible
-                    && a.path
-                        .as_deref()
-                        .is_some_and(|s| self.measurer.created.contains(s))
-                {
-                    m.why = std::borrow::Cow::Owned(format!("{EDITED}; {}", m.why));
-                }
-                m
+                self.measurer.measure_rewrite(p, by_git)
             }
             Some(p) => {
                 let m = self.measurer.measure_effect(p, a.op, by_git);
@@ -417,10 +305,9 @@ impl Judge {
                 self.info.entry(k).or_default().measured.add(&m);
             }
         }
-        let facts = self.facts(key, state(self, key));
         a.measured = Some(m);
+        let facts = self.facts(key, state(self, key));
         let v = policy.evaluate_with(a, ctx, &facts);
-        let v = floor(v, a, by_git);
         self.with_blast(v, key)
     }
 
@@ -520,9 +407,6 @@ impl Judge {
         }
         let facts = self.facts(key, state.as_ref());
         let mut v = policy.evaluate_with(a, ctx, &facts);
-        if a.op != Some(Op::Exec) {
-            v = floor(v, a, state.as_ref().is_some_and(|s| s.is_git()));
-        }
         if a.op == Some(Op::Exec)
             && self.role == Some(ExecRole::Inside)
             && v.treatment != Treatment::Deny
@@ -571,7 +455,6 @@ impl Judge {
             let Some(info) = self.info.remove(&k) else {
                 continue;
             };
-            self.action_costs.push(info.cost_ns);
             let Some(seq) = info.seq else { continue };
             let st = self.grouper.actions.remove(&k).unwrap_or_default();
             out.push(summary(seq, &st, &info));
@@ -613,13 +496,10 @@ pub fn write_ended(
         writer.append_note("action", body)?;
     }
     if all {
-        let (p50, p99) = percentiles(&mut judge.action_costs);
         writer.append_note(
             "action_stats",
             json!({
                 "actions": judge.actions_judged,
-                "decision_us_p50": p50 as f64 / 1000.0,
-                "decision_us_p99": p99 as f64 / 1000.0,
                 "decision_us_total": judge.cost_ns as f64 / 1000.0,
                 "decision_us_per_action": if judge.actions_judged > 0 {
                     judge.cost_ns as f64 / 1000.0 / judge.actions_judged as f64
@@ -630,16 +510,6 @@ pub fn write_ended(
         )?;
     }
     Ok(())
-}
-
-/// The median and 99th percentile of per-action judging times (ns).
-pub fn percentiles(costs: &mut [u64]) -> (u64, u64) {
-    if costs.is_empty() {
-        return (0, 0);
-    }
-    costs.sort_unstable();
-    let at = |q: f64| costs[((costs.len() - 1) as f64 * q).round() as usize];
-    (at(0.5), at(0.99))
 }
 
 /// The `action` note that closes an action (docs/trace.md).
@@ -714,60 +584,5 @@ pub fn destroyed_path(a: &Action) -> Option<String> {
             Some(dst.clone())
         }
         _ => None,
-    }
-}
-
-/// The treatment follows the measurement: a call that destroys user data
-/// the measurement says exists nowhere else (untracked, ignored and not
-/// build output, modified since the index, a credential, a database, a
-/// file in no repository) is never accepted or only audited, whatever
-/// rule or default decided: it gets `confirm` (`preserve` for an edit
-/// through a temporary name, which keeps working, also instead of an
-/// action-model rule's `confirm`). Not for git's own effects (the git
-/// command is judged as a whole by its preview), not for system files
-/// (the host rules decide), not in scratch places. Any other rule that
-/// denies, confirms or preserves stands.
-pub fn floor(v: Verdict, a: &Action, by_git: bool) -> Verdict {
-    let Some(m) = &a.measured else { return v };
-    let user_data = matches!(
-        m.object,
-        ObjectKind::Untracked
-            | ObjectKind::Modified
-            | ObjectKind::Credential
-            | ObjectKind::Database
-            | ObjectKind::Loose
-    );
-    if m.recovery != Recovery::Irreversible
-        || !user_data
-        || by_git
-        || !matches!(
-            m.location,
-            crate::record::Location::Workspace | crate::record::Location::Shared
-        )
-        || destroyed_path(a).is_none()
-    {
-        return v;
-    }
-    let edit = m.why.starts_with(EDITED);
-    // Treatment's order is accept < audit < confirm < preserve < deny.
-    let want = match v.treatment {
-        Treatment::Deny | Treatment::Preserve => return v,
-        // An edit keeps working with a copy kept, rather than the action
-        // model's question; any other rule's question stands.
-        Treatment::Confirm if edit && v.rule.starts_with("action.") => Treatment::Preserve,
-        Treatment::Confirm => return v,
-        _ if edit => Treatment::Preserve,
-        _ => Treatment::Confirm,
-    };
-    Verdict {
-        rule: RULE_FLOOR.to_owned(),
-        treatment: want,
-        irreversibility: crate::record::Irreversibility::Irreversible,
-        scope: v.scope,
-        reason: format!(
-            "destroys data that exists nowhere else ({}: {})",
-            m.object.name(),
-            m.why
-        ),
     }
 }

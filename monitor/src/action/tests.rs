@@ -408,7 +408,7 @@ fn an_rmdir_loses_nothing_but_the_files_it_held_are_judged() {
         (m.recovery, m.object),
         (Recovery::Irreversible, ObjectKind::Untracked)
     );
-    assert!(file.verdict.as_ref().unwrap().treatment > Treatment::Audit);
+    assert!(file.verdict.as_ref().unwrap().treatment >= Treatment::Preserve);
     // Emptied, the directory's rmdir destroys nothing: accepted, not
     // preserved as a "test file".
     std::fs::remove_file(r.join("tests/test_x.py")).unwrap();
@@ -576,7 +576,7 @@ fn a_rewrite_is_judged_the_same_before_and_after_the_call() {
             "truncated untracked file",
             file_effect(Op::Truncate, &r.join("config.yaml"), &trunc),
             Box::new(write(r.join("config.yaml"), "")),
-            Treatment::Confirm,
+            Treatment::Preserve,
         ),
         // An empty untracked file is judged like a full one (after the
         // call nothing tells them apart).
@@ -584,7 +584,7 @@ fn a_rewrite_is_judged_the_same_before_and_after_the_call() {
             "truncated empty untracked file",
             file_effect(Op::Truncate, &r.join("empty.txt"), &trunc),
             Box::new(write(r.join("empty.txt"), "")),
-            Treatment::Confirm,
+            Treatment::Preserve,
         ),
         // A rewrite of a tracked file: not measured either way.
         (
@@ -601,7 +601,7 @@ fn a_rewrite_is_judged_the_same_before_and_after_the_call() {
                 ..file_effect(Op::Rename, &r.join("draft"), &[])
             },
             Box::new(write(r.join("notes.txt"), "draft")),
-            Treatment::Confirm,
+            Treatment::Preserve,
         ),
     ];
     std::fs::write(r.join("draft"), "draft").unwrap();
@@ -654,202 +654,4 @@ fn git_checkout_of_a_pathspec_is_previewed() {
     assert_eq!(b.modified, 1, "{b:?}");
     assert!(preview(&argv(&["git", "checkout", "feature"]), &r, &mut m).is_none());
     assert!(preview(&argv(&["git", "checkout", "-b", "new"]), &r, &mut m).is_none());
-}
-
-fn argv(a: &[&str]) -> Vec<String> {
-    a.iter().map(|s| s.to_string()).collect()
-}
-
-#[test]
-fn ignored_is_not_regenerable_but_tool_owned_trees_are() {
-    let tmp = tempfile::tempdir().unwrap();
-    let r = repo(tmp.path());
-    std::fs::write(r.join(".gitignore"), "/target/\n*.o\ndata/\nlocal.yaml\n").unwrap();
-    std::fs::create_dir_all(r.join("data")).unwrap();
-    std::fs::write(r.join("data/users.csv"), "rows\n").unwrap();
-    std::fs::write(r.join("local.yaml"), "db: x\n").unwrap();
-    // Untracked, not ignored, but marked by their tools.
-    std::fs::create_dir_all(r.join("cache/v")).unwrap();
-    std::fs::write(
-        r.join("cache/CACHEDIR.TAG"),
-        "Signature: 8a477f597d28d172789f06886806bc55\n",
-    )
-    .unwrap();
-    std::fs::write(r.join("cache/v/x"), "x").unwrap();
-    std::fs::create_dir_all(r.join("env1/bin")).unwrap();
-    std::fs::write(r.join("env1/pyvenv.cfg"), "home = /usr/bin\n").unwrap();
-    std::fs::write(r.join("env1/bin/activate"), "# activate\n").unwrap();
-    let mut m = measurer(&r, &tmp.path().join("home"));
-    for (p, want) in [
-        ("data/users.csv", Recovery::Irreversible),
-        ("local.yaml", Recovery::Irreversible),
-        ("target/debug/app", Recovery::Reversible),
-        ("src/x.o", Recovery::Reversible),
-        ("cache/v/x", Recovery::Reversible),
-        ("env1/bin/activate", Recovery::Reversible),
-    ] {
-        let got = m.measure(&s(&r.join(p)), false);
-        assert_eq!(got.recovery, want, "{p}: {got:?}");
-        // A rewrite in place is judged the same way.
-        let rw = m.measure_rewrite(&s(&r.join(p)), false);
-        assert_eq!(rw.recovery, want, "{p} (rewrite): {rw:?}");
-    }
-}
-
-#[test]
-fn a_pem_is_judged_by_its_content() {
-    let tmp = tempfile::tempdir().unwrap();
-    let r = repo(tmp.path());
-    std::fs::write(
-        r.join("ca.pem"),
-        "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
-    )
-    .unwrap();
-    std::fs::write(
-        r.join("server.pem"),
-        "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----\n",
-    )
-    .unwrap();
-    let mut m = measurer(&r, &tmp.path().join("home"));
-    let public = m.measure(&s(&r.join("ca.pem")), false);
-    assert_eq!(public.recovery, Recovery::Recoverable, "{public:?}");
-    let private = m.measure(&s(&r.join("server.pem")), false);
-    assert_eq!(
-        (private.recovery, private.object),
-        (Recovery::Irreversible, ObjectKind::Credential),
-        "{private:?}"
-    );
-}
-
-#[test]
-fn find_delete_is_judged_by_what_it_selects() {
-    let tmp = tempfile::tempdir().unwrap();
-    let r = repo(tmp.path());
-    let mut m = measurer(&r, &tmp.path().join("home"));
-    let b = preview(&argv(&["find", ".", "-name", "*.o", "-delete"]), &r, &mut m).unwrap();
-    assert_eq!((b.files, b.irreversible), (1, 0), "{b:?}");
-    let b = preview(
-        &argv(&[
-            "find", ".", "(", "-name", "*.o", "-o", "-name", "*.txt", ")", "-delete",
-        ]),
-        &r,
-        &mut m,
-    )
-    .unwrap();
-    assert_eq!((b.files, b.irreversible), (2, 1), "{b:?}");
-    assert!(b.describe().contains("notes.txt"), "{}", b.describe());
-    let b = preview(
-        &argv(&[
-            "find", ".", "-not", "-path", "./.git/*", "-type", "f", "-delete",
-        ]),
-        &r,
-        &mut m,
-    )
-    .unwrap();
-    assert!(b.irreversible >= 2 && b.git_internal == 0, "{b:?}");
-    let b = preview(
-        &argv(&["find", ".", "-maxdepth", "1", "-name", "*.o", "-delete"]),
-        &r,
-        &mut m,
-    )
-    .unwrap();
-    assert_eq!(b.files, 0, "{b:?}");
-}
-
-#[test]
-fn git_clean_with_a_pathspec_or_x_upper_selects_only_that() {
-    let tmp = tempfile::tempdir().unwrap();
-    let r = repo(tmp.path());
-    let mut m = measurer(&r, &tmp.path().join("home"));
-    // -X: ignored files only (build output), not the untracked notes.
-    let b = preview(&argv(&["git", "clean", "-fdX"]), &r, &mut m).unwrap();
-    assert_eq!((b.files, b.irreversible), (2, 0), "{b:?}");
-    // A pathspec: only below it.
-    std::fs::create_dir_all(r.join("out")).unwrap();
-    std::fs::write(r.join("out/gen.js"), "x").unwrap();
-    let b = preview(&argv(&["git", "clean", "-fd", "--", "out"]), &r, &mut m).unwrap();
-    assert_eq!(b.files, 1, "{b:?}");
-}
-
-#[test]
-fn recursive_attribute_changes_count_what_nothing_records() {
-    use super::attrs::{Change, ModeSpec};
-    let Some(Change::Mode(ModeSpec::Symbolic(c))) = Change::parse("chmod", "u+x,go-w") else {
-        panic!("symbolic mode parses")
-    };
-    assert_eq!(c.len(), 2);
-    assert!(Change::parse("chmod", "q+z").is_none());
-    let tmp = tempfile::tempdir().unwrap();
-    let r = repo(tmp.path());
-    let mut m = measurer(&r, &tmp.path().join("home"));
-    // The workspace itself: every file's mode changes, nothing records it.
-    let b = preview(&argv(&["chmod", "-R", "777", "."]), &r, &mut m).unwrap();
-    assert!(b.attributes > 5 && b.irreversible == b.attributes, "{b:?}");
-    assert!(b.describe().contains("owner or mode"), "{}", b.describe());
-    // A subdirectory of uniform files, a change one command undoes.
-    std::fs::create_dir_all(r.join("scripts")).unwrap();
-    for f in ["a.sh", "b.sh"] {
-        std::fs::write(r.join("scripts").join(f), "#!/bin/sh\n").unwrap();
-        std::fs::set_permissions(
-            r.join("scripts").join(f),
-            std::os::unix::fs::PermissionsExt::from_mode(0o644),
-        )
-        .unwrap();
-    }
-    std::fs::set_permissions(
-        r.join("scripts"),
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
-    let b = preview(&argv(&["chmod", "-R", "u+x", "scripts"]), &r, &mut m).unwrap();
-    assert_eq!((b.files, b.irreversible), (2, 0), "{b:?}");
-}
-
-#[test]
-fn the_floor_never_accepts_what_the_records_measure_as_lost() {
-    let v = |t| Verdict {
-        rule: "default".into(),
-        treatment: t,
-        irreversibility: crate::record::Irreversibility::Reversible,
-        scope: crate::record::Scope::Workspace,
-        reason: String::new(),
-    };
-    let mut a = file_effect(Op::Unlink, Path::new("/w/data/users.csv"), &[]);
-    a.result = Some(0);
-    a.measured = Some(Measured {
-        recovery: Recovery::Irreversible,
-        location: Location::Workspace,
-        object: ObjectKind::Untracked,
-        why: "untracked".into(),
-    });
-    let got = floor(v(Treatment::Accept), &a, false);
-    assert_eq!(
-        (got.treatment, got.rule.as_str()),
-        (Treatment::Confirm, RULE_FLOOR)
-    );
-    // A stricter rule stands; git's own effects are left to its preview.
-    assert_eq!(
-        floor(v(Treatment::Deny), &a, false).treatment,
-        Treatment::Deny
-    );
-    assert_eq!(
-        floor(v(Treatment::Accept), &a, true).treatment,
-        Treatment::Accept
-    );
-    // An edit through a temporary name keeps a copy.
-    if let Some(m) = a.measured.as_mut() {
-        m.why = format!("{EDITED}; untracked").into();
-    }
-    assert_eq!(
-        floor(v(Treatment::Audit), &a, false).treatment,
-        Treatment::Preserve
-    );
-    // Scratch and recoverable data are not floored.
-    if let Some(m) = a.measured.as_mut() {
-        m.location = Location::Scratch;
-    }
-    assert_eq!(
-        floor(v(Treatment::Accept), &a, false).treatment,
-        Treatment::Accept
-    );
 }

@@ -15,7 +15,7 @@ const EXPAND_LIMIT: usize = 5000;
 /// `shred`, `rmdir`, `truncate`, `chmod`, `chown`, `mv` (rename of each
 /// source to the destination, or into it when it is a directory), `cp`,
 /// `install`, `dd of=`, `tee` (truncating opens of the destination) and
-/// `sed -i` (a temporary file created, then renamed over each file). Other programs are
+/// `sed -i` (a temporary file renamed over each file). Other programs are
 /// judged by their exec and its preview.
 pub(super) fn file_effects(argv: &[String], cwd: &Path, pid: u32) -> Vec<Action> {
     let Some(prog) = argv.first().map(|p| p.rsplit('/').next().unwrap_or(p)) else {
@@ -117,13 +117,9 @@ pub(super) fn file_effects(argv: &[String], cwd: &Path, pid: u32) -> Vec<Action>
             for p in paths.iter().skip(usize::from(!script_given)) {
                 let dir = Path::new(p).parent().unwrap_or(Path::new("/"));
                 let tmp = dir.join(format!("sed{:06}", pid % 1_000_000));
-                let tmp = tmp.to_string_lossy();
-                // sed creates its temporary file (the kernel says so), then
-                // renames it over the original: an edit.
-                let mut w = file_action(Op::Write, &tmp, None, &["O_WRONLY", "O_CREAT"], pid);
-                w.created_by_call = true;
-                out.push(w);
-                out.push(act(Op::Rename, &tmp, Some(p)));
+                let mut a = act(Op::Rename, &tmp.to_string_lossy(), Some(p));
+                a.created_by_call = false;
+                out.push(a);
             }
         }
         _ => {}

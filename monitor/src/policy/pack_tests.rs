@@ -162,10 +162,6 @@ hit  action.destroy-git-dir | exec rm -rf .git | blast_git=40
 miss action.destroy-git-dir | exec rm -rf .git | blast_git=0
 hit  action.destroy-bulk | exec rm -rf src | blast=21
 miss action.destroy-bulk | exec rm -rf src | blast=20
-hit  action.destroy-work | exec rm -rf data | blast=1
-hit  action.destroy-work | exec chown -R nobody . | blast=12
-miss action.destroy-work | exec rm -rf data | blast=0
-miss action.destroy-work | exec git clean -fdX | blast=0
 hit  action.chmod-world-recursive | exec chmod -R 777 .
 hit  action.chmod-world-recursive | exec chmod -R a+w $WS
 miss action.chmod-world-recursive | exec chmod -R 755 .
@@ -174,8 +170,7 @@ hit  action.database-destroy | truncate $WS/data/app.sqlite3 | measured=irrevers
 hit  action.database-destroy | unlink $WS/db.sqlite3 | measured=irreversible,database,workspace action=rm
 miss action.database-destroy | unlink $WS/db.sqlite3 | measured=irreversible,database,workspace action=sqlite3
 hit  action.credential-destroy | unlink $WS/.env | measured=irreversible,credential,workspace
-hit  action.credential-destroy | rename $WS/env.example $WS/.env | measured=irreversible,credential,workspace
-miss action.credential-destroy | unlink $WS/certs/ca.pem | measured=recoverable,cache,workspace
+miss action.credential-destroy | write $WS/.env | measured=irreversible,credential,workspace
 hit  action.git-effects | unlink $WS/src/a.rs | measured=irreversible,modified,workspace action=git,stash
 miss action.git-effects | unlink $WS/src/a.rs | measured=irreversible,modified,workspace action=rm
 hit  action.scratch | unlink /tmp/pip-build-1/setup.py | measured=reversible,loose,scratch
@@ -339,14 +334,12 @@ hit  repo.push-mirror | exec git push --prune origin 'refs/heads/*:refs/heads/*'
 miss repo.push-mirror | exec git push --all origin
 miss repo.push-mirror | exec git push --tags origin
 
-hit  repo.push-delete | exec git push --delete origin feature | blast=1
-hit  repo.push-delete | exec git push -d origin v1.0 | blast=1
-miss repo.push-delete | exec git push --delete origin feature | blast=0
+hit  repo.push-delete | exec git push --delete origin feature
+hit  repo.push-delete | exec git push -d origin v1.0
 miss repo.push-delete | exec git push origin feature
 miss repo.push-delete | exec git branch -d feature
 
-hit  repo.push-delete-refspec | exec git push origin :feature | blast=1
-miss repo.push-delete-refspec | exec git push origin :feature | blast=0
+hit  repo.push-delete-refspec | exec git push origin :feature
 miss repo.push-delete-refspec | exec git push origin feature:feature
 miss repo.push-delete-refspec | exec git push origin :
 
@@ -398,9 +391,8 @@ hit  repo.tag-delete | exec git tag -d v1.0
 miss repo.tag-delete | exec git tag v1.1
 miss repo.tag-delete | exec git tag -a v1.1 -m release
 
-hit  repo.stash-drop | exec git stash drop | blast=1
-hit  repo.stash-drop | exec git stash clear | blast=2
-miss repo.stash-drop | exec git stash drop | blast=0
+hit  repo.stash-drop | exec git stash drop
+hit  repo.stash-drop | exec git stash clear
 miss repo.stash-drop | exec git stash
 miss repo.stash-drop | exec git stash pop
 
