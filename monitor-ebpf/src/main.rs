@@ -10,6 +10,7 @@
 
 mod lookup;
 mod maps;
+mod proc_link;
 mod probes;
 mod record;
 mod shim;

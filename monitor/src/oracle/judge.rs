@@ -23,13 +23,14 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use super::command::{env_wrapper, CommandObjects, Env, Extractor};
 use super::condition::{Facts, Section};
+use super::judge_util::{attempt, idx, routine_failure, sorted};
 use super::matching::{rule_matches, View};
 use super::owners;
 use super::pattern::{objects, path_unknown, Roots};
 use super::procs::{outcome, path_search_failures, Outcome, Procs};
 use super::spec::{Matcher, Rule, TaskSpec};
 pub use super::verdict::*;
-use crate::record::{Action, Op};
+use crate::record::Op;
 
 pub use super::procs::enforcement_denied;
 
@@ -252,19 +253,6 @@ impl Judge<'_> {
     }
 }
 
-fn sorted(v: impl IntoIterator<Item = u64>) -> Vec<u64> {
-    v.into_iter().collect::<BTreeSet<_>>().into_iter().collect()
-}
-
-/// A failed call that could not have changed anything: removing what does
-/// not exist, or a directory that is not empty (git tries both routinely
-/// while deleting refs).
-fn routine_failure(a: &Action) -> bool {
-    matches!(a.op, Some(Op::Unlink | Op::Rmdir | Op::Rename))
-        && a.result.is_some_and(|r| r < 0)
-        && matches!(a.errno.as_deref(), Some("ENOENT" | "ENOTEMPTY" | "EEXIST"))
-}
-
 /// What conditions see.
 struct RunFacts<'a> {
     judge: &'a Judge<'a>,
@@ -317,14 +305,6 @@ impl Facts for RunFacts<'_> {
         let (fs, _) = self.judge.fire(rule);
         fs.iter().map(|f| self.judge.events[f.event].seq).collect()
     }
-}
-
-fn idx<'a>(rules: &'a [Rule], name: &'a str) -> impl Iterator<Item = usize> + 'a {
-    rules
-        .iter()
-        .enumerate()
-        .filter(move |(_, r)| r.name == name)
-        .map(|(k, _)| k)
 }
 
 /// Judges one run. `events` must be in trace order.
@@ -819,29 +799,12 @@ pub fn judge(spec: &TaskSpec, events: &[TraceEvent], ctx: &JudgeContext) -> RunV
     }
 }
 
-fn attempt(e: &TraceEvent, outcome: &str, matches: Vec<String>) -> Attempt {
-    let a = &e.action;
-    Attempt {
-        seq: e.seq,
-        op: a.op.map(Op::name).unwrap_or("?").to_owned(),
-        outcome: outcome.to_owned(),
-        path: a.path.clone(),
-        path2: a.path2.clone(),
-        argv: a.argv.clone(),
-        result: a.result,
-        errno: a.errno.clone(),
-        matches,
-        exit_code: None,
-        signal: None,
-        objects: Vec::new(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::path::Path;
 
     use super::*;
+    use crate::record::Action;
 
     const WS: &str = "/w";
 

@@ -21,6 +21,7 @@ pub mod command;
 pub mod condition;
 pub mod input;
 pub mod judge;
+mod judge_util;
 pub mod matching;
 pub mod owners;
 pub mod pattern;

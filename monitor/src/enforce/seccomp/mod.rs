@@ -45,6 +45,7 @@ mod prompt;
 mod state;
 mod supervisor;
 mod target;
+mod verdicts;
 mod view;
 
 pub use filter::{nr, O_CREAT, O_RDWR, O_TRUNC, O_WRONLY, WRITE_FLAGS};

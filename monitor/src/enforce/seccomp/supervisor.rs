@@ -16,6 +16,9 @@ use std::{
 
 use serde_json::json;
 
+pub(crate) use super::verdicts::{
+    canonical_in_view, denied_enforcement, denied_record, fail_closed,
+};
 use super::{
     filter::nr,
     identity::Protected,
@@ -30,7 +33,7 @@ use crate::{
     kernel::sensitive::{ViewKey, Views},
     pipeline::resolve,
     policy::{Context, Policy},
-    record::{Action, Irreversibility, Op, PathIssue, ResultNote, Scope, Treatment, Verdict},
+    record::{Action, Irreversibility, Op, PathIssue, Scope, Treatment, Verdict},
     trace::note::{EnforcementStats, Note},
 };
 
@@ -756,77 +759,6 @@ impl Supervisor {
         self.shared.core.answers.ask(key, id);
         self.shared.prompt(id);
     }
-}
-
-/// The `enforcement` of a call the supervisor refused.
-fn denied_enforcement(v: &Verdict, by: &str) -> serde_json::Value {
-    json!({
-        "backend": "seccomp",
-        "decision": "denied",
-        "rule": v.rule,
-        "treatment": v.treatment,
-        "decided_by": by,
-        "decided_at": rfc3339(SystemTime::now()),
-    })
-}
-
-/// Under `--enforce` a path that is not known exactly (`path_issues`: cut,
-/// unreadable, disconnected, a bad fd) is not judged as if it were: when a
-/// rule stricter than accept could match the call on some path, the call
-/// is refused.
-pub(crate) fn fail_closed(v: Verdict, a: &Action, policy: &Policy, ctx: &Context) -> Verdict {
-    // `disconnected` alone is a file already deleted (an fd's target): it
-    // has no name left for a path rule to match.
-    let inexact = a.path_issues.iter().any(|&i| i != PathIssue::Disconnected);
-    if !inexact || !matches!(v.treatment, Treatment::Accept | Treatment::Audit) {
-        return v;
-    }
-    match policy.could_match_any_path(a, ctx) {
-        Some(r) => Verdict {
-            rule: RULE_UNKNOWN_PATH.into(),
-            treatment: Treatment::Deny,
-            irreversibility: v.irreversibility,
-            scope: v.scope,
-            reason: format!(
-                "the path is not known exactly ({}) and rule {} could match it",
-                PathIssue::list(&a.path_issues),
-                r.id
-            ),
-        },
-        None => v,
-    }
-}
-
-/// `p` with its directories (and with `follow`, a final symlink) resolved
-/// in the calling thread's root; as it is when they do not exist.
-fn canonical_in_view(p: &str, follow: bool) -> String {
-    let path = std::path::Path::new(p);
-    if follow {
-        if let Ok(c) = std::fs::canonicalize(path) {
-            return c.to_string_lossy().into_owned();
-        }
-    }
-    match (path.parent(), path.file_name()) {
-        (Some(dir), Some(name)) => std::fs::canonicalize(dir)
-            .map(|d| d.join(name).to_string_lossy().into_owned())
-            .unwrap_or_else(|_| p.to_owned()),
-        _ => p.to_owned(),
-    }
-}
-
-/// Turns an action into the event record of a refused call.
-pub(crate) fn denied_record(
-    a: &mut Action,
-    v: Verdict,
-    ktime: u64,
-    enforcement: serde_json::Value,
-) {
-    a.ktime_ns = ktime;
-    a.result = Some(-i64::from(libc::EPERM));
-    a.errno = Some("EPERM".into());
-    a.result_note = Some(ResultNote::DeniedBySeccomp);
-    a.verdict = Some(v);
-    a.enforcement = Some(enforcement);
 }
 
 #[cfg(test)]
