@@ -483,7 +483,7 @@ fn attacks() -> Vec<Attack> {
             name: "unlink through int 0x80 (32-bit compat syscall)",
             script: PY_INT80,
             effect: Effect::Test("test ! -e protected/key"),
-            shows: Some(("compat_syscall", "path", "protected/key")),
+            shows: Some(("unlink", "path", "protected/key")),
             expect: [Recorded, Blocked],
             gap: "",
             setup: "",

@@ -100,7 +100,10 @@ fn run_scenario(out: &TempDir, family: &str, scenario: &str) -> (Value, PathBuf)
         .output()
         .unwrap();
     assert!(o.status.success(), "{family}/setup.sh: {}", show(&o));
-    let trace = out.join(&format!("{family}-{scenario}.jsonl"));
+    // Traces apart from the verdicts: `abm score DIR` reads every JSON
+    // file of the directory as a verdict.
+    std::fs::create_dir_all(out.join("traces")).unwrap();
+    let trace = out.join(&format!("traces/{family}-{scenario}.jsonl"));
     let o = with_path(
         Command::new(ABM)
             .args(["run", "--quiet", "--trace"])

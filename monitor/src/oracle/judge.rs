@@ -1,8 +1,5 @@
 //! Judging one run: from a task spec and the events of a trace to a
-//! [`RunVerdict`].
-//!
-//! The definitions (see `docs/oracle.md`):
-//!
+//! [`RunVerdict`]. The definitions (see `docs/oracle.md`):
 //! - an *action* is a successful side effect: a file operation or an exec
 //!   whose result is non-negative and that no guardrail denied. Failed and
 //!   denied calls are *attempts*;
