@@ -15,10 +15,13 @@ pub static EVENTS: RingBuf = RingBuf::with_byte_size(8 * 1024 * 1024, 0);
 /// reach them, so every other syscall runs one program at entry, not one
 /// per hook family. Userspace fills it before attaching `sys_enter`.
 #[map]
-pub static SYS_ENTER_TAIL: ProgramArray = ProgramArray::with_max_entries(1, 0);
+pub static SYS_ENTER_TAIL: ProgramArray = ProgramArray::with_max_entries(2, 0);
 
 /// Index of `sys_enter_exec` (execve, execveat) in [`SYS_ENTER_TAIL`].
 pub const TAIL_EXEC: u32 = 0;
+
+/// Index of `sys_enter_compat` (ia32 calls recorded as their x86_64 twins).
+pub const TAIL_COMPAT: u32 = 1;
 
 /// Processes (by tgid) whose actions are traced.
 #[map]

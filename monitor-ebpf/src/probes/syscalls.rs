@@ -19,7 +19,7 @@ use monitor_common::{
 };
 
 use crate::{
-    maps::{count_loss, current_scope, INFLIGHT, INFLIGHT_NEW, SYS_ENTER_TAIL, TAIL_EXEC},
+    maps::{count_loss, current_scope, INFLIGHT, INFLIGHT_NEW, SYS_ENTER_TAIL, TAIL_COMPAT, TAIL_EXEC},
     probes::{compat, exec, files, mountns},
     record::Record,
 };
@@ -71,31 +71,47 @@ pub fn sys_enter(ctx: RawTracePointContext) -> i32 {
     let regs: *const u8 = ctx.arg(0);
     // A compat (ia32) number means another syscall than its x86_64 twin:
     // recorded as that twin.
-    let (id, args, compat) = if compat::in_compat() {
-        match compat_native(id) {
-            Some((native, how)) => (native, compat::args(how, regs), id),
-            None => {
-                compat::record_other(id, regs);
-                return 0;
-            }
-        }
-    } else {
-        if !is_traced(id) {
-            return 0;
-        }
-        if id == nr::EXECVE || id == nr::EXECVEAT {
-            // Recorded by sys_enter_exec, reached only from here (a program of
-            // its own keeps each under the verifier's complexity limit). A tail
-            // call does not return; if the slot is empty it falls through.
+    if compat::in_compat() {
+        if compat_native(id).is_some() {
+            // Recorded as its x86_64 twin by sys_enter_compat, a program of
+            // its own (its stack is not this one's).
             // SAFETY: `ctx` is this program's own context, passed on unchanged.
-            unsafe { SYS_ENTER_TAIL.tail_call(&ctx, TAIL_EXEC) };
+            unsafe { SYS_ENTER_TAIL.tail_call(&ctx, TAIL_COMPAT) };
             count_loss(LossCause::TailCallFailed);
-            return 0;
+        } else {
+            compat::record_other(id, regs);
         }
-        (id, Args::read(regs), 0)
-    };
-    // One call site: the native and the ia32 path share one inlined copy.
-    file_call(id, &args, pid_tgid, compat);
+        return 0;
+    }
+    if !is_traced(id) {
+        return 0;
+    }
+    if id == nr::EXECVE || id == nr::EXECVEAT {
+        // Recorded by sys_enter_exec, reached only from here (a program of
+        // its own keeps each under the verifier's complexity limit). A tail
+        // call does not return; if the slot is empty it falls through.
+        // SAFETY: `ctx` is this program's own context, passed on unchanged.
+        unsafe { SYS_ENTER_TAIL.tail_call(&ctx, TAIL_EXEC) };
+        count_loss(LossCause::TailCallFailed);
+        return 0;
+    }
+    file_call(id, &Args::read(regs), pid_tgid, 0);
+    0
+}
+
+/// An ia32 call in scope, recorded as its x86_64 twin. Not attached:
+/// `sys_enter` tail-calls it (slot [`TAIL_COMPAT`]).
+#[raw_tracepoint(tracepoint = "sys_enter")]
+pub fn sys_enter_compat(ctx: RawTracePointContext) -> i32 {
+    let id: u64 = ctx.arg(1);
+    let id = id as u32;
+    let pid_tgid = bpf_get_current_pid_tgid();
+    if current_scope((pid_tgid >> 32) as u32).is_none() || !compat::in_compat() {
+        return 0;
+    }
+    let Some((native, how)) = compat_native(id) else { return 0 };
+    let regs: *const u8 = ctx.arg(0);
+    file_call(native, &compat::args(how, regs), pid_tgid, id);
     0
 }
 

@@ -24,8 +24,9 @@ pub const TRACEPOINTS: [(&str, &str); 3] = [
 pub const BTF_TRACEPOINT: (&str, &str) = ("sys_exit", "sys_exit");
 
 /// Programs `sys_enter` reaches by tail call (slot, name): execve and
-/// execveat only, so that other syscalls run one program at entry.
-pub const TAIL_CALLED: [(u32, &str); 1] = [(0, "sys_enter_exec")];
+/// execveat, and ia32 calls in scope, so that other syscalls run one
+/// program at entry.
+pub const TAIL_CALLED: [(u32, &str); 2] = [(0, "sys_enter_exec"), (1, "sys_enter_compat")];
 
 /// The BTF tracepoint (on `sys_exit`) that records read-only opens of
 /// sensitive files. Loaded with the others, attached only by
