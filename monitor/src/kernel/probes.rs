@@ -184,7 +184,17 @@ impl Probes {
         let mut tail: ProgramArray<MapData> =
             take_map(&mut ebpf, "SYS_ENTER_TAIL", ProgramArray::try_from)?;
         for (index, name) in TAIL_CALLED {
-            let prog = load_raw_tracepoint(&mut ebpf, name)?;
+            // ia32 calls recorded as their twins: where the verifier refuses
+            // that program (its stack on older kernels), 32-bit calls go
+            // unrecorded and the load is not stopped; the warning says so.
+            let prog = match load_raw_tracepoint(&mut ebpf, name) {
+                Ok(p) => p,
+                Err(e) if name == "sys_enter_compat" => {
+                    tracing::warn!("32-bit (ia32) calls will not be recorded: {e}");
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
             let fd = prog
                 .fd()
                 .map_err(|source| ProbeError::Program { name, source })?;
