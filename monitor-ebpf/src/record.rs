@@ -371,6 +371,13 @@ impl Record {
         }
     }
 
+    /// The record a global function started in this program run (this
+    /// CPU's scratch entry as it was left), to add fields or send it.
+    #[inline(always)]
+    pub fn resume() -> Option<Record> {
+        Some(Record { buf: SCRATCH.get_ptr_mut(0)? })
+    }
+
     /// Starts a syscall-result record: only what pairing and attribution
     /// need (thread, process, cgroup, result), none of the other helpers
     /// `start` calls for process details the entry record already carries.

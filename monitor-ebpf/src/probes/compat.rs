@@ -70,11 +70,11 @@ pub fn in_compat() -> bool {
 pub fn args(how: CompatArgs, regs: *const u8) -> Args {
     // One read per register: a block read would cost `sys_enter` stack
     // that the verifier's 512-byte bound across calls does not leave.
-    let mut a = Args { a: [0; 6] };
+    let mut a = Args::zero();
     let mut i = 0;
     while i < 6 {
         // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
-        a.a[i] = unsafe { bpf_probe_read_kernel(regs.add(IA32_ARGS[i]) as *const u64) }.unwrap_or(0) & 0xffff_ffff;
+        a.set(i, unsafe { bpf_probe_read_kernel(regs.add(IA32_ARGS[i]) as *const u64) }.unwrap_or(0) & 0xffff_ffff);
         i += 1;
     }
     // File descriptors and dirfds are ints: sign-extend what `Args::int`
@@ -82,13 +82,13 @@ pub fn args(how: CompatArgs, regs: *const u8) -> Args {
     match how {
         CompatArgs::Same => {}
         CompatArgs::Len64 => {
-            a.a[1] |= a.a[2] << 32;
-            a.a[2] = 0;
+            a.set(1, a.get(1) | a.get(2) << 32);
+            a.set(2, 0);
         }
         CompatArgs::Uid16 => {
             let id16 = |v: u64| if v & 0xffff == 0xffff { u32::MAX as u64 } else { v & 0xffff };
-            a.a[1] = id16(a.a[1]);
-            a.a[2] = id16(a.a[2]);
+            a.set(1, id16(a.get(1)));
+            a.set(2, id16(a.get(2)));
         }
     }
     a
@@ -105,7 +105,7 @@ pub fn record_other(id: u32, regs: *const u8) {
     let Some(mut rec) = Record::start(EventKind::CompatSyscall as u32, id) else { return };
     rec.hdr().hflags |= header_flags::COMPAT;
     let a = args(CompatArgs::Same, regs);
-    let (path, dirfd) = if id == IA32_EXECVE { (a.a[0], AT_FDCWD) } else { (a.a[1], a.int(0)) };
+    let (path, dirfd) = if id == IA32_EXECVE { (a.get(0), AT_FDCWD) } else { (a.get(1), a.int(0)) };
     rec.hdr().fd = dirfd;
     if path != 0 {
         let (first, _, at) = rec.user_str_at::<MAX_RAW_PATH>(RAW_PATH, path as *const u8);

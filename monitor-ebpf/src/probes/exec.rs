@@ -17,14 +17,14 @@ const AT_EMPTY_PATH: u64 = 0x1000;
 pub fn enter(id: u32, a: &Args) -> Option<Record> {
     let mut rec = Record::start(EventKind::Exec as u32, id)?;
     let (dirfd, file, argv, envp) = if id == nr::EXECVEAT {
-        let flags = a.a[4];
+        let flags = a.get(4);
         rec.hdr().flags = flags;
         if flags & AT_EMPTY_PATH != 0 {
             rec.hdr().hflags |= header_flags::EXEC_FD;
         }
-        (a.int(0), a.ptr(1), a.ptr(2) as *const u64, a.a[3])
+        (a.int(0), a.ptr(1), a.ptr(2) as *const u64, a.get(3))
     } else {
-        (AT_FDCWD, a.ptr(0), a.ptr(1) as *const u64, a.a[2])
+        (AT_FDCWD, a.ptr(0), a.ptr(1) as *const u64, a.get(2))
     };
     rec.hdr().fd = dirfd;
     let (first, _) = rec.user_str::<MAX_RAW_PATH>(RAW_PATH, file);

@@ -38,7 +38,7 @@ fn writes(flags: u64) -> bool {
 /// not faulted in: tracepoint programs cannot fault).
 #[inline(always)]
 fn openat2_how(args: &Args) -> Option<(u64, u64)> {
-    read_how(args.a[2])
+    read_how(args.get(2))
 }
 
 /// Reads `open_how.flags` and `.mode` at `how`.
@@ -58,11 +58,11 @@ pub fn read_how(how: u64) -> Option<(u64, u64)> {
 #[inline(always)]
 pub fn wants(id: u32, args: &Args) -> bool {
     match id {
-        nr::OPEN => writes(args.a[1]),
-        nr::OPENAT => writes(args.a[2]),
+        nr::OPEN => writes(args.get(1)),
+        nr::OPENAT => writes(args.get(2)),
         nr::OPENAT2 => openat2_how(args).is_none_or(|(f, _)| writes(f)),
-        nr::OPEN_BY_HANDLE_AT => writes(args.a[2]),
-        nr::IOCTL => ioctl_cmd::is_traced(args.a[1] as u32),
+        nr::OPEN_BY_HANDLE_AT => writes(args.get(2)),
+        nr::IOCTL => ioctl_cmd::is_traced(args.get(1) as u32),
         _ => true,
     }
 }
@@ -123,7 +123,7 @@ fn plan(id: u32, a: &Args) -> Option<Plan> {
             p.path1 = a.ptr(0);
         }
         nr::UNLINKAT => {
-            p.flags = a.a[2];
+            p.flags = a.get(2);
             p.kind = if p.flags & AT_REMOVEDIR != 0 { EventKind::Rmdir } else { EventKind::Unlink };
             p.dirfd1 = a.int(0);
             p.path1 = a.ptr(1);
@@ -136,7 +136,7 @@ fn plan(id: u32, a: &Args) -> Option<Plan> {
         nr::RENAMEAT | nr::RENAMEAT2 => {
             p.kind = EventKind::Rename;
             if id == nr::RENAMEAT2 {
-                p.flags = a.a[4];
+                p.flags = a.get(4);
             }
             p.dirfd1 = a.int(0);
             p.path1 = a.ptr(1);
@@ -145,70 +145,70 @@ fn plan(id: u32, a: &Args) -> Option<Plan> {
         }
         nr::CHMOD => {
             p.kind = EventKind::Chmod;
-            p.mode = a.a[1] as u32;
+            p.mode = a.get(1) as u32;
             p.path1 = a.ptr(0);
         }
         nr::FCHMOD => {
             p.kind = EventKind::Chmod;
-            p.mode = a.a[1] as u32;
+            p.mode = a.get(1) as u32;
             p.target_fd = a.int(0);
         }
         nr::FCHMODAT | nr::FCHMODAT2 => {
             p.kind = EventKind::Chmod;
-            p.mode = a.a[2] as u32;
+            p.mode = a.get(2) as u32;
             if id == nr::FCHMODAT2 {
-                p.flags = a.a[3];
+                p.flags = a.get(3);
             }
             p.dirfd1 = a.int(0);
             p.path1 = a.ptr(1);
         }
         nr::CHOWN | nr::LCHOWN => {
             p.kind = EventKind::Chown;
-            p.owner_uid = a.a[1] as u32;
-            p.owner_gid = a.a[2] as u32;
+            p.owner_uid = a.get(1) as u32;
+            p.owner_gid = a.get(2) as u32;
             p.path1 = a.ptr(0);
         }
         nr::FCHOWN => {
             p.kind = EventKind::Chown;
-            p.owner_uid = a.a[1] as u32;
-            p.owner_gid = a.a[2] as u32;
+            p.owner_uid = a.get(1) as u32;
+            p.owner_gid = a.get(2) as u32;
             p.target_fd = a.int(0);
         }
         nr::FCHOWNAT => {
             p.kind = EventKind::Chown;
-            p.owner_uid = a.a[2] as u32;
-            p.owner_gid = a.a[3] as u32;
-            p.flags = a.a[4];
+            p.owner_uid = a.get(2) as u32;
+            p.owner_gid = a.get(3) as u32;
+            p.flags = a.get(4);
             p.dirfd1 = a.int(0);
             p.path1 = a.ptr(1);
         }
         nr::TRUNCATE => {
             p.kind = EventKind::Truncate;
             // For truncate calls `flags` carries the new length.
-            p.flags = a.a[1];
+            p.flags = a.get(1);
             p.path1 = a.ptr(0);
         }
         nr::FTRUNCATE => {
             p.kind = EventKind::Truncate;
-            p.flags = a.a[1];
+            p.flags = a.get(1);
             p.target_fd = a.int(0);
         }
         nr::OPEN => {
-            p.kind = open_kind(a.a[1]);
-            p.flags = a.a[1];
-            p.mode = a.a[2] as u32;
+            p.kind = open_kind(a.get(1));
+            p.flags = a.get(1);
+            p.mode = a.get(2) as u32;
             p.path1 = a.ptr(0);
         }
         nr::CREAT => {
             p.flags = O_CREAT | O_WRONLY | O_TRUNC;
             p.kind = open_kind(p.flags);
-            p.mode = a.a[1] as u32;
+            p.mode = a.get(1) as u32;
             p.path1 = a.ptr(0);
         }
         nr::OPENAT => {
-            p.kind = open_kind(a.a[2]);
-            p.flags = a.a[2];
-            p.mode = a.a[3] as u32;
+            p.kind = open_kind(a.get(2));
+            p.flags = a.get(2);
+            p.mode = a.get(3) as u32;
             p.dirfd1 = a.int(0);
             p.path1 = a.ptr(1);
         }
@@ -231,8 +231,8 @@ fn plan(id: u32, a: &Args) -> Option<Plan> {
         nr::OPEN_BY_HANDLE_AT => {
             // The file is named by a handle, not a path: only the mount
             // fd's directory is known (userspace flags the path unknown).
-            p.kind = open_kind(a.a[2]);
-            p.flags = a.a[2];
+            p.kind = open_kind(a.get(2));
+            p.flags = a.get(2);
             p.fd = a.int(0);
         }
         nr::LINK | nr::SYMLINK => {
@@ -246,7 +246,7 @@ fn plan(id: u32, a: &Args) -> Option<Plan> {
             p.path1 = a.ptr(1);
             p.dirfd2 = a.int(2);
             p.path2 = a.ptr(3);
-            p.flags = a.a[4];
+            p.flags = a.get(4);
         }
         nr::SYMLINKAT => {
             p.kind = EventKind::Symlink;
@@ -261,7 +261,7 @@ fn plan(id: u32, a: &Args) -> Option<Plan> {
         nr::FUTIMESAT | nr::UTIMENSAT => {
             p.kind = EventKind::Utimes;
             if id == nr::UTIMENSAT {
-                p.flags = a.a[3];
+                p.flags = a.get(3);
             }
             p.dirfd1 = a.int(0);
             p.path1 = a.ptr(1);
@@ -275,7 +275,7 @@ fn plan(id: u32, a: &Args) -> Option<Plan> {
             p.path1 = a.ptr(0);
             p.xattr = a.ptr(1);
             if id == nr::SETXATTR || id == nr::LSETXATTR {
-                p.flags = a.a[4];
+                p.flags = a.get(4);
             }
         }
         nr::FSETXATTR | nr::FREMOVEXATTR => {
@@ -283,7 +283,7 @@ fn plan(id: u32, a: &Args) -> Option<Plan> {
             p.target_fd = a.int(0);
             p.xattr = a.ptr(1);
             if id == nr::FSETXATTR {
-                p.flags = a.a[4];
+                p.flags = a.get(4);
             }
         }
         nr::IOCTL => {
@@ -291,7 +291,7 @@ fn plan(id: u32, a: &Args) -> Option<Plan> {
             // u32 of struct fsxattr (FSSETXATTR).
             p.kind = EventKind::Setflags;
             p.target_fd = a.int(0);
-            p.mode = a.a[1] as u32; // the request
+            p.mode = a.get(1) as u32; // the request
             // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
             match unsafe { bpf_probe_read_user(a.ptr(2) as *const u32) } {
                 Ok(v) => p.flags = v as u64,
@@ -329,7 +329,7 @@ pub fn enter(id: u32, a: &Args, inflight: &mut Inflight) -> Option<Record> {
     if id == nr::OPENAT2 && p.hflags & header_flags::FLAGS_UNREAD != 0 {
         rec.u64_field(OPEN_HOW, 0, field_flags::READ_FAILED);
         inflight.retry |= RETRY_OPEN_HOW;
-        inflight.path2 = a.a[2];
+        inflight.path2 = a.get(2);
     }
     if !p.xattr.is_null() {
         rec.user_str::<MAX_NAME>(XATTR_NAME, p.xattr);

@@ -35,24 +35,41 @@ const REGS_FROM: usize = 56;
 const REG_SLOTS: [usize; 6] = [7, 6, 5, 0, 2, 1];
 const ORIG_AX: usize = 120;
 
+/// A call's six arguments as the block of `struct pt_regs` that holds them
+/// (read once, never copied: the verifier bounds the stack of `sys_enter`
+/// and the functions it calls at 512 bytes together on Linux 6.1).
 pub struct Args {
-    pub a: [u64; 6],
+    raw: [u64; 8],
 }
 
 impl Args {
     #[inline(always)]
     fn read(regs: *const u8) -> Args {
         // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
-        let r = unsafe { bpf_probe_read_kernel(regs.add(REGS_FROM) as *const [u64; 8]) }.unwrap_or([0; 8]);
-        Args { a: [r[REG_SLOTS[0]], r[REG_SLOTS[1]], r[REG_SLOTS[2]], r[REG_SLOTS[3]], r[REG_SLOTS[4]], r[REG_SLOTS[5]]] }
+        Args { raw: unsafe { bpf_probe_read_kernel(regs.add(REGS_FROM) as *const [u64; 8]) }.unwrap_or([0; 8]) }
+    }
+    /// No arguments yet (all 0): [`Args::set`] fills them in x86_64
+    /// order (for an ia32 call, its registers laid out as its twin's).
+    #[inline(always)]
+    pub fn zero() -> Args {
+        Args { raw: [0; 8] }
+    }
+    #[inline(always)]
+    pub fn set(&mut self, i: usize, v: u64) {
+        self.raw[REG_SLOTS[i]] = v;
+    }
+    /// Argument `i` (0-5).
+    #[inline(always)]
+    pub fn get(&self, i: usize) -> u64 {
+        self.raw[REG_SLOTS[i]]
     }
     #[inline(always)]
     pub fn ptr(&self, i: usize) -> *const u8 {
-        self.a[i] as *const u8
+        self.get(i) as *const u8
     }
     #[inline(always)]
     pub fn int(&self, i: usize) -> i32 {
-        self.a[i] as i32
+        self.get(i) as i32
     }
 }
 
