@@ -360,10 +360,15 @@ fn glob_error_kind(e: &globset::Error) -> String {
 /// Path problems (`path_issues`) that leave the recorded path unknown: the
 /// kernel could not read the path argument, the file descriptor was not
 /// valid, or the path is outside the process's visible tree.
-const UNKNOWN_PATH_ISSUES: [PathIssue; 3] = [
+/// `argument_raced` and `unconfirmed`: the record's path may name another
+/// file than the one acted on (docs/trace.md), so the oracle never counts
+/// it as that file; the action is listed as unresolved instead.
+const UNKNOWN_PATH_ISSUES: [PathIssue; 5] = [
     PathIssue::ReadFailed,
     PathIssue::BadFd,
     PathIssue::Disconnected,
+    PathIssue::ArgumentRaced,
+    PathIssue::Unconfirmed,
 ];
 
 /// True when the action has a path but it could not be resolved reliably.
@@ -411,6 +416,24 @@ mod tests {
 
     fn m(pat: &str, path: &str) -> bool {
         PathPattern::parse(pat).unwrap().matches(path, &roots())
+    }
+
+    #[test]
+    fn a_path_that_may_name_another_file_is_no_object() {
+        use crate::record::Op;
+        let mut a = Action {
+            op: Some(Op::Unlink),
+            path: Some("/work/ws/decoy".into()),
+            ..Action::default()
+        };
+        assert_eq!(objects(&a).count(), 1);
+        for issue in [PathIssue::ArgumentRaced, PathIssue::Unconfirmed] {
+            a.path_issues = vec![issue];
+            assert!(path_unknown(&a), "{issue:?}");
+            assert_eq!(objects(&a).count(), 0, "{issue:?}");
+        }
+        a.path_issues = vec![PathIssue::HostPathUnknown];
+        assert!(!path_unknown(&a));
     }
 
     #[test]
