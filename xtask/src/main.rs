@@ -14,6 +14,7 @@ mod dist;
 mod dockerd;
 mod fresh;
 mod setup;
+mod stack;
 mod vm;
 mod vm_pkg;
 
@@ -31,7 +32,8 @@ struct Cli {
 enum Cmd {
     /// Install the eBPF toolchain (idempotent: skips what is present).
     Setup,
-    /// Set up, then build `abm` (release) with its kernel programs.
+    /// Set up, then build `abm` (release) with its kernel programs, and
+    /// check their stack against the verifier's bound across calls.
     Build,
     /// Set up, build, and run `abm run` on a command: `cargo xtask run -- CMD...`.
     Run {
@@ -224,6 +226,8 @@ fn test(no_vm: bool) -> Result<()> {
     ]))?;
     setup::clippy_ebpf()?;
     let abm = build_release()?;
+    // The kernels of the VM tests refuse what the host may accept.
+    stack::check(None)?;
     // Every shipped policy file must parse: packs on their own, examples
     // (overlays) on top of the default pack.
     // The default pack stands alone; every other file in policies/ (the
@@ -257,7 +261,8 @@ fn main() -> Result<()> {
         Cmd::Setup => setup::setup(),
         Cmd::Build => {
             setup::setup()?;
-            build_release().map(|_| ())
+            build_release()?;
+            stack::check(None)
         }
         Cmd::Run { abm_args, command } => {
             setup::setup()?;
