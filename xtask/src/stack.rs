@@ -174,7 +174,7 @@ pub fn check(obj: Option<&Path>) -> Result<()> {
     if worst.is_empty() {
         bail!("no BPF program found in {}", obj.display());
     }
-    worst.sort_by(|a, b| b.0.cmp(&a.0));
+    worst.sort_by_key(|w| std::cmp::Reverse(w.0));
     let over: Vec<String> = worst
         .iter()
         .filter(|w| w.0 > MAX_STACK)
