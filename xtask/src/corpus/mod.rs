@@ -69,7 +69,26 @@ pub struct Opts {
     pub jobs: usize,
 }
 
+/// The Debian packages of the programs the sessions run (installed when
+/// missing, as `cargo xtask test` does for its own).
+const PACKAGES: &[&str] = &[
+    "git",
+    "bash",
+    "tar",
+    "curl",
+    "python3",
+    "python3-venv",
+    "npm",
+    "nodejs",
+    "make",
+    "gcc",
+    "golang-go",
+    "sqlite3",
+    "coreutils",
+];
+
 fn need_tools() -> Result<()> {
+    crate::setup::ensure_packages(PACKAGES)?;
     let missing: Vec<&str> = [
         "git", "bash", "tar", "curl", "python3", "npm", "node", "cargo", "make", "gcc", "go",
         "sqlite3", "timeout",
