@@ -69,38 +69,46 @@ pub struct Opts {
     pub jobs: usize,
 }
 
-/// The Debian packages of the programs the sessions run (installed when
-/// missing, as `cargo xtask test` does for its own).
-const PACKAGES: &[&str] = &[
-    "git",
-    "bash",
-    "tar",
-    "curl",
-    "python3",
-    "python3-venv",
-    "npm",
-    "nodejs",
-    "make",
-    "gcc",
-    "golang-go",
-    "sqlite3",
-    "coreutils",
+/// The programs the sessions run, each with the Debian package that
+/// provides it (installed when the program is missing from PATH, as
+/// `cargo xtask test` does for its own; a program found elsewhere, such as
+/// a `npm` that came with another `nodejs`, is used as it is).
+const TOOLS: &[(&str, Option<&str>)] = &[
+    ("git", Some("git")),
+    ("bash", Some("bash")),
+    ("tar", Some("tar")),
+    ("curl", Some("curl")),
+    ("python3", Some("python3")),
+    ("npm", Some("npm")),
+    ("node", Some("nodejs")),
+    ("cargo", None),
+    ("make", Some("make")),
+    ("gcc", Some("gcc")),
+    ("go", Some("golang-go")),
+    ("sqlite3", Some("sqlite3")),
+    ("timeout", Some("coreutils")),
 ];
 
+fn on_path(program: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {program} >/dev/null")])
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
 fn need_tools() -> Result<()> {
-    crate::setup::ensure_packages(PACKAGES)?;
-    let missing: Vec<&str> = [
-        "git", "bash", "tar", "curl", "python3", "npm", "node", "cargo", "make", "gcc", "go",
-        "sqlite3", "timeout",
-    ]
-    .into_iter()
-    .filter(|t| {
-        !Command::new("sh")
-            .args(["-c", &format!("command -v {t} >/dev/null")])
-            .status()
-            .is_ok_and(|s| s.success())
-    })
-    .collect();
+    let install: Vec<&str> = TOOLS
+        .iter()
+        .filter(|(t, _)| !on_path(t))
+        .filter_map(|(_, p)| *p)
+        .chain(["python3-venv"])
+        .collect();
+    crate::setup::ensure_packages(&install)?;
+    let missing: Vec<&str> = TOOLS
+        .iter()
+        .map(|(t, _)| *t)
+        .filter(|t| !on_path(t))
+        .collect();
     if !missing.is_empty() {
         bail!(
             "the corpus needs these programs on PATH: {}",
