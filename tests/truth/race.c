@@ -8,9 +8,11 @@
  *
  * usage: race DIR COUNT   (makes DIR/rNNNN itself; prints the number of
  * successful unlinks and of failed attempts) */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,8 +60,28 @@ int main(int argc, char **argv)
 		close(fd);
 	}
 	flip_at = strlen(dir) + 1;
+	/* The two threads on two CPUs of their own when there are two: the
+	 * race needs them running at once, and on one shared CPU it almost
+	 * never happens (a busy machine would then test nothing). */
+	cpu_set_t all, one;
+	int cpus[2], n = 0;
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	if (sched_getaffinity(0, sizeof all, &all) == 0) {
+		for (int c = 0; c < CPU_SETSIZE && n < 2; c++)
+			if (CPU_ISSET(c, &all))
+				cpus[n++] = c;
+	}
+	if (n == 2) {
+		CPU_ZERO(&one);
+		CPU_SET(cpus[1], &one);
+		pthread_attr_setaffinity_np(&attr, sizeof one, &one);
+		CPU_ZERO(&one);
+		CPU_SET(cpus[0], &one);
+		sched_setaffinity(0, sizeof one, &one);
+	}
 	pthread_t t;
-	if (pthread_create(&t, NULL, flipper, NULL) != 0)
+	if (pthread_create(&t, &attr, flipper, NULL) != 0)
 		return 1;
 	long failed = 0, ok = 0;
 	for (int i = 0; i < count; i++) {
