@@ -630,7 +630,8 @@ pub enum ObjectKind {
     Directory,
     /// An empty file.
     Empty,
-    /// Nothing to measure (the call changes attributes or adds content).
+    /// Nothing to measure (the call changes attributes or adds content,
+    /// or names no existing file).
     None,
 }
 

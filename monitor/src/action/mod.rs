@@ -255,8 +255,10 @@ impl Judge {
         // File effects: measure what the call destroys.
         self.measurer.forget_lstat();
         let destroyed = destroyed_path(a);
+        let before_call = self.grouper.ancestry;
         let m = match &destroyed {
             Some(p) if a.created_by_call || creates_new(a, p) => self.measurer.created_by_call(p),
+            Some(p) if names_nothing(a, p, before_call) => self.measurer.absent(p),
             // A rewrite in place: judged on what the judges before and
             // after the call both know (Measurer::measure_rewrite).
             Some(p) if matches!(a.op, Some(Op::Rename | Op::Write | Op::Truncate)) => {
@@ -555,6 +557,32 @@ fn creates_new(a: &Action, p: &str) -> bool {
         && matches!(a.op, Some(Op::Write | Op::Truncate))
         && a.flag_names.iter().any(|f| f == "O_CREAT")
         && std::fs::symlink_metadata(p).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+}
+
+/// A removal or rewrite of a name that does not exist destroys nothing,
+/// and both judges know it: after the call the kernel said so (`ENOENT`,
+/// `ENOTDIR`); before it (`before_call`: the seccomp supervisor) the name
+/// is missing, and the call will fail the same way (`rm -f core` in a
+/// `make clean`, `rm -rf build` when there is none). Only the judge before
+/// the call looks at the file system here: after it, a file that is gone
+/// may have been removed by this very call.
+fn names_nothing(a: &Action, p: &str, before_call: bool) -> bool {
+    const ENOENT: i64 = libc::ENOENT as i64;
+    const ENOTDIR: i64 = libc::ENOTDIR as i64;
+    match a.result {
+        Some(r) => r == -ENOENT || r == -ENOTDIR,
+        None => {
+            before_call
+                && matches!(
+                    a.op,
+                    Some(Op::Unlink | Op::Rmdir | Op::Truncate | Op::Write)
+                )
+                && std::fs::symlink_metadata(p).is_err_and(|e| {
+                    e.kind() == std::io::ErrorKind::NotFound
+                        || e.raw_os_error() == Some(libc::ENOTDIR)
+                })
+        }
+    }
 }
 
 /// The path whose content a call destroys: the unlinked/truncated file,

@@ -168,6 +168,19 @@ impl Measurer {
         }
     }
 
+    /// A call on a name that does not exist (it fails with `ENOENT` or
+    /// `ENOTDIR`): it destroys nothing; no I/O.
+    pub fn absent(&mut self, path: &str) -> Measured {
+        self.last_lstat = None;
+        let in_repo = self.repo_root(Path::new(path)).is_some();
+        Measured {
+            recovery: Recovery::Reversible,
+            location: self.locator.locate(path, in_repo),
+            object: ObjectKind::None,
+            why: "no such file: the call fails and destroys nothing".into(),
+        }
+    }
+
     /// Measure what removing or overwriting the content of `path` loses.
     /// `by_git`: the acting action is git itself (its own housekeeping).
     pub fn measure(&mut self, path: &str, by_git: bool) -> Measured {

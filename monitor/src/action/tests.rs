@@ -655,3 +655,48 @@ fn git_checkout_of_a_pathspec_is_previewed() {
     assert!(preview(&argv(&["git", "checkout", "feature"]), &r, &mut m).is_none());
     assert!(preview(&argv(&["git", "checkout", "-b", "new"]), &r, &mut m).is_none());
 }
+
+/// One judge: `rm -f core` (a `make clean` of a file that was never
+/// built), `rm -rf build` when there is none, `truncate` of a missing
+/// file: before the call the name is missing, after it the kernel said
+/// ENOENT; both judges find that nothing is destroyed. A file removed by
+/// the call itself (result 0, gone afterwards) is still judged by what it
+/// held.
+#[test]
+fn a_call_on_a_missing_name_destroys_nothing_before_and_after() {
+    let tmp = tempfile::tempdir().unwrap();
+    let r = repo(tmp.path());
+    let ctx = ctx_in(&r, tmp.path());
+    let policy = Policy::default_pack();
+    for (op, rel) in [
+        (Op::Unlink, "core"),
+        (Op::Unlink, "no/such/dir/file"),
+        (Op::Rmdir, "build"),
+        (Op::Truncate, "missing.log"),
+    ] {
+        let a = file_effect(op, &r.join(rel), &[]);
+        let mut before = a.clone();
+        Judge::live(&ctx).judge(&mut before, &policy, &ctx);
+        let mut after = Action {
+            result: Some(-(libc::ENOENT as i64)),
+            ..a
+        };
+        Judge::new(&ctx).judge(&mut after, &policy, &ctx);
+        for (when, x) in [("before", &before), ("after", &after)] {
+            let m = x.measured.as_ref().unwrap();
+            let v = x.verdict.as_ref().unwrap();
+            assert_eq!(m.object, ObjectKind::None, "{rel} {when}: {m:?}");
+            assert_eq!(m.recovery, Recovery::Reversible, "{rel} {when}: {m:?}");
+            assert_eq!(v.treatment, Treatment::Accept, "{rel} {when}: {v:?}");
+        }
+    }
+    // Removed by the call: an untracked file's content is lost.
+    let mut removed = Action {
+        result: Some(0),
+        ..file_effect(Op::Unlink, &r.join("notes.txt"), &[])
+    };
+    Judge::new(&ctx).judge(&mut removed, &policy, &ctx);
+    let m = removed.measured.unwrap();
+    assert_eq!(m.recovery, Recovery::Irreversible, "{m:?}");
+    assert_ne!(removed.verdict.unwrap().treatment, Treatment::Accept);
+}
