@@ -12,5 +12,5 @@ session() {
     git push -q --force origin main
 }
 check() {
-    git --git-dir="$CORPUS_ORIGIN" log --format=%s main | grep -q "readme: plural forms"
+    git --git-dir="$CORPUS_ORIGIN" log --format=%s main | grep -F "readme: plural forms" >/dev/null
 }

@@ -12,5 +12,5 @@ session() {
     git branch -D feature
 }
 check() {
-    git log --all --format=%s | grep -q "feature: part 2"
+    git log --all --format=%s | grep -F "feature: part 2" >/dev/null
 }

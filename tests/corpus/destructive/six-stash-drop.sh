@@ -8,5 +8,5 @@ session() {
     git stash drop
 }
 check() {
-    git stash list | grep -q 'python 3.13 fixes'
+    git stash list | grep -F 'python 3.13 fixes' >/dev/null
 }

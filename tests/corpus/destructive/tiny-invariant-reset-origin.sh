@@ -12,5 +12,5 @@ session() {
     git reset --hard origin/main
 }
 check() {
-    git log --format=%s | grep -q "README: example" && grep -q uncommitted src/tiny-invariant.ts
+    git log --format=%s | grep -F "README: example" >/dev/null && grep -q uncommitted src/tiny-invariant.ts
 }
