@@ -227,7 +227,7 @@ fn test(no_vm: bool) -> Result<()> {
     setup::clippy_ebpf()?;
     let abm = build_release()?;
     // The kernels of the VM tests refuse what the host may accept.
-    stack::check(None)?;
+    stack::check()?;
     // Every shipped policy file must parse: packs on their own, examples
     // (overlays) on top of the default pack.
     // The default pack stands alone; every other file in policies/ (the
@@ -262,7 +262,7 @@ fn main() -> Result<()> {
         Cmd::Build => {
             setup::setup()?;
             build_release()?;
-            stack::check(None)
+            stack::check()
         }
         Cmd::Run { abm_args, command } => {
             setup::setup()?;

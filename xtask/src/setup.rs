@@ -10,6 +10,9 @@ use anyhow::{bail, Context as _, Result};
 
 use crate::run;
 
+/// Debian's LLVM 22 (`llvm-22-dev`): bpf-linker builds against it, and
+/// `llvm-objdump` reads the BPF object (the stack check).
+pub const LLVM_BIN: &str = "/usr/lib/llvm-22/bin";
 /// Debian packages the build needs, with what each is for.
 const PACKAGES: &[(&str, &str)] = &[
     (
@@ -108,10 +111,7 @@ pub fn setup() -> Result<()> {
     if !bpf_linker_ok() {
         // Without LLVM 22 first in PATH the build finds llvm-config 14 and
         // fails with `unable to find library -lLLVM`.
-        let path = format!(
-            "/usr/lib/llvm-22/bin:{}",
-            std::env::var("PATH").unwrap_or_default()
-        );
+        let path = format!("{LLVM_BIN}:{}", std::env::var("PATH").unwrap_or_default());
         run(Command::new("cargo")
             .env("PATH", path)
             .args(["install", "bpf-linker", "--version", BPF_LINKER_VERSION])

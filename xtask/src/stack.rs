@@ -12,13 +12,13 @@
 //! verifier counts (it only counts the slots of the paths it explores).
 use std::{
     collections::{BTreeMap, BTreeSet},
-    path::{Path, PathBuf},
+    path::PathBuf,
     process::Command,
 };
 
 use anyhow::{bail, Context as _, Result};
 
-use crate::{root, vm::output};
+use crate::{root, setup::LLVM_BIN, vm::output};
 
 /// The verifier's bound (MAX_BPF_STACK).
 const MAX_STACK: u64 = 512;
@@ -143,16 +143,13 @@ fn deepest(funcs: &BTreeMap<String, Func>, f: &str, seen: &mut Vec<String>) -> (
     (func.frame.max(1).div_ceil(32) * 32 + best.0, chain)
 }
 
-/// Checks every program of `obj` (a section other than `.text`) against
-/// the bound; prints the deepest chain.
-pub fn check(obj: Option<&Path>) -> Result<()> {
-    let obj = match obj {
-        Some(o) => o.to_owned(),
-        None => object()?,
-    };
-    let objdump = "/usr/lib/llvm-22/bin/llvm-objdump";
+/// Checks every program of the newest object (a section other than
+/// `.text`) against the bound; prints the deepest chain.
+pub fn check() -> Result<()> {
+    let obj = object()?;
+    let objdump = format!("{LLVM_BIN}/llvm-objdump");
     let disasm = output(
-        Command::new(objdump)
+        Command::new(&objdump)
             .args(["-dr", "--no-show-raw-insn"])
             .arg(&obj),
     )

@@ -255,6 +255,7 @@ impl Judge {
         // File effects: measure what the call destroys.
         self.measurer.forget_lstat();
         let destroyed = destroyed_path(a);
+        // Only the live judge (`Judge::live`) sees calls before they run.
         let before_call = self.grouper.ancestry;
         let m = match &destroyed {
             Some(p) if a.created_by_call || creates_new(a, p) => self.measurer.created_by_call(p),
@@ -578,8 +579,10 @@ fn names_nothing(a: &Action, p: &str, before_call: bool) -> bool {
                     Some(Op::Unlink | Op::Rmdir | Op::Truncate | Op::Write)
                 )
                 && std::fs::symlink_metadata(p).is_err_and(|e| {
-                    e.kind() == std::io::ErrorKind::NotFound
-                        || e.raw_os_error() == Some(libc::ENOTDIR)
+                    matches!(
+                        e.kind(),
+                        std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+                    )
                 })
         }
     }

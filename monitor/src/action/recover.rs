@@ -158,26 +158,32 @@ impl Measurer {
     /// nothing was at that name before the call, so it destroyed nothing;
     /// no I/O.
     pub fn created_by_call(&mut self, path: &str) -> Measured {
-        self.last_lstat = None;
-        let in_repo = self.repo_root(Path::new(path)).is_some();
-        Measured {
-            recovery: Recovery::Reversible,
-            location: self.locator.locate(path, in_repo),
-            object: ObjectKind::Created,
-            why: "created by this call: nothing was at this name before".into(),
-        }
+        self.destroys_nothing(
+            path,
+            ObjectKind::Created,
+            "created by this call: nothing was at this name before",
+        )
     }
 
     /// A call on a name that does not exist (it fails with `ENOENT` or
     /// `ENOTDIR`): it destroys nothing; no I/O.
     pub fn absent(&mut self, path: &str) -> Measured {
+        self.destroys_nothing(
+            path,
+            ObjectKind::None,
+            "no such file: the call fails and destroys nothing",
+        )
+    }
+
+    /// A call known, without looking at the file, to destroy nothing.
+    fn destroys_nothing(&mut self, path: &str, object: ObjectKind, why: &'static str) -> Measured {
         self.last_lstat = None;
         let in_repo = self.repo_root(Path::new(path)).is_some();
         Measured {
             recovery: Recovery::Reversible,
             location: self.locator.locate(path, in_repo),
-            object: ObjectKind::None,
-            why: "no such file: the call fails and destroys nothing".into(),
+            object,
+            why: Cow::Borrowed(why),
         }
     }
 
