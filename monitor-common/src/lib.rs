@@ -287,11 +287,13 @@ pub mod field_tag {
     /// was at that name before the call. A u64 field holding the `f_mode`.
     pub const OPENED_CREATED: u8 = 21;
     /// Result record of a successful call that removes or moves a name
-    /// (`unlink`, `unlinkat`, `rmdir`, `rename*`): whether the object the
-    /// entry record's paths named is the one the kernel acted on, checked
-    /// at exit against the dentries the entry lookup found (see
-    /// [`confirm`]). A u64 field: the first path's code in bits 0-3, the
-    /// second path's in bits 4-7.
+    /// (`unlink`, `unlinkat`, `rmdir`, `rename*`) or changes the
+    /// attributes of the file a path names (`truncate`, the `chmod`,
+    /// `chown` and `utimes` families): whether the object the entry
+    /// record's paths named is the one the kernel acted on, checked at exit
+    /// against the dentries the entry lookup found (see [`confirm`]). A u64
+    /// field: the first path's code in bits 0-3, the second path's in bits
+    /// 4-7.
     pub const CONFIRM: u8 = 22;
     /// An ia32 call recorded as its x86_64 twin (`header_flags::COMPAT`):
     /// its own number in the ia32 table, a u64.
@@ -368,7 +370,9 @@ pub mod confirm {
     /// The named object is the one acted on: the dentry the entry lookup
     /// found for it is gone from its name (unlink, rmdir) or moved to the
     /// second path's name (rename), or, for a name the entry lookup did
-    /// not find in the cache, the name is now a negative dentry.
+    /// not find in the cache, the name is now a negative dentry; for an
+    /// attribute change, the change time of the inode the entry lookup
+    /// found moved during the call.
     pub const CONFIRMED: u64 = 1;
     /// The named object was not acted on: it is still there, under the
     /// same name, after a call that succeeded (or it did not exist when
@@ -376,7 +380,8 @@ pub mod confirm {
     /// copy and the kernel's.
     pub const CONTRADICTED: u64 = 2;
     /// Checked without a conclusion (the name is not in the cache at
-    /// exit).
+    /// exit; for an attribute change, the object was not in the cache at
+    /// entry, or its change time did not move: another object's may have).
     pub const UNKNOWN: u64 = 3;
     /// Bits per path in the field.
     pub const SHIFT: u32 = 4;
@@ -644,8 +649,12 @@ pub struct Inflight {
     /// The same for the second path.
     pub dir2: u64,
     pub hash2: u64,
+    /// For a call that changes the first path's attributes by name
+    /// ([`Inflight::retry`] has the attribute bit): the change time of the
+    /// object the entry lookup found, as it was before the call.
+    pub ctime: u64,
 }
-const _: () = assert!(size_of::<Inflight>() == 64);
+const _: () = assert!(size_of::<Inflight>() == 72);
 
 impl Inflight {
     /// An entry for call `nr` with nothing to check at exit.
@@ -660,6 +669,7 @@ impl Inflight {
             hash1: 0,
             dir2: 0,
             hash2: 0,
+            ctime: 0,
         }
     }
 }

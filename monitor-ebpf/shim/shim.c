@@ -153,6 +153,20 @@ int shim_task_group_live(struct task_struct *t)
 	return t ? BPF_CORE_READ((struct task_struct___trust *)t, signal, live.counter) : 0;
 }
 
+/* Tasks that share the caller's address space (mm->mm_users: its
+ * threads, CLONE_VM children, and short-lived references of the kernel);
+ * 0 for a kernel thread. More than 1: another task can change the
+ * caller's memory while a call reads it. */
+int shim_task_mm_users(struct task_struct *t)
+{
+	struct mm_struct___trust *mm;
+
+	if (!t)
+		return 0;
+	mm = BPF_CORE_READ((struct task_struct___trust *)t, mm);
+	return mm ? BPF_CORE_READ(mm, mm_users.counter) : 0;
+}
+
 /* ---- Mount namespaces (monitor-ebpf/src/probes/mountns.rs) ---- */
 
 /* task->nsproxy->mnt_ns; NULL for an exiting task (exit_task_namespaces). */
@@ -265,6 +279,34 @@ void *shim_obj_hash_pprev(struct dentry___obj *d) { return d ? BPF_CORE_READ(d, 
 u64 shim_obj_hash_len(struct dentry___obj *d) { return d ? BPF_CORE_READ(d, d_name.hash_len) : 0; }
 
 u32 shim_obj_flags(struct dentry___obj *d) { return d ? BPF_CORE_READ(d, d_flags) : 0; }
+
+/* The change time of dentry `d`'s inode as one number (seconds << 30 |
+ * nanoseconds), 0 for a negative dentry. Every attribute change sets it
+ * (notify_change: chmod, chown, truncate, utimes): a call that changed the
+ * inode's attributes moved it, unless the previous change fell in the same
+ * clock tick. */
+u64 shim_obj_ctime(struct dentry___obj *d)
+{
+	void *i;
+	u64 sec = 0, nsec = 0;
+
+	if (!d)
+		return 0;
+	i = BPF_CORE_READ(d, d_inode);
+	if (!i)
+		return 0;
+	if (bpf_core_field_exists(struct inode___ct611, i_ctime_sec)) {
+		sec = BPF_CORE_READ((struct inode___ct611 *)i, i_ctime_sec);
+		nsec = BPF_CORE_READ((struct inode___ct611 *)i, i_ctime_nsec) & 0x3fffffff;
+	} else if (bpf_core_field_exists(struct inode___ct66, __i_ctime)) {
+		sec = BPF_CORE_READ((struct inode___ct66 *)i, __i_ctime.tv_sec);
+		nsec = BPF_CORE_READ((struct inode___ct66 *)i, __i_ctime.tv_nsec);
+	} else if (bpf_core_field_exists(struct inode___ct61, i_ctime)) {
+		sec = BPF_CORE_READ((struct inode___ct61 *)i, i_ctime.tv_sec);
+		nsec = BPF_CORE_READ((struct inode___ct61 *)i, i_ctime.tv_nsec);
+	}
+	return sec << 30 | (nsec & 0x3fffffff);
+}
 
 /* i_mode of the dentry's inode; 0 for a negative dentry. */
 u32 shim_obj_imode(struct dentry___obj *d)

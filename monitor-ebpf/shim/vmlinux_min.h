@@ -140,9 +140,14 @@ struct signal_struct {
 	atomic_t___trust live; /* threads not yet past do_exit()'s decrement */
 };
 
+struct mm_struct___trust {
+	atomic_t___trust mm_users; /* users of the address space: threads, CLONE_VM children */
+};
+
 struct task_struct___trust {
 	struct thread_info thread_info;
 	struct signal_struct *signal;
+	struct mm_struct___trust *mm;
 };
 
 #pragma clang attribute pop
@@ -221,6 +226,28 @@ struct dentry_operations {
 struct inode___obj {
 	unsigned short i_mode; /* umode_t */
 	char *i_link;          /* a symlink's target, when kept in memory */
+};
+
+/* The inode change time, in the three layouts it has had: a timespec64
+ * `i_ctime` (to 6.5), `__i_ctime` (6.6 to 6.10), and `i_ctime_sec` +
+ * `i_ctime_nsec` (6.11 on, whose nsec field carries a flag in bit 31 from
+ * 6.13). Only the layout the running kernel has is relocated. */
+struct timespec64___ct {
+	long long tv_sec;
+	long tv_nsec;
+};
+
+struct inode___ct61 {
+	struct timespec64___ct i_ctime;
+};
+
+struct inode___ct66 {
+	struct timespec64___ct __i_ctime;
+};
+
+struct inode___ct611 {
+	long long i_ctime_sec;
+	unsigned int i_ctime_nsec;
 };
 
 struct dentry___obj {

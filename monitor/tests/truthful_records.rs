@@ -5,6 +5,10 @@
 //!   `unlink` (tests/truth/race.c): every successful unlink's record names
 //!   the file the kernel removed, or says in `path_issues` that it cannot
 //!   vouch for its path;
+//! - the same race against `chmod`, `truncate`, `chown` and `utimes` by
+//!   path, with and without the named file already holding the value the
+//!   call sets: every record names the file whose attributes changed, or
+//!   says it cannot vouch for it;
 //! - 32-bit (`int 0x80`) calls (tests/truth/compat.c): result, identity
 //!   and recoverability as for their 64-bit twins;
 //! - a delete through a bind mount made inside the tree: the record names
@@ -139,6 +143,108 @@ fn a_raced_path_argument_is_never_named_without_a_flag() {
     panic!(
         "the race did not race in three rounds (no attempt saw the other name): nothing was tested"
     );
+}
+
+/// What the attribute-change race's records say: `(right, flagged,
+/// wrong_unflagged, wrong_flagged)` over the race's own calls (the last
+/// `count` successful records of `op` in the directory; the setup's come
+/// first), and how many calls the kernel saw as the other name.
+fn tally_attr_race(events: &[&Value], dir: &Path, op: &str, count: usize) -> (RaceTally, usize) {
+    use std::os::unix::fs::MetadataExt as _;
+    // Which of rNNNN / fNNNN the call changed: the fNNNN changed iff the
+    // kernel saw that name (race.c makes one successful call per NNNN).
+    let changed = |i: usize| {
+        let m = std::fs::metadata(dir.join(format!("f{i:04}"))).unwrap();
+        match op {
+            "chmod" => m.mode() & 0o777 == 0o600,
+            "truncate" => m.len() == 0,
+            // SAFETY: getgid cannot fail and touches no memory.
+            "chown" => m.gid() == unsafe { libc::getgid() },
+            "utimes" => m.mtime() != 1_000_000_000,
+            _ => unreachable!("{op}"),
+        }
+    };
+    let prefix = format!("{}/", dir.display());
+    let ours: Vec<&&Value> = events
+        .iter()
+        .filter(|e| {
+            e["op"] == op
+                && e["result"] == 0
+                && e["path"].as_str().is_some_and(|p| p.starts_with(&prefix))
+        })
+        .collect();
+    assert!(
+        ours.len() >= count,
+        "{} {op} records, fewer than the race's {count} calls",
+        ours.len()
+    );
+    let mut t = RaceTally::default();
+    for e in &ours[ours.len() - count..] {
+        let name = &e["path"].as_str().unwrap()[prefix.len()..];
+        let i: usize = name[1..].parse().unwrap();
+        let acted_on_f = changed(i);
+        let right = name.starts_with('f') == acted_on_f;
+        let flagged = !issues(e).is_empty();
+        t.total += 1;
+        match (right, flagged) {
+            (true, false) => t.confirmed += 1,
+            (_, true) => t.flagged += 1,
+            (false, false) => t.wrong_unflagged += 1,
+        }
+        if !right && flagged {
+            t.wrong_flagged += 1;
+        }
+    }
+    let other = (0..count).filter(|&i| changed(i)).count();
+    (t, other)
+}
+
+#[test]
+fn a_raced_attribute_change_names_the_file_changed_or_says_it_cannot() {
+    require_kernel!();
+    let dir = TempDir::new("race-attr");
+    let race = build_c("race", &dir.0, &["-pthread"]);
+    const COUNT: usize = 300;
+    for op in ["chmod", "truncate", "chown", "utimes"] {
+        for noop in [false, true] {
+            let mut raced = false;
+            for round in 1..=3 {
+                let ws = dir.join(&format!("{op}-{noop}-{round}"));
+                std::fs::create_dir_all(ws.join("d")).unwrap();
+                let d = ws.join("d");
+                let n = COUNT.to_string();
+                let mut cmd = vec![race.to_str().unwrap(), d.to_str().unwrap(), &n, op];
+                if noop {
+                    cmd.push("noop");
+                }
+                let run = abm_run(&dir, &ws, &[], &cmd);
+                assert!(
+                    run.output.status.success(),
+                    "the {op} race did not complete: {}",
+                    run.stderr()
+                );
+                let events: Vec<&Value> = run.events().collect();
+                let (t, other) = tally_attr_race(&events, &d, op, COUNT);
+                eprintln!(
+                    "{op} race{}, round {round}: {other} of {COUNT} calls acted on the other name; records: {} total, {} confirmed, {} flagged ({} of them naming the file not changed), {} wrong and unflagged",
+                    if noop { " (named file already set)" } else { "" },
+                    t.total, t.confirmed, t.flagged, t.wrong_flagged, t.wrong_unflagged
+                );
+                assert_eq!(
+                    t.wrong_unflagged, 0,
+                    "{op}: records naming a file the call did not change, without a flag: {t:?}"
+                );
+                if other > 0 {
+                    raced = true;
+                    break;
+                }
+            }
+            assert!(
+                raced,
+                "the {op} race did not race in three rounds: nothing was tested"
+            );
+        }
+    }
 }
 
 /// The record of the first successful `op` on `path`, with the fields the

@@ -1,13 +1,22 @@
 /* Races a path argument against the kernel: a second thread flips the
- * first byte of the buffer that the main thread passes to unlink(2)
- * between 'r' (files that exist: rNNNN) and 'f' (names that never exist:
- * fNNNN). Each rNNNN is unlinked exactly once; a call that the kernel saw
- * as fNNNN fails with ENOENT and is retried. An unprivileged process can
- * do this; a record naming fNNNN for a successful unlink names a file that
- * never existed.
+ * first byte of the buffer that the main thread passes to the call
+ * between 'r' and 'f'. An unprivileged process can do this.
  *
- * usage: race DIR COUNT   (makes DIR/rNNNN itself; prints the number of
- * successful unlinks and of failed attempts) */
+ * unlink: rNNNN exist, fNNNN never do. Each rNNNN is unlinked exactly
+ * once; a call the kernel saw as fNNNN fails with ENOENT and is retried.
+ * A record naming fNNNN for a successful unlink names a file that never
+ * existed.
+ *
+ * chmod, truncate, chown, utimes: rNNNN and fNNNN both exist (mode 0644,
+ * 16 bytes, owned by the caller, old times); one call per NNNN (to 0600,
+ * to 0 bytes, to the caller's own ids, to now) succeeds on whichever the
+ * kernel saw. Which one changed tells the truth: a record naming the
+ * other names a file the call did not touch. With "noop", the rNNNN
+ * already have the value the call sets (only their change time moves).
+ *
+ * usage: race DIR COUNT [unlink|chmod|truncate|chown|utimes] [noop]
+ * (makes the files itself; prints the number of successful calls and of
+ * failed attempts) */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +26,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 static char buf[256] __attribute__((aligned(64)));
@@ -40,24 +51,50 @@ static void *flipper(void *arg)
 
 int main(int argc, char **argv)
 {
-	if (argc != 3) {
-		fprintf(stderr, "usage: race DIR COUNT\n");
+	if (argc < 3 || argc > 5) {
+		fprintf(stderr, "usage: race DIR COUNT [unlink|chmod|truncate|chown|utimes] [noop]\n");
 		return 2;
 	}
 	const char *dir = argv[1];
 	int count = atoi(argv[2]);
+	const char *op = argc > 3 ? argv[3] : "unlink";
+	int noop = argc > 4 && strcmp(argv[4], "noop") == 0;
+	int unl = strcmp(op, "unlink") == 0;
 	if (strlen(dir) > 200 || count <= 0 || count > 9999) {
 		fprintf(stderr, "race: DIR at most 200 bytes, COUNT 1..9999\n");
 		return 2;
 	}
+	if (!unl && strcmp(op, "chmod") && strcmp(op, "truncate") && strcmp(op, "chown") &&
+	    strcmp(op, "utimes")) {
+		fprintf(stderr, "race: unknown operation %s\n", op);
+		return 2;
+	}
+	struct timeval old[2] = {{1000000000, 0}, {1000000000, 0}};
 	for (int i = 0; i < count; i++) {
-		snprintf(buf, sizeof buf, "%s/r%04d", dir, i);
-		int fd = open(buf, O_CREAT | O_WRONLY | O_EXCL, 0644);
-		if (fd < 0) {
-			perror(buf);
-			return 1;
+		for (int k = 0; k < (unl ? 1 : 2); k++) {
+			snprintf(buf, sizeof buf, "%s/%c%04d", dir, k ? 'f' : 'r', i);
+			int fd = open(buf, O_CREAT | O_WRONLY | O_EXCL, 0644);
+			if (fd < 0 || write(fd, "sixteen bytes..\n", 16) != 16) {
+				perror(buf);
+				return 1;
+			}
+			close(fd);
+			if (unl)
+				continue;
+			int r = 0;
+			if (strcmp(op, "utimes") == 0)
+				r = utimes(buf, k == 0 && noop ? NULL : old);
+			else if (k == 0 && noop && strcmp(op, "chmod") == 0)
+				r = chmod(buf, 0600);
+			else if (k == 0 && noop && strcmp(op, "truncate") == 0)
+				r = truncate(buf, 0);
+			else if (strcmp(op, "chown") == 0 && !(k == 0 && noop))
+				r = chown(buf, getuid(), getgid() ? 0 : 1);
+			if (r != 0) {
+				perror(buf);
+				return 1;
+			}
 		}
-		close(fd);
 	}
 	flip_at = strlen(dir) + 1;
 	/* The two threads on two CPUs of their own when there are two: the
@@ -90,12 +127,23 @@ int main(int argc, char **argv)
 		snprintf(digits, sizeof digits, "%04d", i);
 		memcpy(buf + flip_at + 1, digits, 4);
 		for (int tries = 0; tries < 100000; tries++) {
-			if (unlink(buf) == 0) {
+			int r;
+			if (unl)
+				r = unlink(buf);
+			else if (strcmp(op, "chmod") == 0)
+				r = chmod(buf, 0600);
+			else if (strcmp(op, "truncate") == 0)
+				r = truncate(buf, 0);
+			else if (strcmp(op, "chown") == 0)
+				r = chown(buf, getuid(), getgid());
+			else
+				r = utimes(buf, NULL);
+			if (r == 0) {
 				ok++;
 				break;
 			}
 			if (errno != ENOENT) {
-				perror("unlink");
+				perror(op);
 				return 1;
 			}
 			failed++;

@@ -4,10 +4,12 @@ use core::ffi::c_void;
 
 use aya_ebpf::helpers::{bpf_get_current_task, bpf_probe_read_user};
 use monitor_common::{
-    field_flags, field_tag::*, header_flags, ioctl_cmd,
+    field_flags,
+    field_tag::*,
+    header_flags, ioctl_cmd,
     limits::{MAX_NAME, MAX_RAW_PATH},
+    lookup::{ABSENT, FOUND, OFF},
     open_flags::{O_CREAT, O_RDWR, O_TRUNC, O_WRONLY},
-    lookup::{ABSENT, FOUND},
     EventKind, Inflight,
 };
 
@@ -15,7 +17,9 @@ use super::{
     mountns::HOST_MNT_NS,
     syscalls::{nr, Args},
 };
-use aya_ebpf::{helpers::bpf_get_current_pid_tgid, macros::raw_tracepoint, programs::RawTracePointContext};
+use aya_ebpf::{
+    helpers::bpf_get_current_pid_tgid, macros::raw_tracepoint, programs::RawTracePointContext,
+};
 
 use crate::{
     lookup::{sample, tail, CALIBRATE_TGID, FOLLOW},
@@ -23,6 +27,12 @@ use crate::{
 };
 
 const AT_REMOVEDIR: u64 = 0x200;
+
+// SAFETY: the C shim's accessor takes a kernel pointer and reads through CO-RE relocated bpf_probe_read_kernel; a bad pointer yields 0, never a fault.
+unsafe extern "C" {
+    fn shim_obj_ctime(d: *const c_void) -> u64;
+    fn shim_task_mm_users(t: *const c_void) -> i32;
+}
 
 /// [`Inflight::retry`] bit: `open_how` (address in `path2`) is read again at
 /// exit.
@@ -119,12 +129,20 @@ fn plan(id: u32, a: &Args) -> Option<Plan> {
     };
     match id {
         nr::UNLINK | nr::RMDIR => {
-            p.kind = if id == nr::RMDIR { EventKind::Rmdir } else { EventKind::Unlink };
+            p.kind = if id == nr::RMDIR {
+                EventKind::Rmdir
+            } else {
+                EventKind::Unlink
+            };
             p.path1 = a.ptr(0);
         }
         nr::UNLINKAT => {
             p.flags = a.get(2);
-            p.kind = if p.flags & AT_REMOVEDIR != 0 { EventKind::Rmdir } else { EventKind::Unlink };
+            p.kind = if p.flags & AT_REMOVEDIR != 0 {
+                EventKind::Rmdir
+            } else {
+                EventKind::Unlink
+            };
             p.dirfd1 = a.int(0);
             p.path1 = a.ptr(1);
         }
@@ -236,7 +254,11 @@ fn plan(id: u32, a: &Args) -> Option<Plan> {
             p.fd = a.int(0);
         }
         nr::LINK | nr::SYMLINK => {
-            p.kind = if id == nr::LINK { EventKind::Link } else { EventKind::Symlink };
+            p.kind = if id == nr::LINK {
+                EventKind::Link
+            } else {
+                EventKind::Symlink
+            };
             p.path1 = a.ptr(0);
             p.path2 = a.ptr(1);
         }
@@ -292,7 +314,7 @@ fn plan(id: u32, a: &Args) -> Option<Plan> {
             p.kind = EventKind::Setflags;
             p.target_fd = a.int(0);
             p.mode = a.get(1) as u32; // the request
-            // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
+                                      // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
             match unsafe { bpf_probe_read_user(a.ptr(2) as *const u32) } {
                 Ok(v) => p.flags = v as u64,
                 Err(_) => p.hflags |= header_flags::FLAGS_UNREAD,
@@ -304,7 +326,11 @@ fn plan(id: u32, a: &Args) -> Option<Plan> {
         _ => return None,
     }
     if id != nr::OPEN_BY_HANDLE_AT {
-        p.fd = if p.target_fd >= 0 { p.target_fd } else { p.dirfd1 };
+        p.fd = if p.target_fd >= 0 {
+            p.target_fd
+        } else {
+            p.dirfd1
+        };
     }
     Some(p)
 }
@@ -344,7 +370,28 @@ pub fn enter(id: u32, a: &Args, inflight: &mut Inflight) -> Option<Record> {
         if !ok {
             inflight.retry |= 1;
         }
-        rec.walk_arg_base(BASE1_TAGS, first, p.dirfd1, at, lookup_mode(id, p.flags), &fs);
+        rec.walk_arg_base(
+            BASE1_TAGS,
+            first,
+            p.dirfd1,
+            at,
+            lookup_mode(id, p.flags),
+            &fs,
+        );
+        if ok && first != 0 && sets_attr(id) {
+            // An attribute change by name: its exit checks that the change
+            // time of the object found now moved. Unchecked only when the
+            // lookup is off.
+            let (obj, _, _, status) = tail();
+            if status & 0xff != OFF {
+                if status & 0xff == FOUND {
+                    inflight.obj = obj;
+                    // SAFETY: a CO-RE accessor of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
+                    inflight.ctime = unsafe { shim_obj_ctime(obj as *const c_void) };
+                }
+                inflight.retry |= RETRY_CHECK | RETRY_ATTR;
+            }
+        }
         if removes && ok {
             let (obj, dir, hash, status) = tail();
             inflight.obj = if status & 0xff == FOUND { obj } else { 0 };
@@ -387,12 +434,40 @@ pub const RETRY_ABSENT: u32 = 16;
 /// (`nr`); its exit comes with the ia32 number.
 pub const RETRY_COMPAT: u32 = 32;
 
+/// [`Inflight::retry`] bit: the call changes the attributes of the file
+/// its first path names; its exit checks the object's change time
+/// ([`confirm`]).
+pub const RETRY_ATTR: u32 = 64;
+
+/// Calls that change the attributes of the file a path names (through
+/// `notify_change`, which sets the inode's change time).
+#[inline(always)]
+fn sets_attr(id: u32) -> bool {
+    matches!(
+        id,
+        nr::TRUNCATE
+            | nr::CHMOD
+            | nr::FCHMODAT
+            | nr::FCHMODAT2
+            | nr::CHOWN
+            | nr::LCHOWN
+            | nr::FCHOWNAT
+            | nr::UTIME
+            | nr::UTIMES
+            | nr::FUTIMESAT
+            | nr::UTIMENSAT
+    )
+}
+
 /// Calls that remove or move a name: their exit can check, from the
 /// dentries the entry lookup found, that the named object is the one the
 /// kernel acted on.
 #[inline(always)]
 fn removes_name(id: u32) -> bool {
-    matches!(id, nr::UNLINK | nr::UNLINKAT | nr::RMDIR | nr::RENAME | nr::RENAMEAT | nr::RENAMEAT2)
+    matches!(
+        id,
+        nr::UNLINK | nr::UNLINKAT | nr::RMDIR | nr::RENAME | nr::RENAMEAT | nr::RENAMEAT2
+    )
 }
 
 /// The [`field_tag::CONFIRM`] value of a successful call that removes or
@@ -405,6 +480,21 @@ fn removes_name(id: u32) -> bool {
 #[inline(always)]
 pub fn confirm(f: &Inflight) -> u64 {
     use monitor_common::confirm::{CONFIRMED, CONTRADICTED, SHIFT, UNCHECKED, UNKNOWN};
+    if f.retry & RETRY_ATTR != 0 {
+        // The change time of the object found at entry moved: the call
+        // changed it. It stays put when the object's previous change fell
+        // in the same clock tick, or when the call acted on another file;
+        // only a caller that shares its memory with another task can have
+        // had its argument changed under it.
+        // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
+        let (moved, shared) = unsafe {
+            (
+                f.obj != 0 && shim_obj_ctime(f.obj as *const c_void) != f.ctime,
+                shim_task_mm_users(bpf_get_current_task() as *const c_void) > 1,
+            )
+        };
+        return if moved || !shared { CONFIRMED } else { UNKNOWN };
+    }
     let rename = matches!(f.nr, nr::RENAME | nr::RENAMEAT | nr::RENAMEAT2);
     let mut first = UNCHECKED;
     let mut second = UNCHECKED;
@@ -412,14 +502,22 @@ pub fn confirm(f: &Inflight) -> u64 {
         let (now, parent, hash) = crate::lookup::dentry_now(f.obj);
         let moved = parent != f.dir1 || hash != f.hash1;
         first = if rename {
-            if moved { CONFIRMED } else { CONTRADICTED }
+            if moved {
+                CONFIRMED
+            } else {
+                CONTRADICTED
+            }
         } else if now & 1 == 0 || now & 2 == 0 {
             CONFIRMED
         } else {
             CONTRADICTED
         };
         if rename && f.dir2 != 0 {
-            second = if parent == f.dir2 && hash == f.hash2 { CONFIRMED } else { CONTRADICTED };
+            second = if parent == f.dir2 && hash == f.hash2 {
+                CONFIRMED
+            } else {
+                CONTRADICTED
+            };
         }
     } else if f.dir1 != 0 {
         // Not in the cache at entry: the call's own lookup made the
@@ -451,12 +549,24 @@ fn lookup_mode(id: u32, flags: u64) -> Option<u64> {
     match id {
         nr::OPEN | nr::OPENAT | nr::OPENAT2 | nr::CREAT | nr::OPEN_BY_HANDLE_AT => None,
         nr::SYMLINK | nr::SYMLINKAT => None,
-        nr::TRUNCATE | nr::CHMOD | nr::FCHMODAT | nr::CHOWN | nr::UTIME | nr::UTIMES | nr::FUTIMESAT => Some(FOLLOW),
+        nr::TRUNCATE
+        | nr::CHMOD
+        | nr::FCHMODAT
+        | nr::CHOWN
+        | nr::UTIME
+        | nr::UTIMES
+        | nr::FUTIMESAT => Some(FOLLOW),
         nr::SETXATTR | nr::REMOVEXATTR => Some(FOLLOW),
-        nr::FCHMODAT2 | nr::FCHOWNAT | nr::UTIMENSAT => {
-            Some(if flags & AT_SYMLINK_NOFOLLOW == 0 { FOLLOW } else { 0 })
-        }
-        nr::LINKAT => Some(if flags & AT_SYMLINK_FOLLOW != 0 { FOLLOW } else { 0 }),
+        nr::FCHMODAT2 | nr::FCHOWNAT | nr::UTIMENSAT => Some(if flags & AT_SYMLINK_NOFOLLOW == 0 {
+            FOLLOW
+        } else {
+            0
+        }),
+        nr::LINKAT => Some(if flags & AT_SYMLINK_FOLLOW != 0 {
+            FOLLOW
+        } else {
+            0
+        }),
         _ => Some(0),
     }
 }
@@ -475,7 +585,8 @@ pub fn dcache_sample(ctx: RawTracePointContext) -> i32 {
     }
     let regs: *const u8 = ctx.arg(0);
     // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
-    let fd = unsafe { aya_ebpf::helpers::bpf_probe_read_kernel(regs.add(112) as *const u64) }.unwrap_or(u64::MAX);
+    let fd = unsafe { aya_ebpf::helpers::bpf_probe_read_kernel(regs.add(112) as *const u64) }
+        .unwrap_or(u64::MAX);
     sample(fd as i32);
     0
 }
@@ -484,7 +595,10 @@ pub fn dcache_sample(ctx: RawTracePointContext) -> i32 {
 /// the file really opened ([`opened`]).
 #[inline(always)]
 pub fn is_open(id: u32) -> bool {
-    matches!(id, nr::OPEN | nr::OPENAT | nr::OPENAT2 | nr::CREAT | nr::OPEN_BY_HANDLE_AT)
+    matches!(
+        id,
+        nr::OPEN | nr::OPENAT | nr::OPENAT2 | nr::CREAT | nr::OPEN_BY_HANDLE_AT
+    )
 }
 
 /// Adds to the result record of a successful open the new fd's file: its
