@@ -65,6 +65,11 @@ enum Effect {
     Unsealed,
     /// `abm verify` does not report the trace intact.
     TraceBroken,
+    /// The script ran tests/truth/race.c on `WS/d` with this operation: a
+    /// second thread flipped the path between `d/rNNNN` and `d/fNNNN`.
+    /// The outcome is judged per record: every one must name the file the
+    /// call acted on, or say in `path_issues` that it cannot vouch for it.
+    Race(&'static str),
 }
 
 struct Attack {
@@ -80,7 +85,8 @@ struct Attack {
     /// Why an outcome is a gap, when it is.
     gap: &'static str,
     /// Shell script run in WS before `abm run` starts (after the
-    /// protected files are made).
+    /// protected files are made; `$TRUTH`: a directory with the programs
+    /// of tests/truth built).
     setup: &'static str,
 }
 
@@ -500,6 +506,42 @@ fn attacks() -> Vec<Attack> {
             setup: "mkdir -p deep/protected && echo secret > deep/protected/key",
         },
         Attack {
+            name: "a second thread rewrites unlink's path argument during the call",
+            script: "\"$TRUTH/race\" \"$PWD/d\" 1000 unlink",
+            effect: Effect::Race("unlink"),
+            shows: None,
+            expect: [Flagged, Flagged],
+            gap: "",
+            setup: "mkdir d",
+        },
+        Attack {
+            name: "a second thread rewrites chmod's path argument during the call",
+            script: "\"$TRUTH/race\" \"$PWD/d\" 300 chmod",
+            effect: Effect::Race("chmod"),
+            shows: None,
+            expect: [Flagged, Flagged],
+            gap: "",
+            setup: "mkdir d",
+        },
+        Attack {
+            name: "the same against truncate, the named file already empty",
+            script: "\"$TRUTH/race\" \"$PWD/d\" 300 truncate noop",
+            effect: Effect::Race("truncate"),
+            shows: None,
+            expect: [Flagged, Flagged],
+            gap: "",
+            setup: "mkdir d",
+        },
+        Attack {
+            name: "rm alias/key (a bind mount of the protected directory made in the tree)",
+            script: "mkdir alias && mount --bind protected alias && rm alias/key",
+            effect: Effect::Test("test ! -e protected/key"),
+            shows: Some(("unlink", "path", "protected/key")),
+            expect: [Recorded, Blocked],
+            gap: "",
+            setup: "",
+        },
+        Attack {
             name: ": > hardlink (made before the run) of a protected file",
             script: ": > hardlink",
             effect: Effect::Test("test ! -s protected/f"),
@@ -582,6 +624,7 @@ fn run_one(i: usize, a: &Attack, backend: usize) -> Row {
         .args(["sh", "-c", &script])
         .env("TRACE", &trace)
         .env("TDIR", &tdir)
+        .env("TRUTH", truth_programs())
         .current_dir(t.path())
         .stdin(Stdio::null())
         .output()
@@ -594,6 +637,7 @@ fn run_one(i: usize, a: &Attack, backend: usize) -> Row {
     let happened = match a.effect {
         Effect::Test(test) => shell(test, ws.path(), &trace),
         Effect::Unsealed => records.last().is_none_or(|r| r["type"] != "seal"),
+        Effect::Race(_) => true,
         Effect::TraceBroken => {
             let v = Command::new(ABM)
                 .arg("verify")
@@ -603,9 +647,12 @@ fn run_one(i: usize, a: &Attack, backend: usize) -> Row {
             !String::from_utf8_lossy(&v.stdout).contains("INTACT")
         }
     };
+    unmount_under(ws.path());
     let ws_s = ws.path().to_string_lossy().into_owned();
     let events: Vec<&Value> = records.iter().filter(|r| r["type"] == "event").collect();
-    let (outcome, detail) = if !happened {
+    let (outcome, detail) = if let Effect::Race(op) = a.effect {
+        race_outcome(op, &events, &ws.join("d"))
+    } else if !happened {
         (Blocked, String::new())
     } else if matches!(a.effect, Effect::TraceBroken) {
         (Detected, "abm verify: not intact".into())
@@ -647,6 +694,61 @@ fn run_one(i: usize, a: &Attack, backend: usize) -> Row {
         outcome,
         detail,
     }
+}
+
+/// The programs of tests/truth, built once for the whole suite.
+fn truth_programs() -> &'static Path {
+    static DIR: std::sync::OnceLock<TempDir> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let d = TempDir::new("adv-truth");
+        common::race::build_c("race", d.path(), &["-pthread"]);
+        d
+    })
+    .path()
+}
+
+/// Lazily unmounts what an attack mounted inside the workspace.
+fn unmount_under(ws: &Path) {
+    let prefix = format!("{}/", ws.display());
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let mut points: Vec<&str> = info
+        .lines()
+        .filter_map(|l| l.split(' ').nth(4))
+        .filter(|p| p.starts_with(&prefix))
+        .collect();
+    points.sort_by_key(|p| std::cmp::Reverse(p.len()));
+    for p in points {
+        let _ = Command::new("umount").arg("-l").arg(p).status();
+    }
+}
+
+/// The outcome of a path-argument race (tests/truth/race.c on `dir`):
+/// `misattributed` when a record names a file the call did not act on
+/// without a flag, `flagged` when every such record says so, `recorded`
+/// when the race never made the kernel see the other name.
+fn race_outcome(op: &str, events: &[&Value], dir: &Path) -> (Outcome, String) {
+    let (t, other) = if op == "unlink" {
+        // A successful unlink can only have removed an rNNNN: a record
+        // naming an fNNNN is the other name.
+        let t = common::race::tally_race(events, dir);
+        let other = t.wrong_flagged + t.wrong_unflagged;
+        (t, other)
+    } else {
+        let n = std::fs::read_dir(dir).map_or(0, |d| d.count()) / 2;
+        common::race::tally_attr_race(events, dir, op, n)
+    };
+    let detail = format!(
+        "{} records: {} confirmed, {} flagged ({} naming a file not acted on), {} wrong and unflagged; {other} calls saw the other name",
+        t.total, t.confirmed, t.flagged, t.wrong_flagged, t.wrong_unflagged
+    );
+    let outcome = if t.wrong_unflagged > 0 {
+        Misattributed
+    } else if t.wrong_flagged > 0 || t.flagged > 0 {
+        Flagged
+    } else {
+        Recorded
+    };
+    (outcome, detail)
 }
 
 /// Why the identity of a record naming `path` is wrong: a successful open

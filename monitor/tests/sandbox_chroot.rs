@@ -286,6 +286,24 @@ fn inside_a_chroot_sandbox_observe_records_the_sandboxs_own_files() {
         assert_eq!(u[0]["result"], 0);
     }
     assert_eq!(inside(&records, "rmdir", "/etc/sub").len(), 1);
+    // What `rm -rf /etc/sub` would destroy is counted in the sandbox (its
+    // 20 files), not at the host's /etc/sub.
+    let rm: Vec<&Value> = events(&records)
+        .filter(|e| e["op"] == "exec" && e["argv"] == serde_json::json!(["rm", "-rf", "/etc/sub"]))
+        .collect();
+    assert_eq!(rm.len(), 1, "the exec of rm -rf /etc/sub");
+    eprintln!(
+        "sandbox (observe): rm -rf /etc/sub judged: {}",
+        rm[0]["verdict"]
+    );
+    assert!(
+        rm[0]["verdict"]["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("20 files"),
+        "the preview counts the sandbox's /etc/sub: {}",
+        rm[0]["verdict"]
+    );
     let g1 = inside(&records, "unlink", "/etc/sub/g1");
     assert!(blocks(g1[0]), "a delete in a system directory: {}", g1[0]);
     // The truncation through the sandbox's symlink is recorded (which

@@ -166,6 +166,54 @@ t adv-hook-records "utimes, xattr, link, symlink, setflags and ancestor-rename r
     all 'hooked utimes inode_setattr' 'hooked xattr inode_setxattr' 'hooked xattr inode_removexattr' \
     'hooked link path_link' 'hooked symlink path_symlink' 'hooked setflags file_ioctl' 'hooked rename path_rename'
 
+# Races on a path argument (tests/truth/race.c: a second thread flips the
+# name between d/rNNNN and d/fNNNN during the call): every record names
+# the file the call acted on, or says in path_issues that it cannot vouch
+# for it. `recorded` when the race never made the kernel see the other
+# name (one virtual CPU), `misattributed` when a record names the wrong
+# file without a flag.
+adv_run race '
+mkdir d-unlink d-chmod
+/tests/bin/pathrace $PWD/d-unlink 300 unlink > race-unlink.out
+/tests/bin/pathrace $PWD/d-chmod 200 chmod > race-chmod.out
+true'
+# race_judge NAME OP DIR: after adv_run race.
+race_judge() {
+    name=$1 op=$2 dir=$W/$3
+    adv_n=$((adv_n + 1))
+    grep '"type":"event"' "$T" | grep "\"op\":\"$op\"" | grep '"result":0,' |
+        grep "\"path\":\"$dir/" > $W.$op.recs
+    flagged=$(grep -c path_issues $W.$op.recs)
+    wrong=$(grep -v path_issues $W.$op.recs | sed 's/.*"path":"\([^"]*\)".*/\1/' | while read -r p; do
+        n=${p##*/}
+        i=${n#?}
+        if [ "$op" = unlink ]; then
+            case $n in f*) echo wrong ;; esac
+        else
+            fm=$(stat -c %a "$dir/f$i")
+            case $n in
+                f*) [ "$fm" = 600 ] || echo wrong ;;
+                r*) [ "$fm" = 600 ] && echo wrong ;;
+            esac
+        fi
+    done | wc -l)
+    if [ "$wrong" -gt 0 ]; then
+        outcome=misattributed
+    elif [ "$flagged" -gt 0 ]; then
+        outcome=flagged
+    else
+        outcome=recorded
+    fi
+    echo "ABM-VM-INFO race $op: $(wc -l < $W.$op.recs) records, $flagged flagged, $wrong wrong and unflagged ($(cat $W/race-$op.out))"
+    echo "ABM-VM-ATTACK $name|$outcome"
+    t "adv-$adv_n" "$name: $outcome (expected flagged, or recorded when the race did not race)" \
+        [ "$outcome" != misattributed ]
+}
+race_judge "a second thread rewrites unlink's path argument during the call" unlink d-unlink
+race_judge "a second thread rewrites chmod's path argument during the call" chmod d-chmod
+adv_run alias 'mkdir alias && mount --bind protected alias && rm alias/k1; umount alias'
+judge "rm alias/key (a bind mount of the protected directory made in the tree)" blocked 'test ! -e protected/k1' protected/k1
+
 adv_run pidfd '$H pidfd-kill $PPID; sleep 1'
 judge "pidfd_send_signal(SIGKILL) on a descriptor of /proc/<abm pid>" blocked unsealed -
 adv_run link 'ln "$TRACE" h && : > h'

@@ -226,6 +226,13 @@ fn initramfs(abm: &Path) -> Result<PathBuf> {
         .arg(root().join("tests/vm/argvrace.c")))
     .context("building the static argv race helper (needs gcc and libc6-dev)")?;
     install(&tree, &race, "/tests/bin/argvrace", 0o755)?;
+    let pathrace = dir.join("pathrace");
+    run(Command::new("cc")
+        .args(["-static", "-O2", "-pthread", "-o"])
+        .arg(&pathrace)
+        .arg(root().join("tests/truth/race.c")))
+    .context("building the static path race helper (needs gcc and libc6-dev)")?;
+    install(&tree, &pathrace, "/tests/bin/pathrace", 0o755)?;
     let vmhelper = dir.join("vmhelper");
     run(Command::new("cc")
         .args(["-static", "-O2", "-o"])

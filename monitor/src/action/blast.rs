@@ -120,9 +120,30 @@ impl Blast {
 /// Preview what a command would destroy, before it runs. `None` when the
 /// command is not one that destroys trees or the working tree.
 pub fn preview(argv: &[String], cwd: &Path, m: &mut Measurer) -> Option<Blast> {
+    preview_in(argv, cwd, Path::new("/"), m)
+}
+
+/// [`preview`] for a command whose paths resolve under `root` (a
+/// sandbox's or container's root seen from abm, `/proc/PID/root`) from
+/// working directory `cwd` (`/proc/PID/cwd`): its absolute arguments name
+/// files under `root`, never abm's own. An argument that leads out of both
+/// (`..` above the working directory) is not counted.
+pub fn preview_in(argv: &[String], cwd: &Path, root: &Path, m: &mut Measurer) -> Option<Blast> {
     let prog = super::group::program_name(argv.first()?);
     let args = &argv[1..];
-    let abs = |p: &str| -> PathBuf { normalize(&cwd.join(p)) };
+    let own_view = root == Path::new("/");
+    let abs = |p: &str| -> Option<PathBuf> {
+        match p.strip_prefix('/') {
+            Some(rel) if !own_view => {
+                let inside = normalize(&Path::new("/").join(rel));
+                Some(root.join(inside.strip_prefix("/").unwrap_or(&inside)))
+            }
+            _ => {
+                let joined = normalize(&cwd.join(p));
+                (own_view || joined.starts_with(cwd)).then_some(joined)
+            }
+        }
+    };
     let positionals = |args: &[String]| -> Vec<String> {
         let mut out = Vec::new();
         let mut after = false;
@@ -145,7 +166,9 @@ pub fn preview(argv: &[String], cwd: &Path, m: &mut Measurer) -> Option<Blast> {
         "rm" => {
             let recursive = short(args, 'r', "--recursive") || short(args, 'R', "--recursive");
             for t in positionals(args) {
-                walk(&abs(&t), recursive, m, &mut blast, &|_| true);
+                if let Some(p) = abs(&t) {
+                    walk(&p, recursive, m, &mut blast, &|_| true);
+                }
             }
         }
         "find" if args.iter().any(|a| a == "-delete") => {
@@ -154,14 +177,16 @@ pub fn preview(argv: &[String], cwd: &Path, m: &mut Measurer) -> Option<Blast> {
                 .take_while(|a| !a.starts_with('-') && *a != "(" && *a != "!")
                 .collect();
             for t in starts {
-                walk(&abs(t), true, m, &mut blast, &|_| true);
+                if let Some(p) = abs(t) {
+                    walk(&p, true, m, &mut blast, &|_| true);
+                }
             }
         }
         "git" => {
             let pos = positionals(args);
             let sub = pos.first()?.as_str();
             let rest = &args[args.iter().position(|a| a == sub)? + 1..];
-            let paths: Vec<PathBuf> = positionals(rest).iter().map(|p| abs(p)).collect();
+            let paths: Vec<PathBuf> = positionals(rest).iter().filter_map(|p| abs(p)).collect();
             let root = m.repo_root(&cwd.join("x"))?;
             match sub {
                 "clean" if short(rest, 'f', "--force") || short(rest, 'n', "--dry-run") => {
@@ -194,7 +219,7 @@ pub fn preview(argv: &[String], cwd: &Path, m: &mut Measurer) -> Option<Blast> {
                     let specs: Vec<PathBuf> = positionals(rest)
                         .iter()
                         .filter(|p| !names_ref(&root, p))
-                        .map(|p| abs(p))
+                        .filter_map(|p| abs(p))
                         .filter(|p| std::fs::symlink_metadata(p).is_ok())
                         .collect();
                     if specs.is_empty() {
@@ -208,7 +233,7 @@ pub fn preview(argv: &[String], cwd: &Path, m: &mut Measurer) -> Option<Blast> {
                     }) || (sub == "restore" && !rest.iter().any(|a| a == "--staged")) =>
                 {
                     let after_dd: Vec<PathBuf> = match rest.iter().position(|a| a == "--") {
-                        Some(i) => rest[i + 1..].iter().map(|p| abs(p)).collect(),
+                        Some(i) => rest[i + 1..].iter().filter_map(|p| abs(p)).collect(),
                         None if sub == "restore" && !paths.is_empty() => paths,
                         None => vec![root.clone()],
                     };

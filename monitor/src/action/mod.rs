@@ -64,6 +64,29 @@ impl Info {
     }
 }
 
+/// [`blast::preview`] of exec record `a`'s command in the caller's view:
+/// a command run in another mount namespace or under another root (a
+/// sandbox, a container: the record has a `container_path`) names the
+/// files of that view, which abm reads through `/proc/PID/root` and
+/// `/proc/PID/cwd` while the process lives; once it is gone there is no
+/// preview, never one of abm's own files. A `live` judge is in the
+/// caller's view already.
+fn preview_of(
+    a: &Action,
+    live: bool,
+    argv: &[String],
+    cwd: &Path,
+    m: &mut Measurer,
+) -> Option<Blast> {
+    if live || a.container_path.is_none() {
+        return blast::preview(argv, cwd, m);
+    }
+    let root = PathBuf::from(format!("/proc/{}/root", a.pid));
+    let cwd = PathBuf::from(format!("/proc/{}/cwd", a.pid));
+    std::fs::symlink_metadata(&root).ok()?;
+    blast::preview_in(argv, &cwd, &root, m)
+}
+
 /// Groups, measures and judges records.
 #[derive(Debug)]
 pub struct Judge {
@@ -79,6 +102,9 @@ pub struct Judge {
     /// with the command line and directory they were taken for (see
     /// [`Judge::preview_early`]).
     early: HashMap<(u32, u64), (Vec<String>, String, Blast)>,
+    /// Judges calls before they run, from inside the caller's view (the
+    /// seccomp supervisor): paths resolve as the caller's already.
+    live: bool,
     /// Actions judged, and the time spent judging their records.
     pub actions_judged: u64,
     pub cost_ns: u64,
@@ -96,6 +122,7 @@ impl Judge {
             ended: Vec::new(),
             role: None,
             early: HashMap::new(),
+            live: false,
             actions_judged: 0,
             cost_ns: 0,
         }
@@ -106,6 +133,7 @@ impl Judge {
     pub fn live(ctx: &Context) -> Judge {
         let mut j = Judge::new(ctx);
         j.grouper.ancestry = true;
+        j.live = true;
         j
     }
 
@@ -130,7 +158,10 @@ impl Judge {
             .iter()
             .find(|((tid, _), (v, c, _))| *tid == a.tid && v == argv && c == cwd)
             .map(|(_, (_, _, b))| b.clone());
-        if let Some(b) = same.or_else(|| blast::preview(argv, Path::new(cwd), &mut self.measurer)) {
+        let live = self.live;
+        if let Some(b) =
+            same.or_else(|| preview_of(a, live, argv, Path::new(cwd), &mut self.measurer))
+        {
             self.early
                 .insert((a.tid, a.ktime_ns), (argv.clone(), cwd.clone(), b));
         }
@@ -177,8 +208,9 @@ impl Judge {
                     let st = &self.grouper.actions[&k];
                     let cwd = st.cwd.clone().map(PathBuf::from);
                     let argv = st.argv.clone();
+                    let live = self.live;
                     let preview = early.or_else(|| {
-                        cwd.and_then(|c| blast::preview(&argv, &c, &mut self.measurer))
+                        cwd.and_then(|c| preview_of(a, live, &argv, &c, &mut self.measurer))
                     });
                     self.info.insert(
                         k,

@@ -11,6 +11,7 @@ use serde_json::Value;
 
 pub mod daemon;
 pub mod pyvenv;
+pub mod race;
 
 pub const ABM: &str = env!("CARGO_BIN_EXE_abm");
 
