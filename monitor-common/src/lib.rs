@@ -398,8 +398,14 @@ pub struct DcacheConfig {
     /// The `d_flags` bit of a mount point (`DCACHE_MOUNTED`: 0x10000 on
     /// 6.1 and 6.12, renumbered since), as found on `/proc`'s.
     pub mounted: u64,
+    /// `CLOCK_REALTIME` minus `CLOCK_MONOTONIC`, in ns (two's complement),
+    /// when the table was located: the monotonic clock plus this is the
+    /// wall clock the kernel stamps inode times with, so an attribute
+    /// change can tell whether the call would move an object's change time
+    /// (see [`confirm`]).
+    pub real_offset: u64,
 }
-const _: () = assert!(size_of::<DcacheConfig>() == 24);
+const _: () = assert!(size_of::<DcacheConfig>() == 32);
 
 /// Value of the `DCACHE_SAMPLES` map: one dentry the loader created, as
 /// the kernel sees it, to locate the hash table.
@@ -650,8 +656,8 @@ pub struct Inflight {
     pub dir2: u64,
     pub hash2: u64,
     /// For a call that changes the first path's attributes by name
-    /// ([`Inflight::retry`] has the attribute bit): the change time of the
-    /// object the entry lookup found, as it was before the call.
+    /// ([`Inflight::retry`] has the attribute bit): the change time (ns)
+    /// of the object the entry lookup found, as it was before the call.
     pub ctime: u64,
 }
 const _: () = assert!(size_of::<Inflight>() == 72);

@@ -280,11 +280,10 @@ u64 shim_obj_hash_len(struct dentry___obj *d) { return d ? BPF_CORE_READ(d, d_na
 
 u32 shim_obj_flags(struct dentry___obj *d) { return d ? BPF_CORE_READ(d, d_flags) : 0; }
 
-/* The change time of dentry `d`'s inode as one number (seconds << 30 |
- * nanoseconds), 0 for a negative dentry. Every attribute change sets it
- * (notify_change: chmod, chown, truncate, utimes): a call that changed the
- * inode's attributes moved it, unless the previous change fell in the same
- * clock tick. */
+/* The change time of dentry `d`'s inode in ns since the epoch, 0 for a
+ * negative dentry. Every attribute change sets it (notify_change: chmod,
+ * chown, truncate, utimes): a call that changed the inode's attributes
+ * moved it, unless the previous change fell in the same clock tick. */
 u64 shim_obj_ctime(struct dentry___obj *d)
 {
 	void *i;
@@ -305,7 +304,19 @@ u64 shim_obj_ctime(struct dentry___obj *d)
 		sec = BPF_CORE_READ((struct inode___ct61 *)i, i_ctime.tv_sec);
 		nsec = BPF_CORE_READ((struct inode___ct61 *)i, i_ctime.tv_nsec);
 	}
-	return sec << 30 | (nsec & 0x3fffffff);
+	return sec * 1000000000ULL + (nsec & 0x3fffffff);
+}
+
+/* The granularity (ns) of the times of dentry `d`'s file system
+ * (super_block.s_time_gran: 1 for most, 10^9 for some). */
+u32 shim_obj_time_gran(struct dentry___obj *d)
+{
+	struct inode___ct61 *i;
+
+	if (!d)
+		return 0;
+	i = (struct inode___ct61 *)BPF_CORE_READ(d, d_inode);
+	return i ? BPF_CORE_READ(i, i_sb, s_time_gran) : 0;
 }
 
 /* i_mode of the dentry's inode; 0 for a negative dentry. */

@@ -237,8 +237,13 @@ struct timespec64___ct {
 	long tv_nsec;
 };
 
+struct super_block___ct {
+	u32 s_time_gran;
+};
+
 struct inode___ct61 {
 	struct timespec64___ct i_ctime;
+	struct super_block___ct *i_sb;
 };
 
 struct inode___ct66 {

@@ -2,7 +2,7 @@
 //! opens that truncate or write.
 use core::ffi::c_void;
 
-use aya_ebpf::helpers::{bpf_get_current_task, bpf_probe_read_user};
+use aya_ebpf::helpers::{bpf_get_current_task, bpf_ktime_get_ns, bpf_probe_read_user};
 use monitor_common::{
     field_flags,
     field_tag::*,
@@ -31,6 +31,7 @@ const AT_REMOVEDIR: u64 = 0x200;
 // SAFETY: the C shim's accessor takes a kernel pointer and reads through CO-RE relocated bpf_probe_read_kernel; a bad pointer yields 0, never a fault.
 unsafe extern "C" {
     fn shim_obj_ctime(d: *const c_void) -> u64;
+    fn shim_obj_time_gran(d: *const c_void) -> u32;
     fn shim_task_mm_users(t: *const c_void) -> i32;
 }
 
@@ -386,8 +387,26 @@ pub fn enter(id: u32, a: &Args, inflight: &mut Inflight) -> Option<Record> {
             if status & 0xff != OFF {
                 if status & 0xff == FOUND {
                     inflight.obj = obj;
-                    // SAFETY: a CO-RE accessor of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
-                    inflight.ctime = unsafe { shim_obj_ctime(obj as *const c_void) };
+                    // SAFETY: CO-RE accessors of the C shim and a helper without memory arguments.
+                    let (ctime, gran, now) = unsafe {
+                        (
+                            shim_obj_ctime(obj as *const c_void),
+                            shim_obj_time_gran(obj as *const c_void) as u64,
+                            bpf_ktime_get_ns(),
+                        )
+                    };
+                    inflight.ctime = ctime;
+                    // The wall clock now. The kernel stamps inode times
+                    // with its coarse form, up to one tick (10 ms at
+                    // HZ=100) behind.
+                    let offset = crate::lookup::DCACHE.get(0).map_or(0, |c| c.real_offset);
+                    let now = now.wrapping_add(offset);
+                    // Changed within a tick (and the file system's time
+                    // granularity) of the call's start: the call may set
+                    // the same change time again.
+                    if ctime.wrapping_add(gran).wrapping_add(TICK_NS) > now {
+                        inflight.retry |= RETRY_RECENT;
+                    }
                 }
                 inflight.retry |= RETRY_CHECK | RETRY_ATTR;
             }
@@ -438,6 +457,13 @@ pub const RETRY_COMPAT: u32 = 32;
 /// its first path names; its exit checks the object's change time
 /// ([`confirm`]).
 pub const RETRY_ATTR: u32 = 64;
+/// [`Inflight::retry`] bit: the object of an attribute change had changed
+/// within the clock tick the call started in.
+pub const RETRY_RECENT: u32 = 128;
+
+/// The longest clock tick (HZ=100) and a millisecond: how far behind the
+/// wall clock the coarse one inode times are taken from can be.
+const TICK_NS: u64 = 11_000_000;
 
 /// Calls that change the attributes of the file a path names (through
 /// `notify_change`, which sets the inode's change time).
@@ -482,10 +508,11 @@ pub fn confirm(f: &Inflight) -> u64 {
     use monitor_common::confirm::{CONFIRMED, CONTRADICTED, SHIFT, UNCHECKED, UNKNOWN};
     if f.retry & RETRY_ATTR != 0 {
         // The change time of the object found at entry moved: the call
-        // changed it. It stays put when the object's previous change fell
-        // in the same clock tick, or when the call acted on another file;
-        // only a caller that shares its memory with another task can have
-        // had its argument changed under it.
+        // changed it. It stays put when the call acted on another file, or
+        // when the object's previous change fell in the clock tick the
+        // call started in (the call set the same time again). Only a
+        // caller that shares its memory with another task can have had
+        // its argument rewritten under it.
         // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
         let (moved, shared) = unsafe {
             (
@@ -493,7 +520,8 @@ pub fn confirm(f: &Inflight) -> u64 {
                 shim_task_mm_users(bpf_get_current_task() as *const c_void) > 1,
             )
         };
-        return if moved || !shared { CONFIRMED } else { UNKNOWN };
+        let same_tick = f.obj != 0 && f.retry & RETRY_RECENT != 0;
+        return if moved || same_tick || !shared { CONFIRMED } else { UNKNOWN };
     }
     let rename = matches!(f.nr, nr::RENAME | nr::RENAMEAT | nr::RENAMEAT2);
     let mut first = UNCHECKED;

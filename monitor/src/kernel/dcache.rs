@@ -52,7 +52,8 @@ pub fn locate(ebpf: &mut Ebpf) -> Result<DcacheConfig, String> {
     let sampled = sample(ebpf, &dir);
     let _ = fs::remove_dir_all(&dir);
     let (names, samples, mountpoint) = sampled?;
-    let cfg = solve(&names, &samples, &mountpoint)?;
+    let mut cfg = solve(&names, &samples, &mountpoint)?;
+    cfg.real_offset = real_offset();
     let mut map: Array<_, DcacheConfig> = Array::try_from(
         ebpf.map_mut("DCACHE")
             .ok_or("map DCACHE missing from the kernel object")?,
@@ -60,6 +61,22 @@ pub fn locate(ebpf: &mut Ebpf) -> Result<DcacheConfig, String> {
     .map_err(|e| e.to_string())?;
     map.set(0, cfg, 0).map_err(|e| e.to_string())?;
     Ok(cfg)
+}
+
+/// `CLOCK_REALTIME` minus `CLOCK_MONOTONIC` now, in ns (two's complement).
+fn real_offset() -> u64 {
+    let now = |clock| {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime writes one timespec to the pointer given.
+        unsafe { libc::clock_gettime(clock, &mut ts) };
+        (ts.tv_sec as i64)
+            .wrapping_mul(1_000_000_000)
+            .wrapping_add(ts.tv_nsec as i64)
+    };
+    now(libc::CLOCK_REALTIME).wrapping_sub(now(libc::CLOCK_MONOTONIC)) as u64
 }
 
 type Sampled = (Vec<Vec<u8>>, Vec<DcacheSample>, DcacheSample);
@@ -203,6 +220,7 @@ pub fn solve(
                             table: at,
                             shift,
                             mounted,
+                            real_offset: 0,
                         },
                     ));
                     ties = 0;
