@@ -212,34 +212,40 @@ fn initramfs(abm: &Path) -> Result<PathBuf> {
     for lib in libraries(abm)? {
         install(&tree, &lib, &lib.to_string_lossy(), 0o755)?;
     }
-    let helper = dir.join("covhelper");
-    run(Command::new("cc")
-        .args(["-static", "-O2", "-o"])
-        .arg(&helper)
-        .arg(root().join("tests/coverage/helper.c")))
-    .context("building the static io_uring helper (needs gcc and libc6-dev)")?;
-    install(&tree, &helper, "/tests/bin/covhelper", 0o755)?;
-    let race = dir.join("argvrace");
-    run(Command::new("cc")
-        .args(["-static", "-O2", "-pthread", "-o"])
-        .arg(&race)
-        .arg(root().join("tests/vm/argvrace.c")))
-    .context("building the static argv race helper (needs gcc and libc6-dev)")?;
-    install(&tree, &race, "/tests/bin/argvrace", 0o755)?;
-    let pathrace = dir.join("pathrace");
-    run(Command::new("cc")
-        .args(["-static", "-O2", "-pthread", "-o"])
-        .arg(&pathrace)
-        .arg(root().join("tests/truth/race.c")))
-    .context("building the static path race helper (needs gcc and libc6-dev)")?;
-    install(&tree, &pathrace, "/tests/bin/pathrace", 0o755)?;
-    let vmhelper = dir.join("vmhelper");
-    run(Command::new("cc")
-        .args(["-static", "-O2", "-o"])
-        .arg(&vmhelper)
-        .arg(root().join("tests/vm/vmhelper.c")))
-    .context("building the static VM test helper (needs gcc and libc6-dev)")?;
-    install(&tree, &vmhelper, "/tests/bin/vmhelper", 0o755)?;
+    // Static C helpers (the image has no libc of their own): (name in
+    // /tests/bin, source, what it is for, extra flags).
+    let helpers = [
+        (
+            "covhelper",
+            "tests/coverage/helper.c",
+            "io_uring helper",
+            &[][..],
+        ),
+        (
+            "argvrace",
+            "tests/vm/argvrace.c",
+            "argv race helper",
+            &["-pthread"][..],
+        ),
+        (
+            "pathrace",
+            "tests/truth/race.c",
+            "path race helper",
+            &["-pthread"][..],
+        ),
+        ("vmhelper", "tests/vm/vmhelper.c", "VM test helper", &[][..]),
+    ];
+    for (name, source, what, extra) in helpers {
+        let bin = dir.join(name);
+        run(Command::new("cc")
+            .args(["-static", "-O2"])
+            .args(extra)
+            .arg("-o")
+            .arg(&bin)
+            .arg(root().join(source)))
+        .with_context(|| format!("building the static {what} (needs gcc and libc6-dev)"))?;
+        install(&tree, &bin, &format!("/tests/bin/{name}"), 0o755)?;
+    }
     let src = root().join("tests/vm");
     for e in fs::read_dir(&src)? {
         let p = e?.path();
