@@ -32,6 +32,12 @@ pub struct Blast {
     pub recoverable: u64,
     pub reversible: u64,
     pub unmeasured: u64,
+    /// Stash entries, remote branches or tags a git command removes; those
+    /// that exist nowhere else are counted in `irreversible` too, the
+    /// others (a stash entry this run pushed, a remote ref whose commits
+    /// another ref holds) in `recoverable`.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub refs: u64,
     /// The walk stopped at [`WALK_LIMIT`]: the counts are lower bounds.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub truncated: bool,
@@ -80,6 +86,7 @@ impl Blast {
         self.recoverable = self.recoverable.max(o.recoverable);
         self.reversible = self.reversible.max(o.reversible);
         self.unmeasured = self.unmeasured.max(o.unmeasured);
+        self.refs = self.refs.max(o.refs);
         self.truncated |= o.truncated;
     }
 
@@ -108,13 +115,25 @@ impl Blast {
                 self.outside
             ));
         }
-        let files = plural(self.files, "file", "files");
+        let files = if self.refs > 0 && self.files == 0 {
+            plural(
+                self.refs,
+                "stash entry or remote ref",
+                "stash entries or remote refs",
+            )
+        } else {
+            plural(self.files, "file", "files")
+        };
         if parts.is_empty() {
             format!("{more}{files}")
         } else {
             format!("{more}{files} ({})", parts.join(", "))
         }
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Preview what a command would destroy, before it runs. `None` when the
@@ -239,12 +258,72 @@ pub fn preview_in(argv: &[String], cwd: &Path, root: &Path, m: &mut Measurer) ->
                     };
                     worktree_changes(&root, &after_dd, m, &mut blast)
                 }
+                // Stash entries exist nowhere else, but those this run
+                // pushed are its own to drop.
+                "stash" if matches!(pos.get(1).map(String::as_str), Some("drop" | "clear")) => {
+                    let git_dir = m.repo(&root)?.git_dir.clone();
+                    let entries = super::git::stash_entries(&git_dir);
+                    let dropped: Vec<&String> = if pos[1] == "clear" {
+                        entries.iter().collect()
+                    } else {
+                        let n = pos.get(2).map_or(Some(0), |s| stash_index(s))?;
+                        entries.get(n).into_iter().collect()
+                    };
+                    for id in dropped {
+                        blast.refs += 1;
+                        if super::git::written_since(&git_dir, id, m.since) {
+                            blast.recoverable += 1;
+                        } else {
+                            blast.irreversible += 1;
+                        }
+                    }
+                }
+                // Remote branches or tags deleted: lost when no other ref
+                // holds their commits.
+                "push" => {
+                    let del = rest.iter().any(|a| a == "--delete" || a == "-d");
+                    let pos = positionals(rest);
+                    let remote = pos.first()?.clone();
+                    let names: Vec<String> = pos[1..]
+                        .iter()
+                        .filter_map(|r| {
+                            if del {
+                                Some(r.clone())
+                            } else {
+                                r.strip_prefix(':')
+                                    .filter(|n| !n.is_empty())
+                                    .map(str::to_owned)
+                            }
+                        })
+                        .collect();
+                    if names.is_empty() {
+                        return None;
+                    }
+                    let git_dir = m.repo(&root)?.git_dir.clone();
+                    for n in names {
+                        blast.refs += 1;
+                        if super::git::remote_ref_loses(&root, &git_dir, &remote, &n) {
+                            blast.irreversible += 1;
+                        } else {
+                            blast.recoverable += 1;
+                        }
+                    }
+                }
                 _ => return None,
             }
         }
         _ => return None,
     }
     Some(blast)
+}
+
+/// The index of a stash named `stash@{N}` or `N`.
+fn stash_index(s: &str) -> Option<usize> {
+    s.strip_prefix("stash@{")
+        .and_then(|r| r.strip_suffix('}'))
+        .unwrap_or(s)
+        .parse()
+        .ok()
 }
 
 fn walk(p: &Path, recursive: bool, m: &mut Measurer, b: &mut Blast, keep: &dyn Fn(&Path) -> bool) {

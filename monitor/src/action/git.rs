@@ -406,3 +406,88 @@ pub fn all_on_a_remote(git_dir: &Path) -> bool {
             .filter(|(n, _)| n.starts_with("refs/heads/"))
             .all(|(_, v)| remote.contains(v.as_str()))
 }
+
+/// The directory that holds the refs, logs and objects of `git_dir` (a
+/// linked worktree's `commondir`, else `git_dir` itself).
+pub fn common_dir(git_dir: &Path) -> PathBuf {
+    match fs::read_to_string(git_dir.join("commondir")) {
+        Ok(s) => {
+            let p = Path::new(s.trim());
+            if p.is_absolute() {
+                p.to_path_buf()
+            } else {
+                git_dir.join(p)
+            }
+        }
+        Err(_) => git_dir.to_path_buf(),
+    }
+}
+
+/// The commits of the stash entries, newest (`stash@{0}`) first, from the
+/// stash reflog of `git_dir`.
+pub fn stash_entries(git_dir: &Path) -> Vec<String> {
+    let text = fs::read_to_string(common_dir(git_dir).join("logs/refs/stash")).unwrap_or_default();
+    let mut out: Vec<String> = text
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(1).map(str::to_owned))
+        .collect();
+    out.reverse();
+    out
+}
+
+/// Whether commit `id` was written at or after `since`: a loose object
+/// whose file is that new. A packed object, or one that cannot be found,
+/// is older (or unknown): not.
+pub fn written_since(git_dir: &Path, id: &str, since: std::time::SystemTime) -> bool {
+    if id.len() < 3 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return false;
+    }
+    let obj = common_dir(git_dir)
+        .join("objects")
+        .join(&id[..2])
+        .join(&id[2..]);
+    fs::metadata(obj)
+        .and_then(|m| m.modified())
+        .is_ok_and(|t| t >= since)
+}
+
+/// Whether deleting the remote branch or tag `name` of `remote` loses
+/// commits: false when another ref of the repository (a remote-tracking
+/// ref, a tag, a local branch) points at or contains its tip (`git
+/// for-each-ref --contains`, run only when no ref points at the tip
+/// itself). The tip is the remote-tracking ref's, else the local tag's of
+/// that name; with neither, the ref's content cannot be measured: true.
+pub fn remote_ref_loses(root: &Path, git_dir: &Path, remote: &str, name: &str) -> bool {
+    let all = refs(&common_dir(git_dir));
+    let short = name
+        .trim_start_matches("refs/heads/")
+        .trim_start_matches("refs/tags/");
+    let tracking = format!("refs/remotes/{remote}/{short}");
+    let Some(tip) = all
+        .get(&tracking)
+        .or_else(|| all.get(&format!("refs/tags/{short}")))
+    else {
+        return true;
+    };
+    let elsewhere = |n: &str| {
+        n != tracking
+            && !n.ends_with("/HEAD")
+            && (n.starts_with("refs/remotes/")
+                || n.starts_with("refs/tags/")
+                || n.starts_with("refs/heads/"))
+    };
+    if all.iter().any(|(n, v)| elsewhere(n) && v == tip) {
+        return false;
+    }
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args(["for-each-ref", "--format=%(refname)", "--contains", tip])
+        .args(["refs/remotes", "refs/tags", "refs/heads"])
+        .stderr(std::process::Stdio::null())
+        .output();
+    match out {
+        Ok(o) if o.status.success() => !String::from_utf8_lossy(&o.stdout).lines().any(elsewhere),
+        _ => true,
+    }
+}

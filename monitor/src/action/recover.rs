@@ -61,6 +61,9 @@ pub struct Measurer {
     /// The last measurement's `lstat`: its path and what it found (taken by
     /// the judge right after, for the same record).
     last_lstat: Option<(String, std::fs::Metadata)>,
+    /// When this run (or the agent session a hook judges for) started:
+    /// git objects written since are its own (a stash entry it pushed).
+    pub since: std::time::SystemTime,
 }
 
 impl Measurer {
@@ -73,6 +76,7 @@ impl Measurer {
             built: PathSet::new(),
             pushed: HashMap::new(),
             last_lstat: None,
+            since: std::time::SystemTime::now(),
         }
     }
 

@@ -700,3 +700,67 @@ fn a_call_on_a_missing_name_destroys_nothing_before_and_after() {
     assert_eq!(m.recovery, Recovery::Irreversible, "{m:?}");
     assert_ne!(removed.verdict.unwrap().treatment, Treatment::Accept);
 }
+
+/// `git stash drop`/`clear` lose the entries the run did not push; those
+/// whose commit was written since the run started are its own. A remote
+/// branch or tag deleted is lost only when no other ref holds its commits.
+#[test]
+fn stash_drops_and_remote_deletes_are_judged_by_what_they_lose() {
+    let tmp = tempfile::tempdir().unwrap();
+    let r = repo(tmp.path());
+    let argv = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    // An entry from before the run.
+    git(&r, &["stash", "push", "-q", "-m", "old"]);
+    let mut m = measurer(&r, &tmp.path().join("home"));
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    m.since = std::time::SystemTime::now();
+    let b = preview(&argv(&["git", "stash", "drop"]), &r, &mut m).expect("previewed");
+    assert_eq!((b.refs, b.irreversible, b.recoverable), (1, 1, 0), "{b:?}");
+    // One the run pushed: stash@{0} is its own, stash@{1} is not.
+    std::fs::write(r.join("src/a.rs"), "fn a() { scratch() }\n").unwrap();
+    git(&r, &["stash", "push", "-q", "-m", "scratch"]);
+    let b = preview(&argv(&["git", "stash", "drop", "-q"]), &r, &mut m).unwrap();
+    assert_eq!((b.refs, b.irreversible, b.recoverable), (1, 0, 1), "{b:?}");
+    let b = preview(&argv(&["git", "stash", "drop", "stash@{1}"]), &r, &mut m).unwrap();
+    assert_eq!((b.refs, b.irreversible), (1, 1), "{b:?}");
+    let b = preview(&argv(&["git", "stash", "clear"]), &r, &mut m).unwrap();
+    assert_eq!((b.refs, b.irreversible, b.recoverable), (2, 1, 1), "{b:?}");
+    assert!(b.describe().contains("2 stash entries"), "{}", b.describe());
+
+    // Remote refs: a bare origin holding main and a branch only it has.
+    let origin = tmp.path().join("origin.git");
+    git(
+        tmp.path(),
+        &["init", "-q", "--bare", origin.to_str().unwrap()],
+    );
+    git(&r, &["remote", "add", "origin", origin.to_str().unwrap()]);
+    git(&r, &["push", "-q", "origin", "HEAD:refs/heads/main"]);
+    git(
+        &r,
+        &["commit", "-q", "--allow-empty", "-m", "only on the remote"],
+    );
+    git(&r, &["push", "-q", "origin", "HEAD:refs/heads/theirs"]);
+    git(&r, &["reset", "-q", "--soft", "HEAD~1"]);
+    git(&r, &["tag", "v1", "HEAD"]);
+    git(&r, &["push", "-q", "origin", "v1"]);
+    git(&r, &["fetch", "-q", "origin"]);
+    m.invalidate(&r);
+    // `theirs` holds a commit no other ref has (the local branch moved
+    // back, the commit stays only under refs/remotes/origin/theirs).
+    let b = preview(
+        &argv(&["git", "push", "origin", "--delete", "theirs"]),
+        &r,
+        &mut m,
+    )
+    .unwrap();
+    assert_eq!((b.refs, b.irreversible), (1, 1), "{b:?}");
+    // The tag withdrawn while the local tag stays: nothing lost.
+    let b = preview(
+        &argv(&["git", "push", "-q", "origin", ":refs/tags/v1"]),
+        &r,
+        &mut m,
+    )
+    .unwrap();
+    assert_eq!((b.refs, b.irreversible, b.recoverable), (1, 0, 1), "{b:?}");
+    assert!(preview(&argv(&["git", "push", "origin", "main"]), &r, &mut m).is_none());
+}

@@ -102,16 +102,21 @@ pub struct Judged {
 /// (each `>` target as a truncating open, the files an `rm -r` would
 /// unlink, the destinations of `mv`, `cp`, `dd`, `tee`, `sed -i`). The
 /// worst verdict decides, so the answer is the treatment the run then
-/// gives the same action.
+/// gives the same action. Git objects written since `since` (the agent
+/// session's start) are the session's own, as a run's are its own.
 pub fn judge_command(
     command: &str,
     cwd: &Path,
     policy: &Policy,
     ctx: &Context,
     allow: bool,
+    since: Option<std::time::SystemTime>,
 ) -> Judged {
     let parsed = shell::split(command);
     let mut judge = crate::action::Judge::new(ctx);
+    if let Some(t) = since {
+        judge.measurer.since = t;
+    }
     let mut worst: Option<(Treatment, Verdict, String)> = None;
     let mut commands = Vec::new();
     let mut flagged = Vec::new();
@@ -240,6 +245,9 @@ struct Call {
     cwd: PathBuf,
     /// Session and call ids: the key PreToolUse and PostToolUse share.
     key: Option<String>,
+    /// The agent session (Claude Code's `session_id`, the JSON format's
+    /// `session`): what it made since its first call is its own.
+    session: Option<String>,
     /// The tool's outcome (PostToolUse), as the harness gave it.
     response: Value,
     /// Whether the tool is a shell (Claude Code: `Bash`).
@@ -290,6 +298,7 @@ fn claude_call(v: &Value) -> anyhow::Result<Call> {
             .map(PathBuf::from)
             .unwrap_or_else(|| std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"))),
         key,
+        session: v["session_id"].as_str().map(str::to_owned),
         response: v["tool_response"].clone(),
         shell_tool: v["tool_name"].as_str() == Some("Bash"),
     })
@@ -309,6 +318,7 @@ fn json_call(v: &Value) -> anyhow::Result<Call> {
             .map(PathBuf::from)
             .unwrap_or_else(|| std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"))),
         key: v["call_id"].as_str().map(str::to_owned),
+        session: v["session"].as_str().map(str::to_owned),
         response: Value::Null,
         shell_tool: true,
     })
@@ -360,7 +370,8 @@ fn pre(call: &Call, opts: &Opts, claude: bool) -> anyhow::Result<Value> {
             .unwrap_or_else(|| PathBuf::from("/root")),
         trace_path: None,
     };
-    let j = judge_command(command, &call.cwd, &policy, &ctx, !opts.no_allow);
+    let since = call.session.as_deref().map(|s| session_start(opts, s));
+    let j = judge_command(command, &call.cwd, &policy, &ctx, !opts.no_allow, since);
     Ok(if claude {
         if j.decision == "none" {
             json!({ "hookSpecificOutput": { "hookEventName": "PreToolUse", "additionalContext": j.reason } })
@@ -408,6 +419,37 @@ fn state_file(opts: &Opts, key: &str) -> PathBuf {
         .take(200)
         .collect();
     state_dir(opts).join(safe)
+}
+
+/// When the agent session `session` started, as this hook first saw it
+/// (kept in the state directory): what the session made since is its own.
+fn session_start(opts: &Opts, session: &str) -> std::time::SystemTime {
+    use std::os::unix::fs::DirBuilderExt as _;
+    use std::time::{Duration, SystemTime, UNIX_EPOCH};
+    let f = state_file(opts, &format!("session-{session}"));
+    if let Some(ns) = std::fs::read_to_string(&f)
+        .ok()
+        .and_then(|t| t.trim().parse::<u64>().ok())
+    {
+        return UNIX_EPOCH + Duration::from_nanos(ns);
+    }
+    let now = SystemTime::now();
+    if let Some(d) = f.parent() {
+        let _ = std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(d);
+    }
+    let ns = now
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    if let Err(e) = std::fs::write(&f, ns.to_string()) {
+        tracing::warn!(
+            "cannot remember the start of the session in {}: {e}",
+            f.display()
+        );
+    }
+    now
 }
 
 /// PreToolUse: when this call started (CLOCK_MONOTONIC), for PostToolUse.
@@ -618,7 +660,14 @@ mod tests {
             home: PathBuf::from("/root"),
             trace_path: None,
         };
-        judge_command(cmd, Path::new("/w"), &Policy::default_pack(), &ctx, true)
+        judge_command(
+            cmd,
+            Path::new("/w"),
+            &Policy::default_pack(),
+            &ctx,
+            true,
+            None,
+        )
     }
 
     #[test]

@@ -334,12 +334,14 @@ hit  repo.push-mirror | exec git push --prune origin 'refs/heads/*:refs/heads/*'
 miss repo.push-mirror | exec git push --all origin
 miss repo.push-mirror | exec git push --tags origin
 
-hit  repo.push-delete | exec git push --delete origin feature
-hit  repo.push-delete | exec git push -d origin v1.0
+hit  repo.push-delete | exec git push --delete origin feature | blast=1
+hit  repo.push-delete | exec git push -d origin v1.0 | blast=1
+miss repo.push-delete | exec git push -d origin v1.0 | blast=0
 miss repo.push-delete | exec git push origin feature
 miss repo.push-delete | exec git branch -d feature
 
-hit  repo.push-delete-refspec | exec git push origin :feature
+hit  repo.push-delete-refspec | exec git push origin :feature | blast=1
+miss repo.push-delete-refspec | exec git push origin :refs/tags/v1.0.7 | blast=0
 miss repo.push-delete-refspec | exec git push origin feature:feature
 miss repo.push-delete-refspec | exec git push origin :
 
@@ -391,8 +393,9 @@ hit  repo.tag-delete | exec git tag -d v1.0
 miss repo.tag-delete | exec git tag v1.1
 miss repo.tag-delete | exec git tag -a v1.1 -m release
 
-hit  repo.stash-drop | exec git stash drop
-hit  repo.stash-drop | exec git stash clear
+hit  repo.stash-drop | exec git stash drop | blast=1
+hit  repo.stash-drop | exec git stash clear | blast=2
+miss repo.stash-drop | exec git stash drop | blast=0
 miss repo.stash-drop | exec git stash
 miss repo.stash-drop | exec git stash pop
 
