@@ -408,7 +408,7 @@ fn an_rmdir_loses_nothing_but_the_files_it_held_are_judged() {
         (m.recovery, m.object),
         (Recovery::Irreversible, ObjectKind::Untracked)
     );
-    assert!(file.verdict.as_ref().unwrap().treatment >= Treatment::Preserve);
+    assert_eq!(file.verdict.as_ref().unwrap().treatment, Treatment::Confirm);
     // Emptied, the directory's rmdir destroys nothing: accepted, not
     // preserved as a "test file".
     std::fs::remove_file(r.join("tests/test_x.py")).unwrap();
@@ -576,7 +576,7 @@ fn a_rewrite_is_judged_the_same_before_and_after_the_call() {
             "truncated untracked file",
             file_effect(Op::Truncate, &r.join("config.yaml"), &trunc),
             Box::new(write(r.join("config.yaml"), "")),
-            Treatment::Preserve,
+            Treatment::Confirm,
         ),
         // An empty untracked file is judged like a full one (after the
         // call nothing tells them apart).
@@ -584,7 +584,7 @@ fn a_rewrite_is_judged_the_same_before_and_after_the_call() {
             "truncated empty untracked file",
             file_effect(Op::Truncate, &r.join("empty.txt"), &trunc),
             Box::new(write(r.join("empty.txt"), "")),
-            Treatment::Preserve,
+            Treatment::Confirm,
         ),
         // A rewrite of a tracked file: not measured either way.
         (
@@ -601,7 +601,7 @@ fn a_rewrite_is_judged_the_same_before_and_after_the_call() {
                 ..file_effect(Op::Rename, &r.join("draft"), &[])
             },
             Box::new(write(r.join("notes.txt"), "draft")),
-            Treatment::Preserve,
+            Treatment::Confirm,
         ),
     ];
     std::fs::write(r.join("draft"), "draft").unwrap();

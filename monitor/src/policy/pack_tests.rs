@@ -170,6 +170,7 @@ hit  action.database-destroy | truncate $WS/data/app.sqlite3 | measured=irrevers
 hit  action.database-destroy | unlink $WS/db.sqlite3 | measured=irreversible,database,workspace action=rm
 miss action.database-destroy | unlink $WS/db.sqlite3 | measured=irreversible,database,workspace action=sqlite3
 hit  action.credential-destroy | unlink $WS/.env | measured=irreversible,credential,workspace
+hit  action.credential-destroy | rename $WS/.env.example $WS/.env | measured=irreversible,credential,workspace
 miss action.credential-destroy | write $WS/.env | measured=irreversible,credential,workspace
 hit  action.git-effects | unlink $WS/src/a.rs | measured=irreversible,modified,workspace action=git,stash
 miss action.git-effects | unlink $WS/src/a.rs | measured=irreversible,modified,workspace action=rm
