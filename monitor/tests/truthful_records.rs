@@ -22,7 +22,7 @@ use std::{
 
 use common::{
     abm_run,
-    race::{build_c, issues, tally_attr_race, tally_race},
+    race::{build_c, tally_attr_race, tally_race},
     TempDir,
 };
 use serde_json::Value;

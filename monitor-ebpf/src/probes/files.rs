@@ -521,7 +521,11 @@ pub fn confirm(f: &Inflight) -> u64 {
             )
         };
         let same_tick = f.obj != 0 && f.retry & RETRY_RECENT != 0;
-        return if moved || same_tick || !shared { CONFIRMED } else { UNKNOWN };
+        return if moved || same_tick || !shared {
+            CONFIRMED
+        } else {
+            UNKNOWN
+        };
     }
     let rename = matches!(f.nr, nr::RENAME | nr::RENAMEAT | nr::RENAMEAT2);
     let mut first = UNCHECKED;

@@ -72,9 +72,9 @@ fn real_offset() -> u64 {
         };
         // SAFETY: clock_gettime writes one timespec to the pointer given.
         unsafe { libc::clock_gettime(clock, &mut ts) };
-        (ts.tv_sec as i64)
+        ts.tv_sec
             .wrapping_mul(1_000_000_000)
-            .wrapping_add(ts.tv_nsec as i64)
+            .wrapping_add(ts.tv_nsec)
     };
     now(libc::CLOCK_REALTIME).wrapping_sub(now(libc::CLOCK_MONOTONIC)) as u64
 }
