@@ -7,9 +7,11 @@
 //!    caches, `.git` internals; then written by a build tool in the run;
 //! 3. one `lstat`: gone already (unmeasured), empty, a directory, another
 //!    hard link;
-//! 4. the repository (cached per repository): ignored → regenerable; in
-//!    the index → hash the content once and compare with the index blob,
-//!    which must exist in the object store (loose or in a pack).
+//! 4. the repository (cached per repository): ignored → regenerable when
+//!    in a build or tool output directory or of an output kind, else
+//!    irreversible (ignored is not regenerable); in the index → hash the
+//!    content once and compare with the index blob, which must exist in
+//!    the object store (loose or in a pack).
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -389,11 +391,7 @@ impl Measurer {
                     )
                 }
             }
-            None if repo.is_ignored(&rel, false) => m(
-                Recovery::Reversible,
-                ObjectKind::BuildOutput,
-                "ignored by .gitignore: build output the project regenerates",
-            ),
+            None if repo.is_ignored(&rel, false) => ignored(&rel, location),
             None => m(
                 Recovery::Irreversible,
                 ObjectKind::Untracked,
@@ -474,11 +472,7 @@ impl Measurer {
             );
         }
         if repo.is_ignored(&rel, false) {
-            return mk(
-                Recovery::Reversible,
-                ObjectKind::BuildOutput,
-                "ignored by .gitignore: build output the project regenerates",
-            );
+            return ignored(&rel, location);
         }
         mk(
             Recovery::Irreversible,
@@ -525,11 +519,7 @@ impl Measurer {
                 "already gone when measured; its index blob exists (content at deletion not verified)",
             ),
             Some(_) => m(Recovery::Unmeasured, ObjectKind::Tracked, "already gone; its index blob is missing"),
-            None if repo.is_ignored(&rel, false) => m(
-                Recovery::Reversible,
-                ObjectKind::BuildOutput,
-                "ignored by .gitignore: build output the project regenerates",
-            ),
+            None if repo.is_ignored(&rel, false) => ignored(&rel, location),
             // Neither tracked nor ignored nor made by this run: it held
             // the user's work, as the judge before the call finds it.
             None => m(
@@ -559,3 +549,103 @@ pub fn installed_by_package_manager(path: &str) -> bool {
         .iter()
         .any(|d| path.contains(d))
 }
+
+/// What a git-ignored file that no tool marks as its own is: ignored is not
+/// regenerable. Build output is what lies in a directory a build or
+/// package tool writes (`target/`, `build/`, `dist/`, `.venv/` ...) or is a
+/// compiler's or run's output by its kind (`.o`, `.pyc`, `.class`, logs);
+/// anything else ignored (a `data/` directory, local configuration) holds
+/// data that exists nowhere else.
+fn ignored(rel: &str, location: Location) -> Measured {
+    let mut comps = rel.split('/');
+    let name = comps.next_back().unwrap_or("");
+    let in_build_dir = comps.any(|c| {
+        GENERATED_DIR_NAMES.contains(&c)
+            || c.ends_with(".egg-info")
+            || c.starts_with("cmake-build-")
+            || c.starts_with("bazel-")
+    });
+    let output_kind = GENERATED_SUFFIXES.iter().any(|s| name.ends_with(s));
+    if in_build_dir || output_kind {
+        Measured {
+            recovery: Recovery::Reversible,
+            location,
+            object: ObjectKind::BuildOutput,
+            why: Cow::Borrowed(
+                "ignored by .gitignore, in a build or tool output directory or of an output kind: regenerated",
+            ),
+        }
+    } else {
+        Measured {
+            recovery: Recovery::Irreversible,
+            location,
+            object: ObjectKind::Untracked,
+            why: Cow::Borrowed(
+                "ignored by .gitignore but not build output: ignored is not regenerable, no copy exists",
+            ),
+        }
+    }
+}
+
+/// Directories build and package tools write, by name (trusted only for
+/// git-ignored paths).
+const GENERATED_DIR_NAMES: &[&str] = &[
+    "target",
+    "build",
+    "dist",
+    "out",
+    "_build",
+    ".build",
+    "node_modules",
+    ".venv",
+    "venv",
+    "env",
+    ".env",
+    "__pycache__",
+    ".pytest_cache",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".tox",
+    ".nox",
+    ".eggs",
+    ".next",
+    ".nuxt",
+    ".svelte-kit",
+    ".turbo",
+    ".parcel-cache",
+    ".gradle",
+    ".terraform",
+    ".cache",
+    "CMakeFiles",
+    "coverage",
+    "htmlcov",
+    ".coverage",
+    "site-packages",
+    "vendor",
+    ".angular",
+    ".docusaurus",
+    ".expo",
+    "storybook-static",
+    "bin",
+    "obj",
+];
+
+/// Output kinds (compiler objects, bytecode, logs) of ignored files.
+const GENERATED_SUFFIXES: &[&str] = &[
+    ".o",
+    ".obj",
+    ".a",
+    ".so",
+    ".dylib",
+    ".pyc",
+    ".pyo",
+    ".class",
+    ".rlib",
+    ".rmeta",
+    ".d",
+    ".log",
+    ".tsbuildinfo",
+    ".map",
+    ".whl",
+    ".coverage",
+];

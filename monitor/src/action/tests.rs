@@ -764,3 +764,43 @@ fn stash_drops_and_remote_deletes_are_judged_by_what_they_lose() {
     assert_eq!((b.refs, b.irreversible, b.recoverable), (1, 0, 1), "{b:?}");
     assert!(preview(&argv(&["git", "push", "origin", "main"]), &r, &mut m).is_none());
 }
+
+/// Git-ignored is not regenerable: an ignored file in a build or tool
+/// output directory, or of an output kind, is regenerated; any other
+/// ignored file (a data directory, a local config) exists nowhere else.
+/// The judges before and after the call agree.
+#[test]
+fn ignored_is_regenerable_only_as_build_output() {
+    let tmp = tempfile::tempdir().unwrap();
+    let r = repo(tmp.path());
+    std::fs::write(r.join(".git/info/exclude"), "data/\ninstance/\n").unwrap();
+    std::fs::create_dir_all(r.join("data")).unwrap();
+    std::fs::create_dir_all(r.join("instance")).unwrap();
+    std::fs::write(r.join("data/events.jsonl"), "{\"seq\":1}\n").unwrap();
+    std::fs::write(r.join("instance/config.py"), "SECRET = 'x'\n").unwrap();
+    let mut m = measurer(&r, &tmp.path().join("home"));
+    for (p, want) in [
+        (
+            "data/events.jsonl",
+            (Recovery::Irreversible, ObjectKind::Untracked),
+        ),
+        (
+            "instance/config.py",
+            (Recovery::Irreversible, ObjectKind::Untracked),
+        ),
+        (
+            "target/debug/app",
+            (Recovery::Reversible, ObjectKind::BuildOutput),
+        ),
+        ("src/x.o", (Recovery::Reversible, ObjectKind::BuildOutput)),
+    ] {
+        let path = s(&r.join(p));
+        let before = m.measure(&path, false);
+        assert_eq!((before.recovery, before.object), want, "{p}: {before:?}");
+        let rewrite = m.measure_rewrite(&path, false);
+        assert_eq!(rewrite.recovery, want.0, "{p} rewritten: {rewrite:?}");
+        std::fs::remove_file(r.join(p)).unwrap();
+        let after = m.measure(&path, false);
+        assert_eq!((after.recovery, after.object), want, "{p} gone: {after:?}");
+    }
+}
