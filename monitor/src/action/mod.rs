@@ -102,8 +102,9 @@ pub struct Judge {
     /// with the command line and directory they were taken for (see
     /// [`Judge::preview_early`]).
     early: HashMap<(u32, u64), (Vec<String>, String, Blast)>,
-    /// Judges calls before they run, from inside the caller's view (the
-    /// seccomp supervisor): paths resolve as the caller's already.
+    /// Judges calls before they run, in the caller's view (the seccomp
+    /// supervisor, `abm hook`): paths resolve as the caller's already, and
+    /// a name that is missing now will be missing for the call.
     live: bool,
     /// Actions judged, and the time spent judging their records.
     pub actions_judged: u64,
@@ -131,8 +132,15 @@ impl Judge {
     /// A judge for calls seen before they run (the seccomp supervisor):
     /// processes are placed through /proc, since forks are not seen.
     pub fn live(ctx: &Context) -> Judge {
-        let mut j = Judge::new(ctx);
+        let mut j = Judge::ahead(ctx);
         j.grouper.ancestry = true;
+        j
+    }
+
+    /// A judge for command lines and calls judged before they run in
+    /// abm's own view, without /proc placement (`abm hook`).
+    pub fn ahead(ctx: &Context) -> Judge {
+        let mut j = Judge::new(ctx);
         j.live = true;
         j
     }
@@ -288,7 +296,7 @@ impl Judge {
         self.measurer.forget_lstat();
         let destroyed = destroyed_path(a);
         // Only the live judge (`Judge::live`) sees calls before they run.
-        let before_call = self.grouper.ancestry;
+        let before_call = self.live;
         let m = match &destroyed {
             Some(p) if a.created_by_call || creates_new(a, p) => self.measurer.created_by_call(p),
             Some(p) if names_nothing(a, p, before_call) => self.measurer.absent(p),

@@ -113,7 +113,7 @@ pub fn judge_command(
     since: Option<std::time::SystemTime>,
 ) -> Judged {
     let parsed = shell::split(command);
-    let mut judge = crate::action::Judge::new(ctx);
+    let mut judge = crate::action::Judge::ahead(ctx);
     if let Some(t) = since {
         judge.measurer.since = t;
     }
