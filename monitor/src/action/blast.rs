@@ -1,7 +1,8 @@
 //! Blast radius: what a whole action destroys, counted by kind.
 //!
 //! For the commands that destroy trees (`rm -r`, `git clean`, `find
-//! -delete`) and the git commands that overwrite the working tree (`git
+//! -delete`), `dd of=FILE` (which overwrites FILE in place), and the git
+//! commands that overwrite the working tree (`git
 //! reset --hard`, `git checkout -- PATH`, `git checkout -f`, `git restore`)
 //! the blast is previewed when the command starts, by walking what it
 //! names, before anything is gone; for every action it also accumulates
@@ -187,6 +188,18 @@ pub fn preview_in(argv: &[String], cwd: &Path, root: &Path, m: &mut Measurer) ->
             for t in positionals(args) {
                 if let Some(p) = abs(&t) {
                     walk(&p, recursive, m, &mut blast, &|_| true);
+                }
+            }
+        }
+        // `dd of=FILE` overwrites FILE in place (with `conv=notrunc` too).
+        "dd" => {
+            let outs: Vec<&str> = args.iter().filter_map(|a| a.strip_prefix("of=")).collect();
+            if outs.is_empty() {
+                return None;
+            }
+            for o in outs {
+                if let Some(p) = abs(o) {
+                    walk(&p, false, m, &mut blast, &|_| true);
                 }
             }
         }

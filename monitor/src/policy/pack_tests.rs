@@ -169,6 +169,11 @@ miss action.chmod-world-recursive | exec chmod 777 run.sh
 hit  action.database-destroy | truncate $WS/data/app.sqlite3 | measured=irreversible,database,workspace
 hit  action.database-destroy | unlink $WS/db.sqlite3 | measured=irreversible,database,workspace action=rm
 miss action.database-destroy | unlink $WS/db.sqlite3 | measured=irreversible,database,workspace action=sqlite3
+hit  action.dd-overwrite | exec dd if=/dev/zero of=fixtures/disk.img conv=notrunc | blast=1
+miss action.dd-overwrite | exec dd if=/dev/zero of=fixtures/disk.img | blast=0
+hit  action.chown-recursive | exec chown -R nobody:nogroup .
+hit  action.chown-recursive | exec chgrp --recursive staff src
+miss action.chown-recursive | exec chown nobody file.txt
 hit  action.credential-destroy | unlink $WS/.env | measured=irreversible,credential,workspace
 hit  action.credential-destroy | rename $WS/.env.example $WS/.env | measured=irreversible,credential,workspace
 miss action.credential-destroy | write $WS/.env | measured=irreversible,credential,workspace
