@@ -10,8 +10,8 @@
 
 mod lookup;
 mod maps;
-mod probes;
 mod proc_link;
+mod probes;
 mod record;
 mod shim;
 
