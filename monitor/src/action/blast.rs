@@ -76,6 +76,46 @@ impl Blast {
         }
     }
 
+    /// Counts again as this run's own the files of the preview that
+    /// `created` or `built` now hold (made by records the preview ran
+    /// ahead of): they destroy nothing that existed before the run.
+    pub fn forget_own(
+        &mut self,
+        created: &super::pathset::PathSet,
+        built: &super::pathset::PathSet,
+    ) {
+        let own: Vec<String> = self
+            .seen
+            .iter()
+            .filter(|(p, m)| {
+                m.recovery == Recovery::Irreversible && (created.contains(p) || built.contains(p))
+            })
+            .map(|(p, _)| p.clone())
+            .collect();
+        for p in own {
+            let Some(m) = self.seen.get_mut(&p) else {
+                continue;
+            };
+            self.irreversible = self.irreversible.saturating_sub(1);
+            if !matches!(m.location, Location::Workspace | Location::Scratch) {
+                self.outside = self.outside.saturating_sub(1);
+            }
+            match m.object {
+                ObjectKind::Untracked => self.untracked = self.untracked.saturating_sub(1),
+                ObjectKind::Modified => self.modified = self.modified.saturating_sub(1),
+                ObjectKind::GitInternal => self.git_internal = self.git_internal.saturating_sub(1),
+                _ => {}
+            }
+            self.reversible += 1;
+            *m = Measured {
+                recovery: Recovery::Reversible,
+                location: m.location,
+                object: ObjectKind::Created,
+                why: std::borrow::Cow::Borrowed("created earlier in this run"),
+            };
+        }
+    }
+
     /// The larger of each count (a preview and what was measured since).
     pub fn max(&mut self, o: &Blast) {
         self.files = self.files.max(o.files);
@@ -225,7 +265,10 @@ pub fn preview_in(argv: &[String], cwd: &Path, root: &Path, m: &mut Measurer) ->
                     if short(rest, 'n', "--dry-run") {
                         return None;
                     }
-                    let with_ignored = short(rest, 'x', "-x") || short(rest, 'X', "-X");
+                    // -x: ignored files too; -X: only ignored files.
+                    let only_ignored = short(rest, 'X', "-X");
+                    let with_ignored = short(rest, 'x', "-x") || only_ignored;
+                    let which = (with_ignored, only_ignored);
                     let dirs = short(rest, 'd', "-d");
                     let starts = if paths.is_empty() {
                         vec![cwd.to_path_buf()]
@@ -233,7 +276,7 @@ pub fn preview_in(argv: &[String], cwd: &Path, root: &Path, m: &mut Measurer) ->
                         paths
                     };
                     for s in starts {
-                        clean_walk(&root, &s, dirs, with_ignored, m, &mut blast);
+                        clean_walk(&root, &s, dirs, which, m, &mut blast);
                     }
                 }
                 "reset" if rest.iter().any(|a| a == "--hard") => {
@@ -364,14 +407,17 @@ fn walk(p: &Path, recursive: bool, m: &mut Measurer, b: &mut Blast, keep: &dyn F
     }
 }
 
+/// `which`: (ignored files too, only ignored files), as `git clean -x` and
+/// `git clean -X` select.
 fn clean_walk(
     root: &Path,
     start: &Path,
     dirs: bool,
-    with_ignored: bool,
+    which: (bool, bool),
     m: &mut Measurer,
     b: &mut Blast,
 ) {
+    let (with_ignored, only_ignored) = which;
     let Ok(rd) = std::fs::read_dir(start) else {
         return;
     };
@@ -393,8 +439,10 @@ fn clean_walk(
         }
         if is_dir {
             if dirs || !repo.entries_under(rel.as_bytes()).is_empty() {
-                clean_walk(root, &p, dirs, with_ignored, m, b);
+                clean_walk(root, &p, dirs, which, m, b);
             }
+        } else if only_ignored && !ignored {
+            // `-X` leaves untracked files that are not ignored.
         } else if repo.entry(rel.as_bytes()).is_none() {
             let path = p.to_string_lossy().into_owned();
             let meas = m.measure(&path, false);

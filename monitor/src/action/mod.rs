@@ -217,6 +217,13 @@ impl Judge {
                     let cwd = st.cwd.clone().map(PathBuf::from);
                     let argv = st.argv.clone();
                     let live = self.live;
+                    // A preview taken when the exec record arrived ran
+                    // ahead of the records before it: what they made is
+                    // this run's own.
+                    let early = early.map(|mut b| {
+                        b.forget_own(&self.measurer.created, &self.measurer.built);
+                        b
+                    });
                     let preview = early.or_else(|| {
                         cwd.and_then(|c| preview_of(a, live, &argv, &c, &mut self.measurer))
                     });

@@ -221,6 +221,17 @@ fn preview_counts_what_a_tree_deletion_destroys() {
         (1, 2, 1),
         "{b:?}"
     );
+    // -X: only the ignored outputs, not the untracked notes.
+    let argv: Vec<String> = ["git", "clean", "-fdX"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let b = preview(&argv, &sib, &mut m).unwrap();
+    assert_eq!(
+        (b.untracked, b.reversible, b.irreversible),
+        (0, 2, 0),
+        "{b:?}"
+    );
     let _ = sib;
 }
 
@@ -803,4 +814,26 @@ fn ignored_is_regenerable_only_as_build_output() {
         let after = m.measure(&path, false);
         assert_eq!((after.recovery, after.object), want, "{p} gone: {after:?}");
     }
+}
+
+/// A preview taken when an exec record arrived may run ahead of the
+/// records that made its files: once they are judged, those files are the
+/// run's own and the preview stops counting them as lost.
+#[test]
+fn an_early_preview_forgets_what_the_run_made_before_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let r = repo(tmp.path());
+    std::fs::write(r.join(".git/info/exclude"), "/example\n").unwrap();
+    std::fs::write(r.join("example"), "ELF").unwrap();
+    let mut m = measurer(&r, &tmp.path().join("home"));
+    let argv: Vec<String> = ["git", "clean", "-fX"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let mut b = preview(&argv, &r, &mut m).unwrap();
+    assert_eq!((b.irreversible, b.untracked), (1, 1), "{b:?}");
+    m.created.insert(&s(&r.join("example")));
+    b.forget_own(&m.created, &m.built);
+    assert_eq!((b.irreversible, b.untracked), (0, 0), "{b:?}");
+    assert!(b.reversible >= 1, "{b:?}");
 }
