@@ -314,8 +314,9 @@ fn plan(id: u32, a: &Args) -> Option<Plan> {
             // u32 of struct fsxattr (FSSETXATTR).
             p.kind = EventKind::Setflags;
             p.target_fd = a.int(0);
-            p.mode = a.get(1) as u32; // the request
-                                      // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
+            // The request.
+            p.mode = a.get(1) as u32;
+            // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
             match unsafe { bpf_probe_read_user(a.ptr(2) as *const u32) } {
                 Ok(v) => p.flags = v as u64,
                 Err(_) => p.hflags |= header_flags::FLAGS_UNREAD,
