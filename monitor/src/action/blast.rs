@@ -76,6 +76,34 @@ impl Blast {
         }
     }
 
+    /// Undoes [`Blast::add`] of `m`.
+    fn take(&mut self, m: &Measured) {
+        if matches!(m.object, ObjectKind::Directory | ObjectKind::None) {
+            return;
+        }
+        self.files = self.files.saturating_sub(1);
+        let count = match m.recovery {
+            Recovery::Irreversible => {
+                if !matches!(m.location, Location::Workspace | Location::Scratch) {
+                    self.outside = self.outside.saturating_sub(1);
+                }
+                &mut self.irreversible
+            }
+            Recovery::Recoverable => &mut self.recoverable,
+            Recovery::Reversible => &mut self.reversible,
+            Recovery::Unmeasured => &mut self.unmeasured,
+        };
+        *count = count.saturating_sub(1);
+        match m.object {
+            ObjectKind::Untracked => self.untracked = self.untracked.saturating_sub(1),
+            ObjectKind::Modified => self.modified = self.modified.saturating_sub(1),
+            ObjectKind::GitInternal if m.recovery == Recovery::Irreversible => {
+                self.git_internal = self.git_internal.saturating_sub(1)
+            }
+            _ => {}
+        }
+    }
+
     /// Counts again as this run's own the files of the preview that
     /// `created` or `built` now hold (made by records the preview ran
     /// ahead of): they destroy nothing that existed before the run.
@@ -84,36 +112,21 @@ impl Blast {
         created: &super::pathset::PathSet,
         built: &super::pathset::PathSet,
     ) {
-        let own: Vec<String> = self
-            .seen
-            .iter()
-            .filter(|(p, m)| {
-                m.recovery == Recovery::Irreversible && (created.contains(p) || built.contains(p))
-            })
-            .map(|(p, _)| p.clone())
-            .collect();
-        for p in own {
-            let Some(m) = self.seen.get_mut(&p) else {
+        let mut seen = std::mem::take(&mut self.seen);
+        for (p, m) in seen.iter_mut() {
+            if m.recovery != Recovery::Irreversible || !(created.contains(p) || built.contains(p)) {
                 continue;
-            };
-            self.irreversible = self.irreversible.saturating_sub(1);
-            if !matches!(m.location, Location::Workspace | Location::Scratch) {
-                self.outside = self.outside.saturating_sub(1);
             }
-            match m.object {
-                ObjectKind::Untracked => self.untracked = self.untracked.saturating_sub(1),
-                ObjectKind::Modified => self.modified = self.modified.saturating_sub(1),
-                ObjectKind::GitInternal => self.git_internal = self.git_internal.saturating_sub(1),
-                _ => {}
-            }
-            self.reversible += 1;
+            self.take(m);
             *m = Measured {
                 recovery: Recovery::Reversible,
                 location: m.location,
                 object: ObjectKind::Created,
                 why: std::borrow::Cow::Borrowed("created earlier in this run"),
             };
+            self.add(m);
         }
+        self.seen = seen;
     }
 
     /// The larger of each count (a preview and what was measured since).

@@ -69,16 +69,16 @@ impl Info {
 /// sandbox, a container: the record has a `container_path`) names the
 /// files of that view, which abm reads through `/proc/PID/root` and
 /// `/proc/PID/cwd` while the process lives; once it is gone there is no
-/// preview, never one of abm's own files. A `live` judge is in the
-/// caller's view already.
+/// preview, never one of abm's own files. A judge `ahead` of the call is
+/// in the caller's view already.
 fn preview_of(
     a: &Action,
-    live: bool,
+    ahead: bool,
     argv: &[String],
     cwd: &Path,
     m: &mut Measurer,
 ) -> Option<Blast> {
-    if live || a.container_path.is_none() {
+    if ahead || a.container_path.is_none() {
         return blast::preview(argv, cwd, m);
     }
     let root = PathBuf::from(format!("/proc/{}/root", a.pid));
@@ -105,7 +105,7 @@ pub struct Judge {
     /// Judges calls before they run, in the caller's view (the seccomp
     /// supervisor, `abm hook`): paths resolve as the caller's already, and
     /// a name that is missing now will be missing for the call.
-    live: bool,
+    ahead: bool,
     /// Actions judged, and the time spent judging their records.
     pub actions_judged: u64,
     pub cost_ns: u64,
@@ -123,7 +123,7 @@ impl Judge {
             ended: Vec::new(),
             role: None,
             early: HashMap::new(),
-            live: false,
+            ahead: false,
             actions_judged: 0,
             cost_ns: 0,
         }
@@ -141,7 +141,7 @@ impl Judge {
     /// abm's own view, without /proc placement (`abm hook`).
     pub fn ahead(ctx: &Context) -> Judge {
         let mut j = Judge::new(ctx);
-        j.live = true;
+        j.ahead = true;
         j
     }
 
@@ -166,9 +166,9 @@ impl Judge {
             .iter()
             .find(|((tid, _), (v, c, _))| *tid == a.tid && v == argv && c == cwd)
             .map(|(_, (_, _, b))| b.clone());
-        let live = self.live;
+        let ahead = self.ahead;
         if let Some(b) =
-            same.or_else(|| preview_of(a, live, argv, Path::new(cwd), &mut self.measurer))
+            same.or_else(|| preview_of(a, ahead, argv, Path::new(cwd), &mut self.measurer))
         {
             self.early
                 .insert((a.tid, a.ktime_ns), (argv.clone(), cwd.clone(), b));
@@ -216,7 +216,7 @@ impl Judge {
                     let st = &self.grouper.actions[&k];
                     let cwd = st.cwd.clone().map(PathBuf::from);
                     let argv = st.argv.clone();
-                    let live = self.live;
+                    let ahead = self.ahead;
                     // A preview taken when the exec record arrived ran
                     // ahead of the records before it: what they made is
                     // this run's own.
@@ -225,7 +225,7 @@ impl Judge {
                         b
                     });
                     let preview = early.or_else(|| {
-                        cwd.and_then(|c| preview_of(a, live, &argv, &c, &mut self.measurer))
+                        cwd.and_then(|c| preview_of(a, ahead, &argv, &c, &mut self.measurer))
                     });
                     self.info.insert(
                         k,
@@ -302,8 +302,9 @@ impl Judge {
         // File effects: measure what the call destroys.
         self.measurer.forget_lstat();
         let destroyed = destroyed_path(a);
-        // Only the live judge (`Judge::live`) sees calls before they run.
-        let before_call = self.live;
+        // Only a judge ahead of the call (`Judge::live`, `Judge::ahead`)
+        // sees calls before they run.
+        let before_call = self.ahead;
         let m = match &destroyed {
             Some(p) if a.created_by_call || creates_new(a, p) => self.measurer.created_by_call(p),
             Some(p) if names_nothing(a, p, before_call) => self.measurer.absent(p),

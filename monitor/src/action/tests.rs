@@ -44,6 +44,11 @@ fn measurer(ws: &Path, home: &Path) -> Measurer {
     Measurer::new(Locator::new(ws, home))
 }
 
+/// A command line as the judge takes it.
+fn cmdline(a: &[&str]) -> Vec<String> {
+    a.iter().map(|s| s.to_string()).collect()
+}
+
 fn s(p: &Path) -> String {
     p.to_string_lossy().into_owned()
 }
@@ -179,10 +184,7 @@ fn preview_counts_what_a_tree_deletion_destroys() {
     std::fs::create_dir_all(&ws).unwrap();
     let sib = repo(tmp.path());
     let mut m = measurer(&ws, &tmp.path().join("home"));
-    let argv: Vec<String> = ["rm", "-rf", "../proj"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let argv = cmdline(&["rm", "-rf", "../proj"]);
     let b = preview(&argv, &ws, &mut m).expect("rm -rf is previewed");
     // 3 committed (1 of them modified), .gitignore, notes, 2 ignored outputs.
     assert_eq!(b.modified, 1, "{b:?}");
@@ -194,10 +196,7 @@ fn preview_counts_what_a_tree_deletion_destroys() {
         .describe()
         .contains("1 untracked, 1 modified since the index, 3 recoverable"));
     // git reset --hard in the repository: one modified file.
-    let argv: Vec<String> = ["git", "reset", "--hard"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let argv = cmdline(&["git", "reset", "--hard"]);
     let b = preview(&argv, &sib, &mut m).expect("reset --hard is previewed");
     assert_eq!(
         (b.modified, b.irreversible, b.recoverable),
@@ -205,16 +204,10 @@ fn preview_counts_what_a_tree_deletion_destroys() {
         "{b:?}"
     );
     // git clean -fd: the untracked notes, not the ignored outputs; -x both.
-    let argv: Vec<String> = ["git", "clean", "-fd"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let argv = cmdline(&["git", "clean", "-fd"]);
     let b = preview(&argv, &sib, &mut m).unwrap();
     assert_eq!((b.untracked, b.files), (1, 1), "{b:?}");
-    let argv: Vec<String> = ["git", "clean", "-fdx"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let argv = cmdline(&["git", "clean", "-fdx"]);
     let b = preview(&argv, &sib, &mut m).unwrap();
     assert_eq!(
         (b.untracked, b.reversible, b.irreversible),
@@ -222,10 +215,7 @@ fn preview_counts_what_a_tree_deletion_destroys() {
         "{b:?}"
     );
     // -X: only the ignored outputs, not the untracked notes.
-    let argv: Vec<String> = ["git", "clean", "-fdX"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let argv = cmdline(&["git", "clean", "-fdX"]);
     let b = preview(&argv, &sib, &mut m).unwrap();
     assert_eq!(
         (b.untracked, b.reversible, b.irreversible),
@@ -656,15 +646,14 @@ fn git_checkout_of_a_pathspec_is_previewed() {
     let r = repo(tmp.path());
     git(&r, &["branch", "feature"]);
     let mut m = measurer(&r, &tmp.path().join("home"));
-    let argv = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-    let b = preview(&argv(&["git", "checkout", "."]), &r, &mut m).expect("previewed");
+    let b = preview(&cmdline(&["git", "checkout", "."]), &r, &mut m).expect("previewed");
     assert_eq!((b.modified, b.irreversible), (1, 1), "{b:?}");
-    let b = preview(&argv(&["git", "checkout", "src/b.rs"]), &r, &mut m).expect("previewed");
+    let b = preview(&cmdline(&["git", "checkout", "src/b.rs"]), &r, &mut m).expect("previewed");
     assert_eq!(b.modified, 1, "{b:?}");
-    let b = preview(&argv(&["git", "checkout", "HEAD", "src"]), &r, &mut m).expect("previewed");
+    let b = preview(&cmdline(&["git", "checkout", "HEAD", "src"]), &r, &mut m).expect("previewed");
     assert_eq!(b.modified, 1, "{b:?}");
-    assert!(preview(&argv(&["git", "checkout", "feature"]), &r, &mut m).is_none());
-    assert!(preview(&argv(&["git", "checkout", "-b", "new"]), &r, &mut m).is_none());
+    assert!(preview(&cmdline(&["git", "checkout", "feature"]), &r, &mut m).is_none());
+    assert!(preview(&cmdline(&["git", "checkout", "-b", "new"]), &r, &mut m).is_none());
 }
 
 /// One judge: `rm -f core` (a `make clean` of a file that was never
@@ -719,22 +708,21 @@ fn a_call_on_a_missing_name_destroys_nothing_before_and_after() {
 fn stash_drops_and_remote_deletes_are_judged_by_what_they_lose() {
     let tmp = tempfile::tempdir().unwrap();
     let r = repo(tmp.path());
-    let argv = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     // An entry from before the run.
     git(&r, &["stash", "push", "-q", "-m", "old"]);
     let mut m = measurer(&r, &tmp.path().join("home"));
     std::thread::sleep(std::time::Duration::from_millis(20));
     m.since = std::time::SystemTime::now();
-    let b = preview(&argv(&["git", "stash", "drop"]), &r, &mut m).expect("previewed");
+    let b = preview(&cmdline(&["git", "stash", "drop"]), &r, &mut m).expect("previewed");
     assert_eq!((b.refs, b.irreversible, b.recoverable), (1, 1, 0), "{b:?}");
     // One the run pushed: stash@{0} is its own, stash@{1} is not.
     std::fs::write(r.join("src/a.rs"), "fn a() { scratch() }\n").unwrap();
     git(&r, &["stash", "push", "-q", "-m", "scratch"]);
-    let b = preview(&argv(&["git", "stash", "drop", "-q"]), &r, &mut m).unwrap();
+    let b = preview(&cmdline(&["git", "stash", "drop", "-q"]), &r, &mut m).unwrap();
     assert_eq!((b.refs, b.irreversible, b.recoverable), (1, 0, 1), "{b:?}");
-    let b = preview(&argv(&["git", "stash", "drop", "stash@{1}"]), &r, &mut m).unwrap();
+    let b = preview(&cmdline(&["git", "stash", "drop", "stash@{1}"]), &r, &mut m).unwrap();
     assert_eq!((b.refs, b.irreversible), (1, 1), "{b:?}");
-    let b = preview(&argv(&["git", "stash", "clear"]), &r, &mut m).unwrap();
+    let b = preview(&cmdline(&["git", "stash", "clear"]), &r, &mut m).unwrap();
     assert_eq!((b.refs, b.irreversible, b.recoverable), (2, 1, 1), "{b:?}");
     assert!(b.describe().contains("2 stash entries"), "{}", b.describe());
 
@@ -759,7 +747,7 @@ fn stash_drops_and_remote_deletes_are_judged_by_what_they_lose() {
     // `theirs` holds a commit no other ref has (the local branch moved
     // back, the commit stays only under refs/remotes/origin/theirs).
     let b = preview(
-        &argv(&["git", "push", "origin", "--delete", "theirs"]),
+        &cmdline(&["git", "push", "origin", "--delete", "theirs"]),
         &r,
         &mut m,
     )
@@ -767,13 +755,13 @@ fn stash_drops_and_remote_deletes_are_judged_by_what_they_lose() {
     assert_eq!((b.refs, b.irreversible), (1, 1), "{b:?}");
     // The tag withdrawn while the local tag stays: nothing lost.
     let b = preview(
-        &argv(&["git", "push", "-q", "origin", ":refs/tags/v1"]),
+        &cmdline(&["git", "push", "-q", "origin", ":refs/tags/v1"]),
         &r,
         &mut m,
     )
     .unwrap();
     assert_eq!((b.refs, b.irreversible, b.recoverable), (1, 0, 1), "{b:?}");
-    assert!(preview(&argv(&["git", "push", "origin", "main"]), &r, &mut m).is_none());
+    assert!(preview(&cmdline(&["git", "push", "origin", "main"]), &r, &mut m).is_none());
 }
 
 /// Git-ignored is not regenerable: an ignored file in a build or tool
@@ -826,10 +814,7 @@ fn an_early_preview_forgets_what_the_run_made_before_it() {
     std::fs::write(r.join(".git/info/exclude"), "/example\n").unwrap();
     std::fs::write(r.join("example"), "ELF").unwrap();
     let mut m = measurer(&r, &tmp.path().join("home"));
-    let argv: Vec<String> = ["git", "clean", "-fX"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let argv = cmdline(&["git", "clean", "-fX"]);
     let mut b = preview(&argv, &r, &mut m).unwrap();
     assert_eq!((b.irreversible, b.untracked), (1, 1), "{b:?}");
     m.created.insert(&s(&r.join("example")));

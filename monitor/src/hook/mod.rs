@@ -424,7 +424,6 @@ fn state_file(opts: &Opts, key: &str) -> PathBuf {
 /// When the agent session `session` started, as this hook first saw it
 /// (kept in the state directory): what the session made since is its own.
 fn session_start(opts: &Opts, session: &str) -> std::time::SystemTime {
-    use std::os::unix::fs::DirBuilderExt as _;
     use std::time::{Duration, SystemTime, UNIX_EPOCH};
     let f = state_file(opts, &format!("session-{session}"));
     if let Some(ns) = std::fs::read_to_string(&f)
@@ -434,40 +433,35 @@ fn session_start(opts: &Opts, session: &str) -> std::time::SystemTime {
         return UNIX_EPOCH + Duration::from_nanos(ns);
     }
     let now = SystemTime::now();
+    let ns = now
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    write_state(&f, ns, "the start of the session");
+    now
+}
+
+/// Writes `value` to state file `f` (its directory made private first);
+/// `what` names it in the warning when that fails.
+fn write_state(f: &Path, value: u64, what: &str) {
+    use std::os::unix::fs::DirBuilderExt as _;
     if let Some(d) = f.parent() {
         let _ = std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(d);
     }
-    let ns = now
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
-    if let Err(e) = std::fs::write(&f, ns.to_string()) {
-        tracing::warn!(
-            "cannot remember the start of the session in {}: {e}",
-            f.display()
-        );
+    if let Err(e) = std::fs::write(f, value.to_string()) {
+        tracing::warn!("cannot remember {what} in {}: {e}", f.display());
     }
-    now
 }
 
 /// PreToolUse: when this call started (CLOCK_MONOTONIC), for PostToolUse.
 fn remember_start(opts: &Opts, key: &str) {
-    use std::os::unix::fs::DirBuilderExt as _;
-    let f = state_file(opts, key);
-    if let Some(d) = f.parent() {
-        let _ = std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(d);
-    }
-    if let Err(e) = std::fs::write(&f, monotonic_ns().to_string()) {
-        tracing::warn!(
-            "cannot remember the start of the tool call in {}: {e}",
-            f.display()
-        );
-    }
+    write_state(
+        &state_file(opts, key),
+        monotonic_ns(),
+        "the start of the tool call",
+    );
 }
 
 fn post(call: &Call, opts: &Opts, claude: bool) -> anyhow::Result<Value> {
