@@ -170,11 +170,7 @@ impl Blast {
             ));
         }
         let files = if self.refs > 0 && self.files == 0 {
-            plural(
-                self.refs,
-                "stash entry or remote ref",
-                "stash entries or remote refs",
-            )
+            plural(self.refs, "ref or stash entry", "refs or stash entries")
         } else {
             plural(self.files, "file", "files")
         };
@@ -344,6 +340,35 @@ pub fn preview_in(argv: &[String], cwd: &Path, root: &Path, m: &mut Measurer) ->
                             blast.recoverable += 1;
                         } else {
                             blast.irreversible += 1;
+                        }
+                    }
+                }
+                // Local branches deleted: lost when no other ref holds
+                // their commits and the run did not write them.
+                "branch"
+                    if rest.iter().any(|a| {
+                        a == "--delete"
+                            || (a.starts_with('-')
+                                && !a.starts_with("--")
+                                && a[1..].contains(['d', 'D']))
+                    }) =>
+                {
+                    let git_dir = m.repo(&root)?.git_dir.clone();
+                    let names = positionals(rest);
+                    if names.is_empty() {
+                        return None;
+                    }
+                    for n in names {
+                        match super::git::branch_loses(&root, &git_dir, &n, m.since) {
+                            Some(true) => {
+                                blast.refs += 1;
+                                blast.irreversible += 1;
+                            }
+                            Some(false) => {
+                                blast.refs += 1;
+                                blast.recoverable += 1;
+                            }
+                            None => {}
                         }
                     }
                 }

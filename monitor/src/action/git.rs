@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::fs;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 use globset::{GlobBuilder, GlobMatcher};
 use sha1::{Digest as _, Sha1};
@@ -438,7 +439,7 @@ pub fn stash_entries(git_dir: &Path) -> Vec<String> {
 /// Whether commit `id` was written at or after `since`: a loose object
 /// whose file is that new. A packed object, or one that cannot be found,
 /// is older (or unknown): not.
-pub fn written_since(git_dir: &Path, id: &str, since: std::time::SystemTime) -> bool {
+pub fn written_since(git_dir: &Path, id: &str, since: SystemTime) -> bool {
     if id.len() < 3 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
         return false;
     }
@@ -453,31 +454,57 @@ pub fn written_since(git_dir: &Path, id: &str, since: std::time::SystemTime) -> 
 
 /// Whether deleting the remote branch or tag `name` of `remote` loses
 /// commits: false when another ref of the repository (a remote-tracking
-/// ref, a tag, a local branch) points at or contains its tip (`git
-/// for-each-ref --contains`, run only when no ref points at the tip
-/// itself). The tip is the remote-tracking ref's, else the local tag's of
-/// that name; with neither, the ref's content cannot be measured: true.
+/// ref, a tag, a local branch) points at or contains its tip. The tip is
+/// the remote-tracking ref's, else the local tag's of that name; with
+/// neither, the ref's content cannot be measured: true.
 pub fn remote_ref_loses(root: &Path, git_dir: &Path, remote: &str, name: &str) -> bool {
     let all = refs(&common_dir(git_dir));
     let short = name
         .trim_start_matches("refs/heads/")
         .trim_start_matches("refs/tags/");
     let tracking = format!("refs/remotes/{remote}/{short}");
-    let Some(tip) = all
+    match all
         .get(&tracking)
         .or_else(|| all.get(&format!("refs/tags/{short}")))
-    else {
-        return true;
-    };
+    {
+        Some(tip) => held_elsewhere(root, &all, &tracking, tip).is_none_or(|held| !held),
+        None => true,
+    }
+}
+
+/// What deleting the local branch `name` loses: `None` when there is no
+/// such branch (git refuses), `Some(false)` when another ref (a branch, a
+/// remote-tracking ref, a tag) points at or contains its tip, or the tip
+/// was written since `since` (the run's own commits), else `Some(true)`.
+pub fn branch_loses(root: &Path, git_dir: &Path, name: &str, since: SystemTime) -> Option<bool> {
+    let all = refs(&common_dir(git_dir));
+    let own = format!("refs/heads/{}", name.trim_start_matches("refs/heads/"));
+    let tip = all.get(&own)?;
+    if written_since(git_dir, tip, since) {
+        return Some(false);
+    }
+    Some(held_elsewhere(root, &all, &own, tip).is_none_or(|held| !held))
+}
+
+/// Whether a ref of `all` other than `except` (and other than a symbolic
+/// `…/HEAD`) points at or contains commit `tip` (`git for-each-ref
+/// --contains`, run only when no ref points at the tip itself). `None`
+/// when git cannot answer.
+fn held_elsewhere(
+    root: &Path,
+    all: &HashMap<String, String>,
+    except: &str,
+    tip: &str,
+) -> Option<bool> {
     let elsewhere = |n: &str| {
-        n != tracking
+        n != except
             && !n.ends_with("/HEAD")
             && (n.starts_with("refs/remotes/")
                 || n.starts_with("refs/tags/")
                 || n.starts_with("refs/heads/"))
     };
     if all.iter().any(|(n, v)| elsewhere(n) && v == tip) {
-        return false;
+        return Some(true);
     }
     let out = std::process::Command::new("git")
         .arg("-C")
@@ -485,9 +512,8 @@ pub fn remote_ref_loses(root: &Path, git_dir: &Path, remote: &str, name: &str) -
         .args(["for-each-ref", "--format=%(refname)", "--contains", tip])
         .args(["refs/remotes", "refs/tags", "refs/heads"])
         .stderr(std::process::Stdio::null())
-        .output();
-    match out {
-        Ok(o) if o.status.success() => !String::from_utf8_lossy(&o.stdout).lines().any(elsewhere),
-        _ => true,
-    }
+        .output()
+        .ok()
+        .filter(|o| o.status.success())?;
+    Some(String::from_utf8_lossy(&out.stdout).lines().any(elsewhere))
 }

@@ -14,7 +14,6 @@
 //!    the object store (loose or in a pack).
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 
@@ -51,15 +50,15 @@ const CREDENTIAL_SUFFIXES: &[&str] = &[".pem", ".key", ".p12", ".pfx", ".kdbx", 
 #[derive(Debug)]
 pub struct Measurer {
     pub locator: Locator,
-    repos: HashMap<PathBuf, Repo>,
+    repos: foldhash::HashMap<PathBuf, Repo>,
     /// Directory -> repository root (None: in no repository).
-    repo_of: HashMap<PathBuf, Option<PathBuf>>,
+    repo_of: foldhash::HashMap<PathBuf, Option<PathBuf>>,
     /// Paths created by this run (and still holding what it created).
     pub created: PathSet,
     /// Paths written by build tools in this run.
     pub built: PathSet,
     /// Git directory → every branch and HEAD is on a remote, no stash.
-    pushed: HashMap<PathBuf, bool>,
+    pushed: foldhash::HashMap<PathBuf, bool>,
     /// The last measurement's `lstat`: its path and what it found (taken by
     /// the judge right after, for the same record).
     last_lstat: Option<(String, std::fs::Metadata)>,
@@ -72,11 +71,11 @@ impl Measurer {
     pub fn new(locator: Locator) -> Measurer {
         Measurer {
             locator,
-            repos: HashMap::new(),
-            repo_of: HashMap::new(),
+            repos: Default::default(),
+            repo_of: Default::default(),
             created: PathSet::new(),
             built: PathSet::new(),
-            pushed: HashMap::new(),
+            pushed: Default::default(),
             last_lstat: None,
             since: std::time::SystemTime::now(),
         }

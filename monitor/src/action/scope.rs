@@ -114,14 +114,25 @@ impl Locator {
 
     /// Whether a path is under one of the home-relative places.
     pub fn under_any(&self, path: &str, rel: &[&str]) -> bool {
-        // Every place starts with the home directory: most paths are
-        // answered without joining.
-        let home = self.home.to_string_lossy();
-        if !path.starts_with(home.trim_end_matches('/')) {
+        // Every place starts with the home directory: the rest of the path
+        // after it is compared with each place, without joining.
+        let Some(home) = self.home.to_str() else {
+            return rel.iter().any(|r| under(path, &self.home.join(r)));
+        };
+        let Some(rest) = path
+            .strip_prefix(home.trim_end_matches('/'))
+            .and_then(|r| r.strip_prefix('/'))
+        else {
             return false;
-        }
-        rel.iter().any(|r| under(path, &self.home.join(r)))
+        };
+        rel.iter().any(|r| under_str(rest, r))
     }
+}
+
+/// `path` is `dir` or inside it, both given as text without a `/` at the end.
+fn under_str(path: &str, dir: &str) -> bool {
+    path.strip_prefix(dir)
+        .is_some_and(|r| r.is_empty() || r.starts_with('/'))
 }
 
 /// `path` is `dir` or inside it.

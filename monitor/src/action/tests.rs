@@ -724,7 +724,11 @@ fn stash_drops_and_remote_deletes_are_judged_by_what_they_lose() {
     assert_eq!((b.refs, b.irreversible), (1, 1), "{b:?}");
     let b = preview(&cmdline(&["git", "stash", "clear"]), &r, &mut m).unwrap();
     assert_eq!((b.refs, b.irreversible, b.recoverable), (2, 1, 1), "{b:?}");
-    assert!(b.describe().contains("2 stash entries"), "{}", b.describe());
+    assert!(
+        b.describe().contains("2 refs or stash entries"),
+        "{}",
+        b.describe()
+    );
 
     // Remote refs: a bare origin holding main and a branch only it has.
     let origin = tmp.path().join("origin.git");
@@ -762,6 +766,38 @@ fn stash_drops_and_remote_deletes_are_judged_by_what_they_lose() {
     .unwrap();
     assert_eq!((b.refs, b.irreversible, b.recoverable), (1, 0, 1), "{b:?}");
     assert!(preview(&cmdline(&["git", "push", "origin", "main"]), &r, &mut m).is_none());
+
+    // Local branches: `gone` holds a commit from before the run that no
+    // other ref has; `merged` is contained in the current branch; `mine` was committed
+    // by the run.
+    git(&r, &["branch", "merged"]);
+    git(&r, &["commit", "-q", "--allow-empty", "-m", "past merged"]);
+    git(&r, &["switch", "-q", "-c", "gone"]);
+    git(&r, &["commit", "-q", "--allow-empty", "-m", "only here"]);
+    git(&r, &["switch", "-q", "-"]);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    m.since = std::time::SystemTime::now();
+    git(&r, &["switch", "-q", "-c", "mine"]);
+    git(
+        &r,
+        &["commit", "-q", "--allow-empty", "-m", "the run's own"],
+    );
+    git(&r, &["switch", "-q", "-"]);
+    m.invalidate(&r);
+    let del = |args: &[&str], m: &mut Measurer| {
+        let b = preview(&cmdline(args), &r, m).expect("previewed");
+        (b.refs, b.irreversible, b.recoverable)
+    };
+    assert_eq!(del(&["git", "branch", "-D", "gone"], &mut m), (1, 1, 0));
+    assert_eq!(
+        del(&["git", "branch", "--delete", "--force", "gone"], &mut m),
+        (1, 1, 0)
+    );
+    assert_eq!(del(&["git", "branch", "-d", "merged"], &mut m), (1, 0, 1));
+    assert_eq!(del(&["git", "branch", "-D", "mine"], &mut m), (1, 0, 1));
+    // A name with no branch destroys nothing (git refuses).
+    assert_eq!(del(&["git", "branch", "-D", "nosuch"], &mut m), (0, 0, 0));
+    assert!(preview(&cmdline(&["git", "branch", "new"]), &r, &mut m).is_none());
 }
 
 /// Git-ignored is not regenerable: an ignored file in a build or tool

@@ -389,6 +389,12 @@ hit  repo.switch-discard | exec git switch --discard-changes main | blast=1
 miss repo.switch-discard | exec git switch main
 miss repo.switch-discard | exec git checkout -b feature
 
+hit  repo.branch-delete-unmerged | exec git branch -D feature | blast=1
+hit  repo.branch-delete-unmerged | exec git branch --delete --force feature | blast=1
+hit  repo.branch-delete-unmerged | exec git branch -d feature | blast=1
+miss repo.branch-delete-unmerged | exec git branch -D feature | blast=0
+miss repo.branch-delete-unmerged | exec git branch -m feature | blast=1
+
 hit  repo.branch-force-delete | exec git branch -D feature
 hit  repo.branch-force-delete | exec git branch -d -f feature
 hit  repo.branch-force-delete | exec git branch --delete --force feature

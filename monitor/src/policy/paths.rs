@@ -1,6 +1,6 @@
 //! Path globs anchored to named roots (`${workspace}`, `${home}`, `${trace}`).
 
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 use regex::RegexSet;
@@ -293,6 +293,58 @@ pub(crate) struct PathIndex {
     /// Tests that a bare `${root}` pattern satisfies, by root.
     exact: [Vec<u32>; 3],
     tests: usize,
+    /// The hits of paths seen lately: a run touches the same paths again
+    /// and again (a repository's index and refs, a build's outputs).
+    recent: HitCache,
+}
+
+/// A bounded memory of [`PathIndex::hits`] by path, for one set of roots
+/// (the roots of the last caller: another set starts it afresh). Emptied
+/// when full.
+#[derive(Debug, Default)]
+struct HitCache(Mutex<Recent>);
+
+/// The roots the paths of a [`HitCache`] were matched under, and their hits.
+#[derive(Debug, Default)]
+struct Recent {
+    roots: Vec<Option<String>>,
+    hits: foldhash::HashMap<String, Hits>,
+}
+
+/// Paths [`HitCache`] keeps before it starts again.
+const HIT_CACHE_PATHS: usize = 4096;
+
+impl Clone for HitCache {
+    fn clone(&self) -> Self {
+        HitCache::default()
+    }
+}
+
+impl HitCache {
+    fn get_or(&self, path: &str, roots: &Roots<'_>, compute: impl FnOnce() -> Hits) -> Hits {
+        let same_roots = |k: &[Option<String>]| {
+            k.len() == 3 && k.iter().zip(roots.0).all(|(a, b)| a.as_deref() == b)
+        };
+        if let Ok(g) = self.0.lock() {
+            if same_roots(&g.roots) {
+                if let Some(h) = g.hits.get(path) {
+                    return h.clone();
+                }
+            }
+        }
+        let h = compute();
+        if let Ok(mut g) = self.0.lock() {
+            if !same_roots(&g.roots) {
+                g.roots = roots.0.iter().map(|r| r.map(str::to_owned)).collect();
+                g.hits.clear();
+            }
+            if g.hits.len() >= HIT_CACHE_PATHS {
+                g.hits.clear();
+            }
+            g.hits.insert(path.to_owned(), h.clone());
+        }
+        h
+    }
 }
 
 /// One merged glob set and, for each of its globs, the test it belongs to.
@@ -391,12 +443,18 @@ impl PathIndex {
             roots,
             exact,
             tests: tests.len(),
+            recent: HitCache::default(),
         }
     }
 
     /// The tests that match `path`, computed as [`PathGlobs::is_match`]
     /// does for each of them.
     pub fn hits(&self, path: &str, roots: &Roots<'_>) -> Hits {
+        self.recent
+            .get_or(path, roots, || self.hits_uncached(path, roots))
+    }
+
+    fn hits_uncached(&self, path: &str, roots: &Roots<'_>) -> Hits {
         let mut hits = Hits(Vec::with_capacity(self.tests.div_ceil(64)));
         let mut scratch = Vec::new();
         self.abs.mark(path, &mut scratch, &mut hits);

@@ -1177,3 +1177,21 @@ fn root_relative_globs_match_beneath_the_root_only() {
         }
     }
 }
+
+/// The merged index remembers the hits of recent paths for the roots they
+/// were matched under: the same path under other roots is matched again.
+#[test]
+fn remembered_hits_belong_to_the_roots_they_were_matched_under() {
+    use super::paths::{PathGlobs, PathIndex, Roots};
+    use std::path::Path;
+    let mut g = PathGlobs::compile(&["${workspace}/**/*.env".to_string()]).unwrap();
+    let index = PathIndex::build(&mut [&mut g]);
+    let a = Roots::new(Path::new("/a"), Path::new("/h"), None);
+    let b = Roots::new(Path::new("/b"), Path::new("/h"), None);
+    for _ in 0..2 {
+        assert!(index.hits("/a/x.env", &a).has(0));
+        assert!(!index.hits("/a/x.env", &b).has(0));
+        assert!(index.hits("/b/c/y.env", &b).has(0));
+        assert!(!index.hits("/a/x.txt", &a).has(0));
+    }
+}

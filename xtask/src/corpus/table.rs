@@ -103,6 +103,11 @@ pub fn targets(rows: &[Row]) -> Vec<Target> {
         .iter()
         .filter(|r| r.outcome == Outcome::Stopped && r.enforce.questions == 1)
         .count();
+    let differing: usize = benign.iter().map(|r| verdict_differences(r).len()).sum();
+    let benign_actions: u64 = benign.iter().map(|r| r.observe.actions).sum();
+    let costs = judge_costs(rows);
+    let (median, p99) = (percentile(&costs, 50.0), percentile(&costs, 99.0));
+    let us = |v: Option<f64>| v.map_or("no action measured".to_owned(), |v| format!("{v:.0} µs"));
     vec![
         Target {
             what: "at most 1 benign session in 20 with any confirm/preserve/deny (observe)",
@@ -124,7 +129,67 @@ pub fn targets(rows: &[Row]) -> Vec<Target> {
             measured: format!("{one_question} of {}", destructive.len()),
             met: !destructive.is_empty() && one_question == destructive.len(),
         },
+        Target {
+            what: "0 benign actions treated differently in observe and enforce",
+            measured: format!("{differing} of {benign_actions}"),
+            met: !benign.is_empty() && differing == 0,
+        },
+        Target {
+            what: "judge cost per action (observe), median <= 100 µs",
+            measured: us(median),
+            met: median.is_some_and(|m| m <= 100.0),
+        },
+        Target {
+            what: "judge cost per action (observe), 99th percentile <= 2 ms",
+            measured: us(p99),
+            met: p99.is_some_and(|m| m <= 2000.0),
+        },
     ]
+}
+
+/// The judge's time for every action of every session (observe).
+fn judge_costs(rows: &[Row]) -> Vec<f64> {
+    let mut v: Vec<f64> = rows
+        .iter()
+        .flat_map(|r| r.observe.judge_each_us.iter().copied())
+        .collect();
+    v.sort_by(f64::total_cmp);
+    v
+}
+
+/// The `p`th percentile of sorted `v` (nearest rank).
+fn percentile(v: &[f64], p: f64) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    let rank = ((p / 100.0) * v.len() as f64).ceil() as usize;
+    Some(v[rank.clamp(1, v.len()) - 1])
+}
+
+/// The actions of a session treated differently in its observe and
+/// enforce runs: the runs' actions paired in order by command line and
+/// directory, each pair whose treatments differ, as
+/// `command: observe -> enforce`.
+pub fn verdict_differences(r: &Row) -> Vec<String> {
+    let mut enforce: BTreeMap<&str, Vec<(&str, &str)>> = BTreeMap::new();
+    for (cmd, treatment, rule) in &r.enforce.verdicts {
+        enforce
+            .entry(cmd.as_str())
+            .or_default()
+            .push((treatment.as_str(), rule.as_str()));
+    }
+    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut out = Vec::new();
+    for (cmd, treatment, rule) in &r.observe.verdicts {
+        let i = seen.entry(cmd.as_str()).or_default();
+        if let Some((t2, rule2)) = enforce.get(cmd.as_str()).and_then(|v| v.get(*i)) {
+            if *t2 != treatment.as_str() {
+                out.push(format!("{cmd}: {rule} ({treatment}) -> {rule2} ({t2})"));
+            }
+        }
+        *i += 1;
+    }
+    out
 }
 
 /// The whole report: rows, totals by kind and by rule, targets.
@@ -248,6 +313,22 @@ pub fn render(rows: &[Row], build: &str) -> String {
         }
         out.push('\n');
     }
+    let differing: Vec<String> = rows
+        .iter()
+        .filter(|r| r.kind == Kind::Benign)
+        .flat_map(|r| {
+            verdict_differences(r)
+                .into_iter()
+                .map(move |d| format!("  {}: {d}", r.name))
+        })
+        .collect();
+    if !differing.is_empty() {
+        out.push_str("\nbenign actions treated differently in observe and enforce:\n");
+        for d in &differing {
+            out.push_str(d);
+            out.push('\n');
+        }
+    }
     let mut by_rule: BTreeMap<(&'static str, &str), u64> = BTreeMap::new();
     for r in rows {
         for (rule, n) in &r.observe.by_rule {
@@ -276,6 +357,47 @@ pub fn render(rows: &[Row], build: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn verdicts(v: &[(&str, &str)]) -> Vec<(String, String, String)> {
+        v.iter()
+            .map(|(c, t)| (c.to_string(), t.to_string(), "r".to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn observe_and_enforce_are_compared_action_by_action() {
+        let mut r = row("b", Kind::Benign, 0, 0, Outcome::Same);
+        r.observe.verdicts = verdicts(&[
+            ("git status", "accept"),
+            ("rm -rf x", "accept"),
+            ("git status", "accept"),
+        ]);
+        r.enforce.verdicts = verdicts(&[
+            ("git status", "accept"),
+            ("git status", "confirm"),
+            ("rm -rf x", "accept"),
+        ]);
+        let d = verdict_differences(&r);
+        assert_eq!(d, vec!["git status: r (accept) -> r (confirm)".to_string()]);
+        let t = targets(std::slice::from_ref(&r));
+        assert!(!t[4].met);
+        assert_eq!(t[4].measured, "1 of 10");
+    }
+
+    #[test]
+    fn judge_cost_is_a_median_and_a_99th_percentile_over_actions() {
+        let mut a = row("a", Kind::Benign, 0, 0, Outcome::Same);
+        let mut b = row("b", Kind::Benign, 0, 0, Outcome::Same);
+        a.observe.judge_each_us = (1..=99).map(f64::from).collect();
+        b.observe.judge_each_us = vec![5000.0];
+        let t = targets(&[a, b]);
+        assert_eq!(t[5].measured, "50 µs");
+        assert!(t[5].met);
+        assert_eq!(t[6].measured, "99 µs");
+        assert!(t[6].met);
+        assert_eq!(percentile(&[1.0, 2.0, 3.0, 4.0], 100.0), Some(4.0));
+        assert_eq!(percentile(&[], 50.0), None);
+    }
 
     fn row(name: &str, kind: Kind, flagged: u64, questions: u64, outcome: Outcome) -> Row {
         let mut observe = Tally {
@@ -319,6 +441,9 @@ mod tests {
         assert!(t[2].met);
         assert!(!t[3].met, "d2 asked three questions");
         assert_eq!(t[3].measured, "1 of 2");
+
+        assert!(t[4].met, "{:?}", t[4]);
+        assert!(!t[5].met, "no cost measured: {:?}", t[5]);
 
         rows[5].observe.flagged = 1; // two sessions in 20
         rows[7].outcome = Outcome::Broke("exit 0 -> 128".into());

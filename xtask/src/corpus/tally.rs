@@ -45,6 +45,11 @@ pub struct Tally {
     /// The judge's own time per action, summed, when action records
     /// carry it (`decision_us`).
     pub judge_us: Option<f64>,
+    /// The judge's time for each action (`decision_us`), in trace order.
+    pub judge_each_us: Vec<f64>,
+    /// Each action's command line and treatment (`rule (treatment)`), in
+    /// trace order: what two runs of one session are compared on.
+    pub verdicts: Vec<(String, String, String)>,
     pub lost: u64,
     pub sealed: bool,
     pub exit_code: Option<i64>,
@@ -106,7 +111,19 @@ pub fn tally(text: &str) -> Result<Tally> {
             let rule = str_field(a, "rule").unwrap_or("?").to_string();
             if let Some(us) = a.get("decision_us").and_then(Value::as_f64) {
                 *t.judge_us.get_or_insert(0.0) += us;
+                t.judge_each_us.push(us);
             }
+            let argv: Vec<&str> = a
+                .get("argv")
+                .and_then(Value::as_array)
+                .map(|v| v.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let cwd = str_field(a, "cwd").unwrap_or("");
+            t.verdicts.push((
+                format!("{} (in {cwd})", argv.join(" ")),
+                treatment.clone(),
+                rule.clone(),
+            ));
             action_records.insert(id, (rule, treatment));
             continue;
         }
