@@ -514,6 +514,77 @@ impl Judge {
     }
 }
 
+/// Judges a few made-up records with a judge of its own and throws it
+/// away, before a run's first real record: the first time the code and
+/// the policy's glob automata meet a path they build what they need (a
+/// lazy DFA's states, pages of code), which would otherwise be charged to
+/// the run's first actions. The records name files that do not exist
+/// (under a directory name no run uses), so nothing is read but their
+/// missing names; nothing is written and the real judge's caches are
+/// untouched.
+pub fn warm(policy: &Policy, ctx: &Context) {
+    const NOWHERE: &str = ".abm-warm-nonexistent";
+    let mut j = Judge::new(ctx);
+    let ws = ctx.workspace.join(NOWHERE);
+    let home = ctx.home.join(NOWHERE);
+    let paths: Vec<String> = [
+        ws.join("src/main.rs"),
+        ws.join("build/out.o"),
+        ws.join(".git/index.lock"),
+        home.join(".cache/x"),
+        home.join(".config/app/settings.json"),
+        PathBuf::from("/tmp").join(NOWHERE).join("x"),
+        PathBuf::from("/usr/lib").join(NOWHERE),
+        PathBuf::from("/dev/null"),
+    ]
+    .iter()
+    .map(|p| p.to_string_lossy().into_owned())
+    .collect();
+    let cwd = ws.to_string_lossy().into_owned();
+    let script = format!(
+        "cd {NOWHERE} && git status --short && make -j2 test >/dev/null 2>&1; rm -f build/*.o"
+    );
+    let commands = [
+        &["bash", "-c", script.as_str()][..],
+        &["git", "status", "--short"],
+        &["git", "commit", "-q", "-am", "x"],
+        &["rm", "-rf", NOWHERE],
+        &["make"],
+    ];
+    for (i, argv) in commands.into_iter().enumerate() {
+        let pid = (1u32 << 30) + i as u32;
+        let mut exec = Action {
+            op: Some(Op::Exec),
+            pid,
+            tid: pid,
+            path: Some(format!("/usr/bin/{}", argv[0])),
+            argv: Some(argv.iter().map(|s| s.to_string()).collect()),
+            cwd: Some(cwd.clone()),
+            result: Some(0),
+            ..Action::default()
+        };
+        j.judge(&mut exec, policy, ctx);
+        for p in &paths {
+            for (op, flags) in [
+                (Op::Write, &["O_WRONLY", "O_CREAT", "O_TRUNC"][..]),
+                (Op::Unlink, &[][..]),
+            ] {
+                let mut a = Action {
+                    op: Some(op),
+                    pid,
+                    tid: pid,
+                    path: Some(p.clone()),
+                    cwd: Some(cwd.clone()),
+                    flag_names: flags.iter().map(|f| (*f).into()).collect(),
+                    result: Some(-2),
+                    ..Action::default()
+                };
+                j.judge(&mut a, policy, ctx);
+            }
+        }
+    }
+}
+
 /// One record judged on its own (`abm policy explain`): a file effect's
 /// path is measured now, an exec's blast radius previewed now. Sets
 /// `measured` and returns the facts to judge with.

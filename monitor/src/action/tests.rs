@@ -858,3 +858,33 @@ fn an_early_preview_forgets_what_the_run_made_before_it() {
     assert_eq!((b.irreversible, b.untracked), (0, 0), "{b:?}");
     assert!(b.reversible >= 1, "{b:?}");
 }
+
+/// The warm-up judges made-up records only: it writes nothing and leaves
+/// the workspace and home as they were.
+#[test]
+fn warming_the_judge_touches_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let r = repo(tmp.path());
+    let ctx = ctx_in(&r, tmp.path());
+    let list = |d: &Path| {
+        let mut v: Vec<String> = walkdir(d);
+        v.sort();
+        v
+    };
+    let before = list(tmp.path());
+    warm(&Policy::default_pack(), &ctx);
+    assert_eq!(list(tmp.path()), before);
+}
+
+fn walkdir(d: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(d).unwrap().flatten() {
+        let p = e.path();
+        let meta = std::fs::symlink_metadata(&p).unwrap();
+        out.push(format!("{} {:?}", p.display(), meta.modified().ok()));
+        if meta.is_dir() {
+            out.extend(walkdir(&p));
+        }
+    }
+    out
+}

@@ -145,6 +145,7 @@ pub struct Pipeline {
 
 impl Pipeline {
     pub fn new(policy: Policy, ctx: Context) -> Pipeline {
+        crate::action::warm(&policy, &ctx);
         Pipeline {
             orderer: Orderer::default(),
             clock: Clock::new(),

@@ -78,6 +78,8 @@ impl Supervisor {
         // This thread enters callers' views (its own root and cwd).
         let switcher = Switcher::for_this_thread();
         self.protected = Protected::resolve(&self.policy, &self.ctx);
+        // Build this thread's automata before the first call waits on them.
+        crate::action::warm(&self.policy, &self.ctx);
         if let Some(why) = &switcher.unusable {
             tracing::warn!(
                 "seccomp supervisor: calls made in another mount namespace or root are refused: {why}"
