@@ -345,30 +345,22 @@ pub fn preview_in(argv: &[String], cwd: &Path, root: &Path, m: &mut Measurer) ->
                 }
                 // Local branches deleted: lost when no other ref holds
                 // their commits and the run did not write them.
-                "branch"
-                    if rest.iter().any(|a| {
-                        a == "--delete"
-                            || (a.starts_with('-')
-                                && !a.starts_with("--")
-                                && a[1..].contains(['d', 'D']))
-                    }) =>
-                {
+                "branch" if short(rest, 'd', "--delete") || short(rest, 'D', "--delete") => {
                     let git_dir = m.repo(&root)?.git_dir.clone();
                     let names = positionals(rest);
                     if names.is_empty() {
                         return None;
                     }
                     for n in names {
-                        match super::git::branch_loses(&root, &git_dir, &n, m.since) {
-                            Some(true) => {
-                                blast.refs += 1;
-                                blast.irreversible += 1;
-                            }
-                            Some(false) => {
-                                blast.refs += 1;
-                                blast.recoverable += 1;
-                            }
-                            None => {}
+                        let Some(loses) = super::git::branch_loses(&root, &git_dir, &n, m.since)
+                        else {
+                            continue;
+                        };
+                        blast.refs += 1;
+                        if loses {
+                            blast.irreversible += 1;
+                        } else {
+                            blast.recoverable += 1;
                         }
                     }
                 }

@@ -467,7 +467,7 @@ pub fn remote_ref_loses(root: &Path, git_dir: &Path, remote: &str, name: &str) -
         .get(&tracking)
         .or_else(|| all.get(&format!("refs/tags/{short}")))
     {
-        Some(tip) => held_elsewhere(root, &all, &tracking, tip).is_none_or(|held| !held),
+        Some(tip) => !held_elsewhere(root, &all, &tracking, tip),
         None => true,
     }
 }
@@ -483,19 +483,14 @@ pub fn branch_loses(root: &Path, git_dir: &Path, name: &str, since: SystemTime) 
     if written_since(git_dir, tip, since) {
         return Some(false);
     }
-    Some(held_elsewhere(root, &all, &own, tip).is_none_or(|held| !held))
+    Some(!held_elsewhere(root, &all, &own, tip))
 }
 
 /// Whether a ref of `all` other than `except` (and other than a symbolic
 /// `…/HEAD`) points at or contains commit `tip` (`git for-each-ref
-/// --contains`, run only when no ref points at the tip itself). `None`
-/// when git cannot answer.
-fn held_elsewhere(
-    root: &Path,
-    all: &HashMap<String, String>,
-    except: &str,
-    tip: &str,
-) -> Option<bool> {
+/// --contains`, run only when no ref points at the tip itself). When git
+/// cannot answer, nothing is known to hold it: false.
+fn held_elsewhere(root: &Path, all: &HashMap<String, String>, except: &str, tip: &str) -> bool {
     let elsewhere = |n: &str| {
         n != except
             && !n.ends_with("/HEAD")
@@ -504,7 +499,7 @@ fn held_elsewhere(
                 || n.starts_with("refs/heads/"))
     };
     if all.iter().any(|(n, v)| elsewhere(n) && v == tip) {
-        return Some(true);
+        return true;
     }
     let out = std::process::Command::new("git")
         .arg("-C")
@@ -512,8 +507,9 @@ fn held_elsewhere(
         .args(["for-each-ref", "--format=%(refname)", "--contains", tip])
         .args(["refs/remotes", "refs/tags", "refs/heads"])
         .stderr(std::process::Stdio::null())
-        .output()
-        .ok()
-        .filter(|o| o.status.success())?;
-    Some(String::from_utf8_lossy(&out.stdout).lines().any(elsewhere))
+        .output();
+    match out {
+        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).lines().any(elsewhere),
+        _ => false,
+    }
 }

@@ -519,9 +519,9 @@ impl Judge {
 /// the policy's glob automata meet a path they build what they need (a
 /// lazy DFA's states, pages of code), which would otherwise be charged to
 /// the run's first actions. The records name files that do not exist
-/// (under a directory name no run uses), so nothing is read but their
-/// missing names; nothing is written and the real judge's caches are
-/// untouched.
+/// (under a directory name no run uses) and `/dev/null`, all with an
+/// ENOENT result, so nothing is looked up but names (and `.git` above
+/// them); nothing is written and the real judge's caches are untouched.
 pub fn warm(policy: &Policy, ctx: &Context) {
     const NOWHERE: &str = ".abm-warm-nonexistent";
     let mut j = Judge::new(ctx);

@@ -137,7 +137,5 @@ fn under_str(path: &str, dir: &str) -> bool {
 
 /// `path` is `dir` or inside it.
 pub fn under(path: &str, dir: &Path) -> bool {
-    let d = dir.to_string_lossy();
-    let d = d.trim_end_matches('/');
-    path == d || (path.starts_with(d) && path.as_bytes().get(d.len()) == Some(&b'/'))
+    under_str(path, dir.to_string_lossy().trim_end_matches('/'))
 }

@@ -307,7 +307,7 @@ struct HitCache(Mutex<Recent>);
 /// The roots the paths of a [`HitCache`] were matched under, and their hits.
 #[derive(Debug, Default)]
 struct Recent {
-    roots: Vec<Option<String>>,
+    roots: [Option<String>; 3],
     hits: foldhash::HashMap<String, Hits>,
 }
 
@@ -322,9 +322,8 @@ impl Clone for HitCache {
 
 impl HitCache {
     fn get_or(&self, path: &str, roots: &Roots<'_>, compute: impl FnOnce() -> Hits) -> Hits {
-        let same_roots = |k: &[Option<String>]| {
-            k.len() == 3 && k.iter().zip(roots.0).all(|(a, b)| a.as_deref() == b)
-        };
+        let same_roots =
+            |k: &[Option<String>; 3]| k.iter().zip(roots.0).all(|(a, b)| a.as_deref() == b);
         if let Ok(g) = self.0.lock() {
             if same_roots(&g.roots) {
                 if let Some(h) = g.hits.get(path) {
@@ -335,7 +334,7 @@ impl HitCache {
         let h = compute();
         if let Ok(mut g) = self.0.lock() {
             if !same_roots(&g.roots) {
-                g.roots = roots.0.iter().map(|r| r.map(str::to_owned)).collect();
+                g.roots = roots.0.map(|r| r.map(str::to_owned));
                 g.hits.clear();
             }
             if g.hits.len() >= HIT_CACHE_PATHS {

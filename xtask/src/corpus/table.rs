@@ -300,11 +300,11 @@ pub fn render(rows: &[Row], build: &str) -> String {
         let judged: Vec<&Tally> = of
             .iter()
             .map(|r| &r.observe)
-            .filter(|t| t.judge_us.is_some())
+            .filter(|t| t.judge_us().is_some())
             .collect();
         let judged_actions: u64 = judged.iter().map(|t| t.actions).sum();
         if judged_actions > 0 {
-            let us: f64 = judged.iter().filter_map(|t| t.judge_us).sum();
+            let us: f64 = judged.iter().filter_map(|t| t.judge_us()).sum();
             let _ = write!(
                 out,
                 ", {:.0} µs judging per action (observe)",

@@ -42,10 +42,8 @@ pub struct Tally {
     /// Supervisor notifications and total handling time (µs).
     pub notifications: u64,
     pub handling_us: f64,
-    /// The judge's own time per action, summed, when action records
-    /// carry it (`decision_us`).
-    pub judge_us: Option<f64>,
-    /// The judge's time for each action (`decision_us`), in trace order.
+    /// The judge's time for each action (`decision_us`), in trace order,
+    /// when action records carry it.
     pub judge_each_us: Vec<f64>,
     /// Each action's command line and treatment (`rule (treatment)`), in
     /// trace order: what two runs of one session are compared on.
@@ -58,6 +56,12 @@ pub struct Tally {
 }
 
 impl Tally {
+    /// The judge's own time, summed over the actions whose records carry
+    /// it (`decision_us`); `None` when none does.
+    pub fn judge_us(&self) -> Option<f64> {
+        (!self.judge_each_us.is_empty()).then(|| self.judge_each_us.iter().sum())
+    }
+
     /// Supervisor time per action in µs, when the run was enforced.
     pub fn cost_per_action_us(&self) -> Option<f64> {
         (self.notifications > 0 && self.actions > 0).then(|| self.handling_us / self.actions as f64)
@@ -110,7 +114,6 @@ pub fn tally(text: &str) -> Result<Tally> {
             let treatment = str_field(a, "treatment").unwrap_or("accept").to_string();
             let rule = str_field(a, "rule").unwrap_or("?").to_string();
             if let Some(us) = a.get("decision_us").and_then(Value::as_f64) {
-                *t.judge_us.get_or_insert(0.0) += us;
                 t.judge_each_us.push(us);
             }
             let argv: Vec<&str> = a
@@ -294,7 +297,7 @@ mod tests {
         let t = tally(&with_records).unwrap();
         assert_eq!(t.actions, 2);
         assert_eq!(t.flagged, 1);
-        assert_eq!(t.judge_us, Some(12.5));
+        assert_eq!(t.judge_us(), Some(12.5));
         assert_eq!(
             t.by_rule.keys().collect::<Vec<_>>(),
             vec!["ws.tree-delete (deny)"],
