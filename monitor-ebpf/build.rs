@@ -8,10 +8,24 @@ fn main() {
     println!("cargo:rerun-if-changed=shim/vmlinux_min.h");
     let clang = ["clang-22", "/usr/lib/llvm-22/bin/clang"]
         .into_iter()
-        .find(|c| Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success()))
+        .find(|c| {
+            Command::new(c)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
         .expect("clang-22 not found: run `cargo xtask setup` (installs Debian's clang-22)");
     let status = Command::new(clang)
-        .args(["-O2", "-g", "-emit-llvm", "-target", "bpf", "-c", "shim/shim.c", "-o"])
+        .args([
+            "-O2",
+            "-g",
+            "-emit-llvm",
+            "-target",
+            "bpf",
+            "-c",
+            "shim/shim.c",
+            "-o",
+        ])
         .arg(&obj)
         .status()
         .expect("failed to run clang-22");

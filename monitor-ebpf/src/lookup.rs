@@ -25,8 +25,8 @@ use monitor_common::{
     fold_hash, hash_mix,
     limits::MAX_RAW_PATH,
     lookup::{
-        ABSENT, DEPTH, DIR_KNOWN, FOUND, FS_NAMES, LINKS_FOLLOWED, MAX_CHAIN, MAX_STEPS, MOUNT, NOT_CACHED, OFF, OTHER,
-        SYMLINK,
+        ABSENT, DEPTH, DIR_KNOWN, FOUND, FS_NAMES, LINKS_FOLLOWED, MAX_CHAIN, MAX_STEPS, MOUNT,
+        NOT_CACHED, OFF, OTHER, SYMLINK,
     },
     DcacheConfig, DcacheSample,
 };
@@ -167,7 +167,9 @@ pub extern "C" fn lookup_path(path_at: u64, skip: u64, dentry: u64, mnt: u64, mo
     st.obj = 0;
     st.fdir = 0;
     st.fhash = 0;
-    let Some(path) = crate::record::payload_addr(path_at) else { return 0 };
+    let Some(path) = crate::record::payload_addr(path_at) else {
+        return 0;
+    };
     // SAFETY: a map lookup; the value is read at once.
     let cfg = DCACHE.get(0).copied().unwrap_or_default();
     if cfg.table == 0 {
@@ -179,10 +181,18 @@ pub extern "C" fn lookup_path(path_at: u64, skip: u64, dentry: u64, mnt: u64, mo
     }
     // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
     let len = crate::record::field_len(path_at);
-    let size = if len + 1 < MAX_RAW_PATH { len + 1 } else { MAX_RAW_PATH };
+    let size = if len + 1 < MAX_RAW_PATH {
+        len + 1
+    } else {
+        MAX_RAW_PATH
+    };
     // The field's bytes and no more (it has no NUL of its own).
     let n = unsafe {
-        bpf_probe_read_kernel_str(st.path.as_mut_ptr() as *mut c_void, size as u32, path as *const c_void)
+        bpf_probe_read_kernel_str(
+            st.path.as_mut_ptr() as *mut c_void,
+            size as u32,
+            path as *const c_void,
+        )
     };
     if n <= 0 || n as usize >= MAX_RAW_PATH {
         return 0;
@@ -359,7 +369,13 @@ pub extern "C" fn follow_link(d: u64) -> u64 {
         return 1;
     }
     // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
-    let tl = unsafe { bpf_probe_read_kernel_str(st.alt.as_mut_ptr() as *mut c_void, NAME_BUF as u32, link as *const c_void) };
+    let tl = unsafe {
+        bpf_probe_read_kernel_str(
+            st.alt.as_mut_ptr() as *mut c_void,
+            NAME_BUF as u32,
+            link as *const c_void,
+        )
+    };
     if tl <= 1 || tl as usize >= NAME_BUF {
         return 1;
     }
@@ -375,10 +391,20 @@ pub extern "C" fn follow_link(d: u64) -> u64 {
         }
         // SAFETY: offsets within the arrays (masked: at most 256 and 4095).
         let (dst, src) = unsafe {
-            (st.alt.as_mut_ptr().add((tl + 1) & (NAME_BUF - 1)), st.path.as_ptr().add(pos))
+            (
+                st.alt.as_mut_ptr().add((tl + 1) & (NAME_BUF - 1)),
+                st.path.as_ptr().add(pos),
+            )
         };
         // SAFETY: a bounded copy between two parts of this CPU's state entry.
-        if unsafe { aya_ebpf::helpers::generated::bpf_probe_read_kernel(dst as *mut c_void, rest as u32, src as *const c_void) } != 0 {
+        if unsafe {
+            aya_ebpf::helpers::generated::bpf_probe_read_kernel(
+                dst as *mut c_void,
+                rest as u32,
+                src as *const c_void,
+            )
+        } != 0
+        {
             return 1;
         }
     }
@@ -482,7 +508,9 @@ pub extern "C" fn cross_mount(d: u64, mnt: u64) -> u64 {
 /// the final component (0: not reached), and the status.
 #[inline(always)]
 pub fn tail() -> (u64, u64, u64, u64) {
-    state().map(|s| (s.obj, s.fdir, s.fhash, s.out[4])).unwrap_or((0, 0, 0, OTHER))
+    state()
+        .map(|s| (s.obj, s.fdir, s.fhash, s.out[4]))
+        .unwrap_or((0, 0, 0, OTHER))
 }
 
 /// The dentry named `hash_len` under directory dentry `dir` in the hash
@@ -513,7 +541,11 @@ pub extern "C" fn name_state(dir: u64, hash_len: u64) -> u64 {
         let (parent, hl) = unsafe { (shim_dentry_parent(d) as u64, shim_obj_hash_len(d)) };
         if parent == dir && hl == hash_len {
             // SAFETY: as above.
-            return if unsafe { shim_dentry_inode(d as *const c_void) }.is_null() { 1 } else { 2 };
+            return if unsafe { shim_dentry_inode(d as *const c_void) }.is_null() {
+                1
+            } else {
+                2
+            };
         }
         node = next;
         k += 1;
@@ -530,7 +562,11 @@ pub fn dentry_now(d: u64) -> (u64, u64, u64) {
     unsafe {
         let positive = !shim_dentry_inode(d).is_null() as u64;
         let hashed = (!shim_obj_hash_pprev(d).is_null() as u64) << 1;
-        (positive | hashed, shim_dentry_parent(d) as u64, shim_obj_hash_len(d))
+        (
+            positive | hashed,
+            shim_dentry_parent(d) as u64,
+            shim_obj_hash_len(d),
+        )
     }
 }
 
@@ -615,7 +651,12 @@ pub extern "C" fn chain_find() -> u64 {
     // adjacent in `struct dentry`: one probe read per chain entry.
     // SAFETY: returns relocated offsets, reads no memory.
     let lay = unsafe { shim_layout_dentry() };
-    let (o_parent, o_name, o_qname, o_hash) = (lay & 0xffff, (lay >> 16) & 0xffff, (lay >> 32) & 0xffff, lay >> 48);
+    let (o_parent, o_name, o_qname, o_hash) = (
+        lay & 0xffff,
+        (lay >> 16) & 0xffff,
+        (lay >> 32) & 0xffff,
+        lay >> 48,
+    );
     let fused = o_parent == o_hash + 16 && o_name == o_parent + 8 && o_qname == 8;
     let mut k = 0;
     while k < MAX_CHAIN && !node.is_null() {
@@ -654,7 +695,13 @@ pub extern "C" fn name_eq(name: u64) -> u64 {
     let Some(st) = state() else { return 0 };
     let name = name as *const c_void;
     // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
-    let n = unsafe { bpf_probe_read_kernel_str(st.name.as_mut_ptr() as *mut c_void, NAME_BUF as u32, name as *const c_void) };
+    let n = unsafe {
+        bpf_probe_read_kernel_str(
+            st.name.as_mut_ptr() as *mut c_void,
+            NAME_BUF as u32,
+            name as *const c_void,
+        )
+    };
     if n <= 0 || n as u64 != st.clen + 1 {
         return 0;
     }

@@ -10,8 +10,8 @@
 
 mod lookup;
 mod maps;
-mod proc_link;
 mod probes;
+mod proc_link;
 mod record;
 mod shim;
 

@@ -4,7 +4,9 @@ use aya_ebpf::{
     macros::map,
     maps::{HashMap, PerCpuArray, ProgramArray, RingBuf},
 };
-use monitor_common::{limits::PAYLOAD_CAP, limits::PAYLOAD_SLACK, EventHeader, Inflight, LossCause, ScopeEntry};
+use monitor_common::{
+    limits::PAYLOAD_CAP, limits::PAYLOAD_SLACK, EventHeader, Inflight, LossCause, ScopeEntry,
+};
 
 /// All events, in reservation order. Userspace sizes it at load time
 /// (`EbpfLoader::set_max_entries`).
@@ -100,7 +102,10 @@ pub fn current_scope(tgid: u32) -> Option<ScopeEntry> {
         if let Some(levels) = unsafe { SCOPE_CGROUPS.get(&CGROUP_LEVELS_KEY) } {
             let found = scope_ancestor(levels.target as u64);
             if found != 0 {
-                return Some(ScopeEntry { target: (found - 1) as u32, _pad: 0 });
+                return Some(ScopeEntry {
+                    target: (found - 1) as u32,
+                    _pad: 0,
+                });
             }
         }
     }
@@ -119,7 +124,8 @@ pub extern "C" fn scope_ancestor(mask: u64) -> u64 {
         if mask & (1u64 << level) != 0 {
             // 0 when the current cgroup is shallower than `level`.
             // SAFETY: a BPF helper without memory arguments.
-            let id = unsafe { aya_ebpf::helpers::generated::bpf_get_current_ancestor_cgroup_id(level) };
+            let id =
+                unsafe { aya_ebpf::helpers::generated::bpf_get_current_ancestor_cgroup_id(level) };
             if id != 0 {
                 // SAFETY: a map lookup; the value is read at once, within this program run.
                 if let Some(e) = unsafe { SCOPE_CGROUPS.get(&id) } {

@@ -3,7 +3,9 @@
 //! argument, at the call.
 use core::ffi::c_void;
 
-use aya_ebpf::helpers::{bpf_get_current_pid_tgid, bpf_probe_read_kernel, generated::bpf_probe_read_kernel_str};
+use aya_ebpf::helpers::{
+    bpf_get_current_pid_tgid, bpf_probe_read_kernel, generated::bpf_probe_read_kernel_str,
+};
 
 use crate::record::{field_len, payload_addr};
 
@@ -77,7 +79,9 @@ fn number_at(b: &[u8; LINK_SCAN], i: usize) -> Option<(u64, usize)> {
 #[unsafe(no_mangle)]
 #[inline(never)]
 pub extern "C" fn proc_link(path_at: u64) -> u64 {
-    let Some(path) = payload_addr(path_at) else { return 0 };
+    let Some(path) = payload_addr(path_at) else {
+        return 0;
+    };
     // Cheap test first: one 8-byte read.
     // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
     let head: [u8; 8] = unsafe { bpf_probe_read_kernel(path as *const [u8; 8]) }.unwrap_or([0; 8]);
@@ -87,16 +91,26 @@ pub extern "C" fn proc_link(path_at: u64) -> u64 {
     let mut b = [0u8; LINK_SCAN];
     // The field's bytes and no more: a NUL ends the copy there.
     let len = field_len(path_at);
-    let size = if len + 1 < LINK_SCAN { len + 1 } else { LINK_SCAN };
+    let size = if len + 1 < LINK_SCAN {
+        len + 1
+    } else {
+        LINK_SCAN
+    };
     // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
     let n = unsafe {
-        bpf_probe_read_kernel_str(b.as_mut_ptr() as *mut c_void, size as u32, path as *const c_void)
+        bpf_probe_read_kernel_str(
+            b.as_mut_ptr() as *mut c_void,
+            size as u32,
+            path as *const c_void,
+        )
     };
     if n <= 0 {
         return 0;
     }
     let (kind, fd, rest) = if has_at(&b, 0, b"/dev/fd/") {
-        let Some((fd, e)) = number_at(&b, 8) else { return 0 };
+        let Some((fd, e)) = number_at(&b, 8) else {
+            return 0;
+        };
         (LINK_FD, fd, e)
     } else if has_at(&b, 0, b"/dev/stdin") {
         (LINK_FD, 0, 10)
@@ -111,7 +125,9 @@ pub extern "C" fn proc_link(path_at: u64) -> u64 {
         } else if has_at(&b, 6, b"thread-self/") {
             18
         } else {
-            let Some((n, e)) = number_at(&b, 6) else { return 0 };
+            let Some((n, e)) = number_at(&b, 6) else {
+                return 0;
+            };
             if byte_at(&b, e) != b'/' {
                 return 0;
             }
@@ -126,7 +142,9 @@ pub extern "C" fn proc_link(path_at: u64) -> u64 {
         } else if has_at(&b, i, b"root") {
             (LINK_ROOT, 0, i + 4)
         } else if has_at(&b, i, b"fd/") {
-            let Some((fd, e)) = number_at(&b, i + 3) else { return 0 };
+            let Some((fd, e)) = number_at(&b, i + 3) else {
+                return 0;
+            };
             (LINK_FD, fd, e)
         } else {
             return 0;
@@ -137,4 +155,3 @@ pub extern "C" fn proc_link(path_at: u64) -> u64 {
     }
     kind | (fd << LINK_FD_SHIFT) | ((rest as u64) << LINK_REST_SHIFT)
 }
-

@@ -8,22 +8,26 @@
 use core::ffi::c_void;
 
 use aya_ebpf::helpers::{
-    bpf_probe_read_kernel, bpf_probe_read_user,
     bpf_get_current_cgroup_id, bpf_get_current_comm, bpf_get_current_pid_tgid,
-    bpf_get_current_task, bpf_get_current_uid_gid, bpf_ktime_get_ns,
+    bpf_get_current_task, bpf_get_current_uid_gid, bpf_ktime_get_ns, bpf_probe_read_kernel,
+    bpf_probe_read_user,
     generated::{bpf_probe_read_kernel_str, bpf_probe_read_user_str},
 };
 use monitor_common::{
-    field_flags, header_flags,
+    field_flags,
     field_tag::{BASE, BASE2, BASE2_ID, BASE_ID, ENV, LINK_REST, LINK_REST2, LOOKUP, LOOKUP2},
+    header_flags,
     limits::{MAX_ENV_LEN, MAX_ENV_SCAN, MAX_NAME, MAX_PATH_DEPTH, PAYLOAD_CAP},
-    target_env::PREFIXES, syscall_nr,
+    syscall_nr,
+    target_env::PREFIXES,
     EventHeader, EventKind, FieldHeader, LossCause,
 };
 
 use crate::{
     maps::{count_loss, RecordBuf, EVENTS, SCRATCH},
-    proc_link::{proc_link, LINK_CWD, LINK_FD, LINK_FD_SHIFT, LINK_KIND_MASK, LINK_REST_SHIFT, LINK_ROOT},
+    proc_link::{
+        proc_link, LINK_CWD, LINK_FD, LINK_FD_SHIFT, LINK_KIND_MASK, LINK_REST_SHIFT, LINK_ROOT,
+    },
     shim::*,
 };
 
@@ -54,12 +58,24 @@ pub fn payload_addr(at: u64) -> Option<*const u8> {
 /// follows it at once, so readers copy exactly this many bytes.
 #[inline(always)]
 pub fn field_len(at: u64) -> usize {
-    let Some(buf) = SCRATCH.get_ptr_mut(0) else { return 0 };
+    let Some(buf) = SCRATCH.get_ptr_mut(0) else {
+        return 0;
+    };
     // SAFETY: a pointer into this CPU's entry of a per-CPU array; read
     // through a probe read.
-    let hdr = unsafe { (*buf).payload.as_ptr().add((at as usize).wrapping_sub(FIELD_HDR) & MASK) };
+    let hdr = unsafe {
+        (*buf)
+            .payload
+            .as_ptr()
+            .add((at as usize).wrapping_sub(FIELD_HDR) & MASK)
+    };
     // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
-    let fh: FieldHeader = unsafe { bpf_probe_read_kernel(hdr as *const FieldHeader) }.unwrap_or(FieldHeader { tag: 0, flags: 0, len: 0 });
+    let fh: FieldHeader =
+        unsafe { bpf_probe_read_kernel(hdr as *const FieldHeader) }.unwrap_or(FieldHeader {
+            tag: 0,
+            flags: 0,
+            len: 0,
+        });
     fh.len as usize
 }
 
@@ -68,7 +84,12 @@ pub fn field_len(at: u64) -> usize {
 /// comm too; a syscall-result record carries only what pairing and
 /// attribution need (thread, process, cgroup, result).
 #[inline(always)]
-pub fn fill_header<const DETAILS: bool>(hdr: &mut EventHeader, kind: u32, syscall: u32, result: i64) {
+pub fn fill_header<const DETAILS: bool>(
+    hdr: &mut EventHeader,
+    kind: u32,
+    syscall: u32,
+    result: i64,
+) {
     let pid_tgid = bpf_get_current_pid_tgid();
     hdr.kind = kind;
     hdr.syscall = syscall;
@@ -159,7 +180,11 @@ impl Record {
     #[inline(always)]
     fn end(&mut self, at: usize, tag: u8, flags: u8) {
         let len = self.off().saturating_sub(at + FIELD_HDR);
-        let fh = FieldHeader { tag, flags, len: len as u16 };
+        let fh = FieldHeader {
+            tag,
+            flags,
+            len: len as u16,
+        };
         // SAFETY: an in-bounds write into this CPU's scratch entry (offset masked, slack after the payload).
         unsafe { core::ptr::write_unaligned(self.ptr(at) as *mut FieldHeader, fh) };
     }
@@ -180,11 +205,15 @@ impl Record {
     /// same bytes.
     #[inline(always)]
     pub fn user_str_at<const MAX: usize>(&mut self, tag: u8, src: *const u8) -> (u8, bool, u64) {
-        let Some(at) = self.begin() else { return (0, true, u64::MAX) };
+        let Some(at) = self.begin() else {
+            return (0, true, u64::MAX);
+        };
         let start = self.off();
         let dst = self.ptr(start);
         // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
-        let n = unsafe { bpf_probe_read_user_str(dst as *mut c_void, MAX as u32, src as *const c_void) };
+        let n = unsafe {
+            bpf_probe_read_user_str(dst as *mut c_void, MAX as u32, src as *const c_void)
+        };
         let mut flags = 0;
         let mut first = 0;
         if n <= 0 {
@@ -268,7 +297,11 @@ impl Record {
         lookup: Option<u64>,
         fs: &TaskFs,
     ) {
-        let link = if first_byte == b'/' { proc_link(path_at) } else { 0 };
+        let link = if first_byte == b'/' {
+            proc_link(path_at)
+        } else {
+            0
+        };
         let kind = link & LINK_KIND_MASK;
         let (d, m) = if kind == LINK_CWD || (kind == 0 && first_byte != b'/' && dirfd == AT_FDCWD) {
             (fs.pwd as *const c_void, fs.pwd_mnt as *const c_void)
@@ -277,7 +310,11 @@ impl Record {
         } else {
             // SAFETY: a BPF helper without memory arguments.
             let task = unsafe { bpf_get_current_task() } as *const c_void;
-            let fd = if kind == LINK_FD { (link >> LINK_FD_SHIFT) as u32 as i32 } else { dirfd };
+            let fd = if kind == LINK_FD {
+                (link >> LINK_FD_SHIFT) as u32 as i32
+            } else {
+                dirfd
+            };
             // SAFETY: CO-RE accessors of the C shim: they read through
             // bpf_probe_read_kernel, a bad pointer yields 0, never a fault.
             unsafe {
@@ -292,7 +329,10 @@ impl Record {
         }
         if let Some(mode) = lookup {
             let (skip, mode) = if kind != 0 {
-                ((link >> LINK_REST_SHIFT) & 0xffff, mode | crate::lookup::PROC_LINK)
+                (
+                    (link >> LINK_REST_SHIFT) & 0xffff,
+                    mode | crate::lookup::PROC_LINK,
+                )
             } else {
                 (0, mode)
             };
@@ -341,7 +381,9 @@ impl Record {
         let Some(at) = self.begin() else { return };
         let dst = self.ptr(self.off());
         // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
-        let n = unsafe { bpf_probe_read_kernel_str(dst as *mut c_void, MAX as u32, src as *const c_void) };
+        let n = unsafe {
+            bpf_probe_read_kernel_str(dst as *mut c_void, MAX as u32, src as *const c_void)
+        };
         let mut flags = 0;
         if n <= 0 {
             flags |= field_flags::READ_FAILED;
@@ -366,7 +408,10 @@ impl Record {
         let total = HDR + len;
         // SAFETY: `total` bytes from the start of this CPU's scratch entry, bounded by its size.
         let data = unsafe { core::slice::from_raw_parts(self.buf as *const u8, total) };
-        if EVENTS.output::<[u8]>(data, wakeup_flags(self.hdr().syscall)).is_err() {
+        if EVENTS
+            .output::<[u8]>(data, wakeup_flags(self.hdr().syscall))
+            .is_err()
+        {
             count_loss(LossCause::RingbufFull);
         }
     }
@@ -375,7 +420,9 @@ impl Record {
     /// CPU's scratch entry as it was left), to add fields or send it.
     #[inline(always)]
     pub fn resume() -> Option<Record> {
-        Some(Record { buf: SCRATCH.get_ptr_mut(0)? })
+        Some(Record {
+            buf: SCRATCH.get_ptr_mut(0)?,
+        })
     }
 
     /// Starts a syscall-result record: only what pairing and attribution
@@ -436,16 +483,33 @@ impl TaskFs {
         let task = unsafe { bpf_get_current_task() } as *const c_void;
         // SAFETY: returns relocated offsets, reads no memory.
         let lay = unsafe { shim_layout_fs() };
-        let (root, pwd, p_mnt, p_dentry) = (lay & 0xffff, (lay >> 16) & 0xffff, (lay >> 32) & 0xffff, (lay >> 48) & 0xffff);
+        let (root, pwd, p_mnt, p_dentry) = (
+            lay & 0xffff,
+            (lay >> 16) & 0xffff,
+            (lay >> 32) & 0xffff,
+            (lay >> 48) & 0xffff,
+        );
         if pwd == root + 16 && p_mnt == 0 && p_dentry == 8 {
             // SAFETY: a CO-RE accessor of the C shim (probe read); a bad pointer yields 0.
             let fs = unsafe { shim_task_fs(task) } as *const u8;
             if fs.is_null() {
-                return TaskFs { root: 0, root_mnt: 0, pwd: 0, pwd_mnt: 0 };
+                return TaskFs {
+                    root: 0,
+                    root_mnt: 0,
+                    pwd: 0,
+                    pwd_mnt: 0,
+                };
             }
             // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
-            let v = unsafe { bpf_probe_read_kernel(fs.wrapping_add(root as usize) as *const [u64; 4]) }.unwrap_or([0; 4]);
-            return TaskFs { root_mnt: v[0], root: v[1], pwd_mnt: v[2], pwd: v[3] };
+            let v =
+                unsafe { bpf_probe_read_kernel(fs.wrapping_add(root as usize) as *const [u64; 4]) }
+                    .unwrap_or([0; 4]);
+            return TaskFs {
+                root_mnt: v[0],
+                root: v[1],
+                pwd_mnt: v[2],
+                pwd: v[3],
+            };
         }
         // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
         unsafe {
@@ -477,7 +541,10 @@ fn dentry_up(d: *const c_void, fused: Option<usize>) -> (*const c_void, *const u
     match fused {
         Some(off) => {
             // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
-            let v = unsafe { bpf_probe_read_kernel((d as *const u8).wrapping_add(off) as *const [u64; 3]) }.unwrap_or([0; 3]);
+            let v = unsafe {
+                bpf_probe_read_kernel((d as *const u8).wrapping_add(off) as *const [u64; 3])
+            }
+            .unwrap_or([0; 3]);
             (v[0] as *const c_void, v[2] as *const u8)
         }
         // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
@@ -498,8 +565,18 @@ pub struct BaseTags {
     pub lookup: u8,
 }
 
-pub const BASE1_TAGS: BaseTags = BaseTags { base: BASE, id: BASE_ID, rest: LINK_REST, lookup: LOOKUP };
-pub const BASE2_TAGS: BaseTags = BaseTags { base: BASE2, id: BASE2_ID, rest: LINK_REST2, lookup: LOOKUP2 };
+pub const BASE1_TAGS: BaseTags = BaseTags {
+    base: BASE,
+    id: BASE_ID,
+    rest: LINK_REST,
+    lookup: LOOKUP,
+};
+pub const BASE2_TAGS: BaseTags = BaseTags {
+    base: BASE2,
+    id: BASE2_ID,
+    rest: LINK_REST2,
+    lookup: LOOKUP2,
+};
 
 // SAFETY: the C shim's accessors take kernel pointers and read through CO-RE relocated bpf_probe_read_kernel; a bad pointer yields 0, never a fault.
 unsafe extern "C" {
@@ -520,7 +597,9 @@ pub extern "C" fn put_id(tag: u64, dentry: u64) -> u64 {
     if tag == 0 {
         return 0;
     }
-    let Some(buf) = SCRATCH.get_ptr_mut(0) else { return 0 };
+    let Some(buf) = SCRATCH.get_ptr_mut(0) else {
+        return 0;
+    };
     let mut rec = Record { buf };
     let Some(at) = rec.begin() else { return 0 };
     // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
@@ -550,7 +629,9 @@ pub extern "C" fn put_id(tag: u64, dentry: u64) -> u64 {
 #[inline(never)]
 pub extern "C" fn put_lookup(tag: u64) -> u64 {
     let out = crate::lookup::result();
-    let Some(buf) = SCRATCH.get_ptr_mut(0) else { return 0 };
+    let Some(buf) = SCRATCH.get_ptr_mut(0) else {
+        return 0;
+    };
     let mut rec = Record { buf };
     let Some(at) = rec.begin() else { return 0 };
     let off = rec.off();
@@ -597,7 +678,9 @@ pub extern "C" fn walk_fd_id(tag: u64, id_tag: u64, fd: u64) -> u64 {
 #[unsafe(no_mangle)]
 #[inline(never)]
 pub extern "C" fn walk_path(tag: u64, dentry: u64, mnt: u64) -> u64 {
-    let Some(buf) = SCRATCH.get_ptr_mut(0) else { return 0 };
+    let Some(buf) = SCRATCH.get_ptr_mut(0) else {
+        return 0;
+    };
     let mut rec = Record { buf };
     let Some(at) = rec.begin() else { return 0 };
     let tag = tag as u8;
@@ -645,7 +728,9 @@ pub extern "C" fn walk_path(tag: u64, dentry: u64, mnt: u64) -> u64 {
         }
         let dst = rec.ptr(off);
         // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
-        let n = unsafe { bpf_probe_read_kernel_str(dst as *mut c_void, MAX_NAME as u32, name as *const c_void) };
+        let n = unsafe {
+            bpf_probe_read_kernel_str(dst as *mut c_void, MAX_NAME as u32, name as *const c_void)
+        };
         if n <= 0 {
             flags |= field_flags::READ_FAILED;
         } else {
@@ -700,7 +785,8 @@ pub extern "C" fn scan_env(envp: u64) -> u64 {
         i += 1;
     }
     // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
-    let more = unsafe { bpf_probe_read_user(envp.wrapping_add(MAX_ENV_SCAN as usize)) }.unwrap_or(0);
+    let more =
+        unsafe { bpf_probe_read_user(envp.wrapping_add(MAX_ENV_SCAN as usize)) }.unwrap_or(0);
     if more != 0 {
         if let Some(buf) = SCRATCH.get_ptr_mut(0) {
             Record { buf }.hdr().hflags |= header_flags::ENV_PARTIAL;
@@ -714,7 +800,9 @@ pub extern "C" fn scan_env(envp: u64) -> u64 {
 #[unsafe(no_mangle)]
 #[inline(never)]
 pub extern "C" fn keep_env(entry: u64) -> u64 {
-    let Some(buf) = SCRATCH.get_ptr_mut(0) else { return 0 };
+    let Some(buf) = SCRATCH.get_ptr_mut(0) else {
+        return 0;
+    };
     let mut rec = Record { buf };
     rec.user_str::<MAX_ENV_LEN>(ENV, entry as *const u8);
     0

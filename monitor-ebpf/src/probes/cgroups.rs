@@ -17,7 +17,9 @@ use aya_ebpf::{
     maps::{Array, PerCpuArray},
     programs::RawTracePointContext,
 };
-use monitor_common::{cgroup_follow::ADDED, field_tag::CGROUP_PATH, EventKind, LossCause, ScopeEntry};
+use monitor_common::{
+    cgroup_follow::ADDED, field_tag::CGROUP_PATH, EventKind, LossCause, ScopeEntry,
+};
 
 use crate::{
     maps::{count_loss, CGROUP_LEVELS_KEY, SCOPE_CGROUPS},
@@ -68,7 +70,10 @@ fn is_hex(c: u8) -> bool {
 #[inline(always)]
 fn names_container(buf: &[u8; PATH_MAX], len: usize) -> bool {
     let mut end = len;
-    if end >= 6 && buf[(end - 6) & (PATH_MAX - 1)] == b'.' && buf[(end - 5) & (PATH_MAX - 1)] == b's' {
+    if end >= 6
+        && buf[(end - 6) & (PATH_MAX - 1)] == b'.'
+        && buf[(end - 5) & (PATH_MAX - 1)] == b's'
+    {
         end -= 6;
     }
     if end < ID_LEN + 1 || end > PATH_MAX {
@@ -96,9 +101,13 @@ pub extern "C" fn cgroup_follow(cgrp: u64, path: u64, target: u64) -> u64 {
     if unsafe { shim_cgroup_hierarchy(c) } != 0 {
         return 0; // a cgroup v1 hierarchy
     }
-    let Some(buf) = CGROUP_PATH_BUF.get_ptr_mut(0) else { return 0 };
+    let Some(buf) = CGROUP_PATH_BUF.get_ptr_mut(0) else {
+        return 0;
+    };
     // SAFETY: bpf_probe_read_* checks the address itself; the destination is this CPU's buffer.
-    let n = unsafe { bpf_probe_read_kernel_str(buf as *mut c_void, PATH_MAX as u32, path as *const c_void) };
+    let n = unsafe {
+        bpf_probe_read_kernel_str(buf as *mut c_void, PATH_MAX as u32, path as *const c_void)
+    };
     if n <= 1 {
         return 0;
     }
@@ -110,14 +119,20 @@ pub extern "C" fn cgroup_follow(cgrp: u64, path: u64, target: u64) -> u64 {
     let (id, level) = unsafe { (shim_cgroup_id(c), shim_cgroup_level(c)) };
     let mut mode = 0;
     if id != 0 && (0..32).contains(&level) {
-        let entry = ScopeEntry { target: target as u32, _pad: 0 };
+        let entry = ScopeEntry {
+            target: target as u32,
+            _pad: 0,
+        };
         if SCOPE_CGROUPS.insert(&id, &entry, 0).is_ok() {
             mode = ADDED;
             // Sub-cgroups the container makes are matched through their
             // ancestor at this level.
             // SAFETY: a map lookup; the value is read at once, within this program run.
             let mask = unsafe { SCOPE_CGROUPS.get(&CGROUP_LEVELS_KEY) }.map_or(0, |e| e.target);
-            let levels = ScopeEntry { target: mask | (1u32 << level), _pad: 0 };
+            let levels = ScopeEntry {
+                target: mask | (1u32 << level),
+                _pad: 0,
+            };
             let _ = SCOPE_CGROUPS.insert(&CGROUP_LEVELS_KEY, &levels, 0);
         } else {
             count_loss(LossCause::ScopeFull);

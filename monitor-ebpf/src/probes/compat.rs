@@ -74,7 +74,11 @@ pub fn args(how: CompatArgs, regs: *const u8) -> Args {
     let mut i = 0;
     while i < 6 {
         // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
-        a.set(i, unsafe { bpf_probe_read_kernel(regs.add(IA32_ARGS[i]) as *const u64) }.unwrap_or(0) & 0xffff_ffff);
+        a.set(
+            i,
+            unsafe { bpf_probe_read_kernel(regs.add(IA32_ARGS[i]) as *const u64) }.unwrap_or(0)
+                & 0xffff_ffff,
+        );
         i += 1;
     }
     // File descriptors and dirfds are ints: sign-extend what `Args::int`
@@ -86,7 +90,13 @@ pub fn args(how: CompatArgs, regs: *const u8) -> Args {
             a.set(2, 0);
         }
         CompatArgs::Uid16 => {
-            let id16 = |v: u64| if v & 0xffff == 0xffff { u32::MAX as u64 } else { v & 0xffff };
+            let id16 = |v: u64| {
+                if v & 0xffff == 0xffff {
+                    u32::MAX as u64
+                } else {
+                    v & 0xffff
+                }
+            };
             a.set(1, id16(a.get(1)));
             a.set(2, id16(a.get(2)));
         }
@@ -102,10 +112,16 @@ pub fn record_other(id: u32, regs: *const u8) {
     if id != IA32_EXECVE && id != IA32_EXECVEAT {
         return;
     }
-    let Some(mut rec) = Record::start(EventKind::CompatSyscall as u32, id) else { return };
+    let Some(mut rec) = Record::start(EventKind::CompatSyscall as u32, id) else {
+        return;
+    };
     rec.hdr().hflags |= header_flags::COMPAT;
     let a = args(CompatArgs::Same, regs);
-    let (path, dirfd) = if id == IA32_EXECVE { (a.get(0), AT_FDCWD) } else { (a.get(1), a.int(0)) };
+    let (path, dirfd) = if id == IA32_EXECVE {
+        (a.get(0), AT_FDCWD)
+    } else {
+        (a.get(1), a.int(0))
+    };
     rec.hdr().fd = dirfd;
     if path != 0 {
         let (first, _, at) = rec.user_str_at::<MAX_RAW_PATH>(RAW_PATH, path as *const u8);

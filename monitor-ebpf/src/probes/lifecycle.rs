@@ -3,7 +3,11 @@
 //! daemons stay in scope; threads share their process's entry (keyed by tgid).
 use core::ffi::c_void;
 
-use aya_ebpf::{helpers::{bpf_get_current_pid_tgid, bpf_get_current_task}, macros::raw_tracepoint, programs::RawTracePointContext};
+use aya_ebpf::{
+    helpers::{bpf_get_current_pid_tgid, bpf_get_current_task},
+    macros::raw_tracepoint,
+    programs::RawTracePointContext,
+};
 use monitor_common::{EventKind, LossCause};
 
 use crate::{
@@ -23,7 +27,9 @@ pub fn sched_process_fork(ctx: RawTracePointContext) -> i32 {
         return 0; // a new thread: covered by its process's entry
     }
     let parent_tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
-    let Some(entry) = current_scope(parent_tgid) else { return 0 };
+    let Some(entry) = current_scope(parent_tgid) else {
+        return 0;
+    };
     if SCOPE.insert(&tgid, &entry, 0).is_err() {
         count_loss(LossCause::ScopeFull);
     }

@@ -1,6 +1,6 @@
 //! One file per hook family.
-pub mod compat;
 pub mod cgroups;
+pub mod compat;
 pub mod exec;
 pub mod files;
 pub mod lifecycle;

@@ -269,7 +269,9 @@ pub extern "C" fn mountns_paths(m: u64) -> u64 {
 #[inline(never)]
 pub extern "C" fn mountns_emit(m: u64, inum: u64, event: u64, index_mark: u64) -> u64 {
     let mp = m as *const c_void;
-    let Some(mut rec) = Record::start(EventKind::MountInfo as u32, 0) else { return 0 };
+    let Some(mut rec) = Record::start(EventKind::MountInfo as u32, 0) else {
+        return 0;
+    };
     let h = rec.hdr();
     h.result = inum as i64;
     h.flags = event;

@@ -89,7 +89,14 @@ pub fn sys_exit_open_sensitive(ctx: BtfTracePointContext) -> i32 {
         if inode.is_null() {
             return 0;
         }
-        (InodeKey { ino: shim_inode_ino(inode), dev: shim_inode_dev(inode), _pad: 0 }, flags)
+        (
+            InodeKey {
+                ino: shim_inode_ino(inode),
+                dev: shim_inode_dev(inode),
+                _pad: 0,
+            },
+            flags,
+        )
     };
     // SAFETY: a map lookup whose value is not used.
     if unsafe { SENSITIVE_INODES.get(&key) }.is_none() {

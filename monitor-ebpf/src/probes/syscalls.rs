@@ -11,15 +11,17 @@ use aya_ebpf::{
     programs::{BtfTracePointContext, RawTracePointContext},
 };
 use monitor_common::{
-    compat_native, compat_path_reg,
-    field_flags, header_flags,
+    compat_native, compat_path_reg, field_flags,
     field_tag::{COMPAT_NR, CONFIRM, MNT_NS, OPEN_HOW, RAW_PATH, RAW_PATH2},
+    header_flags, is_traced,
     limits::MAX_RAW_PATH,
-    is_traced, Inflight, LossCause,
+    Inflight, LossCause,
 };
 
 use crate::{
-    maps::{count_loss, current_scope, INFLIGHT, INFLIGHT_NEW, SYS_ENTER_TAIL, TAIL_COMPAT, TAIL_EXEC},
+    maps::{
+        count_loss, current_scope, INFLIGHT, INFLIGHT_NEW, SYS_ENTER_TAIL, TAIL_COMPAT, TAIL_EXEC,
+    },
     probes::{compat, exec, files, mountns},
     record::Record,
 };
@@ -46,7 +48,10 @@ impl Args {
     #[inline(always)]
     fn read(regs: *const u8) -> Args {
         // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
-        Args { raw: unsafe { bpf_probe_read_kernel(regs.add(REGS_FROM) as *const [u64; 8]) }.unwrap_or([0; 8]) }
+        Args {
+            raw: unsafe { bpf_probe_read_kernel(regs.add(REGS_FROM) as *const [u64; 8]) }
+                .unwrap_or([0; 8]),
+        }
     }
     /// No arguments yet (all 0): [`Args::set`] fills them in x86_64
     /// order (for an ia32 call, its registers laid out as its twin's).
@@ -126,7 +131,9 @@ pub fn sys_enter_compat(ctx: RawTracePointContext) -> i32 {
     if current_scope((pid_tgid >> 32) as u32).is_none() || !compat::in_compat() {
         return 0;
     }
-    let Some((native, how)) = compat_native(id) else { return 0 };
+    let Some((native, how)) = compat_native(id) else {
+        return 0;
+    };
     let regs: *const u8 = ctx.arg(0);
     file_call(native, &compat::args(how, regs), pid_tgid, id);
     0
@@ -142,7 +149,9 @@ fn file_call(id: u32, args: &Args, pid_tgid: u64, compat: u32) {
     }
     let tid = pid_tgid as u32;
     let mnt_ns = mountns::sync_current();
-    let Some(inflight) = INFLIGHT_NEW.get_ptr_mut(0) else { return };
+    let Some(inflight) = INFLIGHT_NEW.get_ptr_mut(0) else {
+        return;
+    };
     // SAFETY: this CPU's entry of a per-CPU array; programs do not nest on one CPU.
     let inflight = unsafe { &mut *inflight };
     if let Some(mut rec) = files::enter(id, args, inflight) {

@@ -151,7 +151,14 @@ pub fn lsm_path_symlink(ctx: LsmContext) -> i32 {
     }
     // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
     let m = unsafe { shim_path_mnt(arg(&ctx, 0) as *const c_void) } as u64;
-    check_file(EventKind::Symlink, hook::PATH_SYMLINK, arg(&ctx, 1), m, 0, 0)
+    check_file(
+        EventKind::Symlink,
+        hook::PATH_SYMLINK,
+        arg(&ctx, 1),
+        m,
+        0,
+        0,
+    )
 }
 
 /// include/linux/fs.h `ATTR_*` bits of `iattr.ia_valid`.
@@ -186,7 +193,14 @@ pub fn lsm_inode_setattr(ctx: LsmContext) -> i32 {
         return 0;
     }
     let d = arg(&ctx, shift);
-    check_file(EventKind::Utimes, hook::INODE_SETATTR, d, dentry_mnt(d), 0, 0)
+    check_file(
+        EventKind::Utimes,
+        hook::INODE_SETATTR,
+        d,
+        dentry_mnt(d),
+        0,
+        0,
+    )
 }
 
 /// LSM_HOOK(int, 0, inode_setxattr, struct mnt_idmap *idmap (6.1: struct
@@ -199,7 +213,14 @@ pub fn lsm_inode_setxattr(ctx: LsmContext) -> i32 {
         return -EPERM;
     }
     let d = arg(&ctx, 1);
-    check_file(EventKind::Xattr, hook::INODE_SETXATTR, d, dentry_mnt(d), 0, 0)
+    check_file(
+        EventKind::Xattr,
+        hook::INODE_SETXATTR,
+        d,
+        dentry_mnt(d),
+        0,
+        0,
+    )
 }
 
 /// LSM_HOOK(int, 0, inode_removexattr, struct mnt_idmap *idmap (6.1:

@@ -54,8 +54,8 @@ use monitor_common::{
     field_tag::{FD_PATH, ROOT},
     lsm::{
         decision, field, hook, treatment, ALLOW_GRACE_NS, EXEC_CLAUSES, EXEC_INDEX_ARGV_UNREAD,
-        EXEC_INDEX_UNDECIDED, FNV_OFFSET, FNV_PRIME, MAX_EXEC_ARGS,
-        MAX_ALLOW, MAX_ENFORCED_TARGETS, MAX_EXEC_RULES, MAX_PROTECT, MAX_TOKEN, MAX_TOKENS, MAX_WALK,
+        EXEC_INDEX_UNDECIDED, FNV_OFFSET, FNV_PRIME, MAX_ALLOW, MAX_ENFORCED_TARGETS,
+        MAX_EXEC_ARGS, MAX_EXEC_RULES, MAX_PROTECT, MAX_TOKEN, MAX_TOKENS, MAX_WALK,
     },
     open_flags::O_TRUNC,
     AllowKey, Allowance, EventHeader, EventKind, ExecRule, ExecVerdict, FieldHeader, InodeKey,
@@ -65,12 +65,12 @@ use monitor_common::{
 use crate::{
     maps::{count_loss, current_scope, SCRATCH},
     record::walk_path,
+    shim::{shim_bprm_argc, shim_bprm_filename, shim_task_in_compat, shim_task_start_stack},
     shim::{
         shim_dentry_parent, shim_file_dentry, shim_file_fmode, shim_file_mnt, shim_mnt_mountpoint,
-        shim_mnt_parent, shim_mnt_root, shim_task_fd_file, shim_task_pwd_mnt, shim_task_root_dentry,
-        shim_task_root_mnt,
+        shim_mnt_parent, shim_mnt_root, shim_task_fd_file, shim_task_pwd_mnt,
+        shim_task_root_dentry, shim_task_root_mnt,
     },
-    shim::{shim_bprm_argc, shim_bprm_filename, shim_task_in_compat, shim_task_start_stack},
 };
 
 mod exec;
