@@ -194,6 +194,39 @@ pub struct Verdict {
     pub reason: String,
 }
 
+/// Objects an action destroys, by kind (`crate::action::blast` counts
+/// them; an exec record that begins an action carries its preview).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Blast {
+    /// Files it removes or overwrites.
+    pub files: u64,
+    pub irreversible: u64,
+    pub untracked: u64,
+    pub modified: u64,
+    /// `.git` internals removed outside git.
+    pub git_internal: u64,
+    /// Irreversible objects outside the workspace.
+    pub outside: u64,
+    pub recoverable: u64,
+    pub reversible: u64,
+    pub unmeasured: u64,
+    /// Stash entries, remote branches or tags a git command removes; those
+    /// that exist nowhere else are counted in `irreversible` too, the
+    /// others (a stash entry this run pushed, a remote ref whose commits
+    /// another ref holds) in `recoverable`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub refs: u64,
+    /// The walk stopped at `action::blast::WALK_LIMIT`: the counts are lower bounds.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
+    /// What the preview measured, by path: the judge after the call uses
+    /// it for a file the command has already removed, so that it judges
+    /// the file as the judge before the call did (one judge).
+    #[serde(skip)]
+    pub seen: std::collections::HashMap<String, Measured>,
+}
+
 /// One action as recorded in the trace.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -360,6 +393,12 @@ pub struct Action {
     /// (crate::action::recover).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measured: Option<Measured>,
+    /// On the exec record that begins an action: what the command would
+    /// destroy, previewed from the file system and the repository before
+    /// it ran (`git reset --hard`, `rm -r`, `dd of=`...). Its verdict was
+    /// decided on it, and `abm replay` decides on it again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preview: Option<Blast>,
     /// The kernel said this open created the file it opened (its result
     /// record's `OPENED_CREATED`): nothing was at that name before the
     /// call. Not written to the trace itself; `measured` says it.

@@ -10,44 +10,13 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
-
 use super::recover::{rel_path, Measurer};
 use crate::record::{Location, Measured, ObjectKind, Recovery};
 
 /// Files a preview walks at most (the count then says "at least").
 pub const WALK_LIMIT: usize = 20_000;
 
-/// Objects an action destroys, by kind.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct Blast {
-    /// Files it removes or overwrites.
-    pub files: u64,
-    pub irreversible: u64,
-    pub untracked: u64,
-    pub modified: u64,
-    /// `.git` internals removed outside git.
-    pub git_internal: u64,
-    /// Irreversible objects outside the workspace.
-    pub outside: u64,
-    pub recoverable: u64,
-    pub reversible: u64,
-    pub unmeasured: u64,
-    /// Stash entries, remote branches or tags a git command removes; those
-    /// that exist nowhere else are counted in `irreversible` too, the
-    /// others (a stash entry this run pushed, a remote ref whose commits
-    /// another ref holds) in `recoverable`.
-    #[serde(skip_serializing_if = "is_zero")]
-    pub refs: u64,
-    /// The walk stopped at [`WALK_LIMIT`]: the counts are lower bounds.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub truncated: bool,
-    /// What the preview measured, by path: the judge after the call uses
-    /// it for a file the command has already removed, so that it judges
-    /// the file as the judge before the call did (one judge).
-    #[serde(skip)]
-    pub seen: std::collections::HashMap<String, Measured>,
-}
+pub use crate::record::Blast;
 
 impl Blast {
     pub fn add(&mut self, m: &Measured) {
@@ -129,6 +98,25 @@ impl Blast {
         self.seen = seen;
     }
 
+    /// The counts alone, without what was seen by path (what an exec
+    /// record carries).
+    pub fn counts(&self) -> Blast {
+        Blast {
+            files: self.files,
+            irreversible: self.irreversible,
+            untracked: self.untracked,
+            modified: self.modified,
+            git_internal: self.git_internal,
+            outside: self.outside,
+            recoverable: self.recoverable,
+            reversible: self.reversible,
+            unmeasured: self.unmeasured,
+            refs: self.refs,
+            truncated: self.truncated,
+            seen: Default::default(),
+        }
+    }
+
     /// The larger of each count (a preview and what was measured since).
     pub fn max(&mut self, o: &Blast) {
         self.files = self.files.max(o.files);
@@ -180,10 +168,6 @@ impl Blast {
             format!("{more}{files} ({})", parts.join(", "))
         }
     }
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
 }
 
 /// Preview what a command would destroy, before it runs. `None` when the

@@ -106,6 +106,10 @@ pub struct Judge {
     /// supervisor, `abm hook`): paths resolve as the caller's already, and
     /// a name that is missing now will be missing for the call.
     ahead: bool,
+    /// Re-judges a recorded trace (`abm replay`, [`Judge::rejudge`]): an
+    /// action's preview is the one its exec record carries, never one
+    /// taken now from a file system that has changed since.
+    replaying: bool,
     /// Actions judged, and the time spent judging their records.
     pub actions_judged: u64,
     pub cost_ns: u64,
@@ -124,6 +128,7 @@ impl Judge {
             role: None,
             early: HashMap::new(),
             ahead: false,
+            replaying: false,
             actions_judged: 0,
             cost_ns: 0,
         }
@@ -224,9 +229,16 @@ impl Judge {
                         b.forget_own(&self.measurer.created, &self.measurer.built);
                         b
                     });
-                    let preview = early.or_else(|| {
-                        cwd.and_then(|c| preview_of(a, ahead, &argv, &c, &mut self.measurer))
-                    });
+                    let preview = if self.replaying {
+                        a.preview.clone()
+                    } else {
+                        let p = early.or_else(|| {
+                            cwd.and_then(|c| preview_of(a, ahead, &argv, &c, &mut self.measurer))
+                        });
+                        // The record carries what its verdict is decided on.
+                        a.preview = p.as_ref().map(Blast::counts);
+                        p
+                    };
                     self.info.insert(
                         k,
                         Info {
@@ -444,6 +456,7 @@ impl Judge {
     /// since); the recorded `measured` is used. Returns whether the record
     /// had the measurement a file effect needs.
     pub fn rejudge(&mut self, a: &mut Action, policy: &Policy, ctx: &Context) -> bool {
+        self.replaying = true;
         let key = self.place(a);
         if !a.op.is_some_and(Op::is_action) {
             return true;
@@ -472,7 +485,7 @@ impl Judge {
                 ..v
             };
         }
-        a.verdict = Some(v);
+        a.verdict = Some(self.with_blast(v, key));
         complete
     }
 

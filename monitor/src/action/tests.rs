@@ -524,6 +524,23 @@ fn an_exec_previewed_on_arrival_is_judged_by_what_was_there() {
         ("repo.clean-force", Treatment::Confirm),
         "{v:?}"
     );
+    // The record carries the preview its verdict was decided on, and a
+    // replay of the record decides the same without looking again.
+    let carried = early
+        .preview
+        .clone()
+        .expect("the exec record carries its preview");
+    assert_eq!((carried.untracked, carried.files), (1, 1));
+    assert!(carried.seen.is_empty(), "only the counts are recorded");
+    let mut again = Action {
+        verdict: None,
+        ..early.clone()
+    };
+    Judge::new(&ctx).rejudge(&mut again, &policy, &ctx);
+    assert_eq!(
+        again.verdict.as_ref().unwrap().treatment,
+        Treatment::Confirm
+    );
     // The same command judged only late: nothing untracked is left to count.
     let mut late = clean(200);
     Judge::new(&ctx).judge(&mut late, &policy, &ctx);

@@ -761,6 +761,54 @@ mod tests {
         assert_eq!(replay(args).unwrap(), 0);
     }
 
+    /// The verdict of an exec decided on its preview (`git reset --hard`
+    /// over a modified file) is decided again on the preview the record
+    /// carries, not on today's file system (where the repository is gone).
+    #[test]
+    fn replay_decides_an_exec_on_the_preview_it_recorded() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("trace.jsonl");
+        let exec = |seq: u64, pid: u32, preview: Option<Value>| {
+            let mut e = json!({"type": "event", "seq": seq, "op": "exec", "syscall": "execve",
+                "ktime_ns": seq, "time": "t", "pid": pid, "tid": pid, "ppid": 1, "uid": 0, "gid": 0,
+                "comm": "bash", "cgroup_id": 7, "path": "/usr/bin/git", "cwd": "/gone/proj",
+                "argv": ["git", "reset", "--hard"], "result": 0,
+                "verdict": {"rule": "repo.reset-hard", "treatment": "confirm",
+                            "irreversibility": "irreversible", "scope": "workspace", "reason": "r"}});
+            if let Some(p) = preview {
+                e["preview"] = p;
+            }
+            e
+        };
+        let lines = [
+            json!({"type": "header", "v": 1, "seq": 0, "workspace": "/gone/proj", "home": "/gone"}),
+            exec(
+                1,
+                2,
+                Some(
+                    json!({"files": 3, "irreversible": 1, "untracked": 0, "modified": 1,
+                "git_internal": 0, "outside": 0, "recoverable": 2, "reversible": 0, "unmeasured": 0}),
+                ),
+            ),
+            exec(2, 3, None),
+        ];
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        std::fs::write(&path, text).unwrap();
+        let r = replay_report(&replay_args(path), &Policy::default_pack()).unwrap();
+        assert_eq!(r.rows.len(), 2);
+        assert_eq!(r.rows[0].new.rule, "repo.reset-hard");
+        assert_eq!(r.rows[0].new.treatment, Treatment::Confirm);
+        assert!(!r.rows[0].changed());
+        assert!(
+            r.rows[0].new.reason.contains("1 modified since the index"),
+            "{}",
+            r.rows[0].new.reason
+        );
+        // No preview recorded: nothing known to be lost.
+        assert_eq!(r.rows[1].new.treatment, Treatment::Accept);
+        assert!(r.rows[1].changed());
+    }
+
     #[test]
     fn replay_workspace_flag_overrides_the_header() {
         let dir = tempfile::tempdir().unwrap();

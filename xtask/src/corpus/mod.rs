@@ -132,6 +132,7 @@ fn measure(runner: &Runner, s: &Session) -> Result<Row> {
     let enf = runner.run(s, Mode::Enforce)?;
     let observe = tally::tally_file(obs.trace.as_deref().expect("observe has a trace"))?;
     let enforce = tally::tally_file(enf.trace.as_deref().expect("enforce has a trace"))?;
+    let replay = runner.replay_changes(obs.trace.as_deref().expect("observe has a trace"))?;
     let outcome = match s.kind {
         Kind::Benign => {
             if base.exit != 0 {
@@ -183,6 +184,7 @@ fn measure(runner: &Runner, s: &Session) -> Result<Row> {
         project: s.project.clone(),
         observe,
         enforce,
+        replay,
         outcome,
     })
 }

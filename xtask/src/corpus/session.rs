@@ -171,6 +171,44 @@ pub struct Runner {
     pub time_limit_secs: u64,
 }
 
+/// What `abm replay` of an observe trace said.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Replay {
+    /// Records re-judged.
+    pub records: u64,
+    /// Records whose replayed treatment differs from the recorded one.
+    pub changed: Vec<String>,
+}
+
+/// Reads `abm replay --json --changed` output.
+pub fn parse_replay(json: &[u8]) -> Result<Replay> {
+    let v: serde_json::Value = serde_json::from_slice(json)?;
+    let records = v["total"]
+        .as_u64()
+        .context("no `total` in the replay report")?;
+    let events = v["events"]
+        .as_array()
+        .context("no `events` in the replay report")?;
+    let s = |x: &serde_json::Value| x.as_str().unwrap_or("?").to_owned();
+    let changed = events
+        .iter()
+        .filter(|e| e["changed"] == true)
+        .map(|e| {
+            format!(
+                "#{} {} {}: {} ({}) -> {} ({})",
+                e["seq"],
+                s(&e["op"]),
+                s(&e["subject"]),
+                s(&e["old"]["rule"]),
+                s(&e["old"]["treatment"]),
+                s(&e["new"]["rule"]),
+                s(&e["new"]["treatment"]),
+            )
+        })
+        .collect();
+    Ok(Replay { records, changed })
+}
+
 /// What one run left behind.
 #[derive(Debug, Clone)]
 pub struct RunResult {
@@ -445,6 +483,32 @@ impl Runner {
         })
     }
 
+    /// `abm replay` of a trace with the run's policies: how many records
+    /// it re-judged, and each one whose treatment differs from the
+    /// recorded verdict, as `seq subject: rule (treatment) -> rule
+    /// (treatment)`.
+    pub fn replay_changes(&self, trace: &Path) -> Result<Replay> {
+        let mut cmd = Command::new(&self.abm);
+        cmd.args(["replay", "--json", "--changed"]);
+        for p in &self.policies {
+            cmd.arg("--policy").arg(p);
+        }
+        let out = cmd
+            .arg(trace)
+            .stdin(Stdio::null())
+            .output()
+            .with_context(|| format!("running {} replay", self.abm.display()))?;
+        ensure!(
+            out.status.success(),
+            "abm replay {} failed ({}): {}",
+            trace.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+        parse_replay(&out.stdout)
+            .with_context(|| format!("reading `abm replay --json` of {}", trace.display()))
+    }
+
     pub fn cleanup(&self) {
         let _ = fs::remove_dir_all(&self.home);
         let _ = fs::remove_dir_all(self.log_dir());
@@ -546,6 +610,22 @@ mod tests {
 
     fn projects() -> Vec<String> {
         vec!["itoa".into(), "semver".into()]
+    }
+
+    #[test]
+    fn replay_report_gives_total_and_changed_records() {
+        let json = br#"{"total": 40, "changed": 1, "events": [
+            {"seq": 9, "op": "unlink", "subject": "/w/a", "changed": true,
+             "old": {"rule": "action.delete-work", "treatment": "confirm"},
+             "new": {"rule": "default", "treatment": "accept"}}]}"#;
+        let r = parse_replay(json).unwrap();
+        assert_eq!(r.records, 40);
+        assert_eq!(
+            r.changed,
+            vec!["#9 unlink /w/a: action.delete-work (confirm) -> default (accept)".to_string()]
+        );
+        assert!(parse_replay(b"{}").is_err());
+        assert!(parse_replay(b"not json").is_err());
     }
 
     #[test]

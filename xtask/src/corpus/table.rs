@@ -2,7 +2,7 @@
 //! Pure formatting and arithmetic over the rows the driver measured.
 use std::{collections::BTreeMap, fmt::Write as _};
 
-use super::tally::Tally;
+use super::{session::Replay, tally::Tally};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -41,6 +41,8 @@ pub struct Row {
     pub project: String,
     pub observe: Tally,
     pub enforce: Tally,
+    /// `abm replay` of the observe trace.
+    pub replay: Replay,
     pub outcome: Outcome,
 }
 
@@ -105,6 +107,8 @@ pub fn targets(rows: &[Row]) -> Vec<Target> {
         .count();
     let differing: usize = benign.iter().map(|r| verdict_differences(r).len()).sum();
     let benign_actions: u64 = benign.iter().map(|r| r.observe.actions).sum();
+    let replayed: u64 = rows.iter().map(|r| r.replay.records).sum();
+    let replay_changed: usize = rows.iter().map(|r| r.replay.changed.len()).sum();
     let costs = judge_costs(rows);
     let (median, p99) = (percentile(&costs, 50.0), percentile(&costs, 99.0));
     let us = |v: Option<f64>| v.map_or("no action measured".to_owned(), |v| format!("{v:.0} µs"));
@@ -133,6 +137,11 @@ pub fn targets(rows: &[Row]) -> Vec<Target> {
             what: "0 benign actions treated differently in observe and enforce",
             measured: format!("{differing} of {benign_actions}"),
             met: !benign.is_empty() && differing == 0,
+        },
+        Target {
+            what: "0 records judged differently by `abm replay` of the observe trace",
+            measured: format!("{replay_changed} of {replayed}"),
+            met: !rows.is_empty() && replay_changed == 0,
         },
         Target {
             what: "judge cost per action (observe), median <= 100 µs",
@@ -329,6 +338,22 @@ pub fn render(rows: &[Row], build: &str) -> String {
             out.push('\n');
         }
     }
+    let replay_changed: Vec<String> = rows
+        .iter()
+        .flat_map(|r| {
+            r.replay
+                .changed
+                .iter()
+                .map(move |d| format!("  {}: {d}", r.name))
+        })
+        .collect();
+    if !replay_changed.is_empty() {
+        out.push_str("\nrecords judged differently by `abm replay` of the observe trace:\n");
+        for d in &replay_changed {
+            out.push_str(d);
+            out.push('\n');
+        }
+    }
     let mut by_rule: BTreeMap<(&'static str, &str), u64> = BTreeMap::new();
     for r in rows {
         for (rule, n) in &r.observe.by_rule {
@@ -385,16 +410,32 @@ mod tests {
     }
 
     #[test]
+    fn replay_differences_are_counted_over_every_session_and_listed() {
+        let a = row("a", Kind::Benign, 0, 0, Outcome::Same);
+        let mut d = row("d", Kind::Destructive, 1, 1, Outcome::Stopped);
+        d.replay.changed = vec!["#7 unlink x: r (confirm) -> default (accept)".into()];
+        let rows = [a, d];
+        let t = targets(&rows);
+        assert!(!t[5].met);
+        assert_eq!(t[5].measured, "1 of 24");
+        let text = render(&rows, "test");
+        assert!(
+            text.contains("  d: #7 unlink x: r (confirm) -> default (accept)"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn judge_cost_is_a_median_and_a_99th_percentile_over_actions() {
         let mut a = row("a", Kind::Benign, 0, 0, Outcome::Same);
         let mut b = row("b", Kind::Benign, 0, 0, Outcome::Same);
         a.observe.judge_each_us = (1..=99).map(f64::from).collect();
         b.observe.judge_each_us = vec![5000.0];
         let t = targets(&[a, b]);
-        assert_eq!(t[5].measured, "50 µs");
-        assert!(t[5].met);
-        assert_eq!(t[6].measured, "99 µs");
+        assert_eq!(t[6].measured, "50 µs");
         assert!(t[6].met);
+        assert_eq!(t[7].measured, "99 µs");
+        assert!(t[7].met);
         assert_eq!(percentile(&[1.0, 2.0, 3.0, 4.0], 100.0), Some(4.0));
         assert_eq!(percentile(&[], 50.0), None);
     }
@@ -422,6 +463,10 @@ mod tests {
                 handling_us: 200.0,
                 ..Tally::default()
             },
+            replay: Replay {
+                records: 12,
+                changed: Vec::new(),
+            },
             outcome,
         }
     }
@@ -443,7 +488,9 @@ mod tests {
         assert_eq!(t[3].measured, "1 of 2");
 
         assert!(t[4].met, "{:?}", t[4]);
-        assert!(!t[5].met, "no cost measured: {:?}", t[5]);
+        assert!(t[5].met, "{:?}", t[5]);
+        assert_eq!(t[5].measured, "0 of 264");
+        assert!(!t[6].met, "no cost measured: {:?}", t[6]);
 
         rows[5].observe.flagged = 1; // two sessions in 20
         rows[7].outcome = Outcome::Broke("exit 0 -> 128".into());
