@@ -1,11 +1,13 @@
 //! `cargo xtask corpus`: measures the policy on real everyday work and on
 //! real mistakes in real public projects. See docs/corpus.md.
 //!
-//! Each session runs three times, each in a fresh copy of its project:
+//! Each session runs four times, each in a fresh copy of its project:
 //! unmonitored (the baseline outcome), under `abm run` (observe: every
-//! confirm/preserve/deny verdict counts), and under `abm run --enforce
-//! --no-prompt` (benign sessions must end as unmonitored; destructive
-//! ones must be stopped, with the questions counted).
+//! confirm/preserve/deny verdict counts; its trace is then replayed),
+//! under `abm run --enforce --no-prompt` (benign sessions must end as
+//! unmonitored; destructive ones must be stopped, with the questions
+//! counted), and unmonitored with every command first given to `abm hook`
+//! (its answers compared with the observe run's treatments).
 use std::{
     fs,
     path::{Path, PathBuf},
@@ -14,6 +16,7 @@ use std::{
 
 use anyhow::{bail, Context as _, Result};
 
+mod hooked;
 mod projects;
 mod session;
 mod table;
@@ -133,6 +136,35 @@ fn measure(runner: &Runner, s: &Session) -> Result<Row> {
     let observe = tally::tally_file(obs.trace.as_deref().expect("observe has a trace"))?;
     let enforce = tally::tally_file(enf.trace.as_deref().expect("enforce has a trace"))?;
     let replay = runner.replay_changes(obs.trace.as_deref().expect("observe has a trace"))?;
+    let hooked = runner.run(s, Mode::Hooked)?;
+    let hook = if hooked.exit != base.exit || hooked.digest != base.digest {
+        hooked::HookCompare {
+            differences: vec![format!(
+                "the hooked run ends differently from unmonitored (exit {} -> {}{})",
+                base.exit,
+                hooked.exit,
+                if hooked.digest != base.digest {
+                    ", another tree"
+                } else {
+                    ""
+                }
+            )],
+            ..Default::default()
+        }
+    } else {
+        let log = runner.hook_log(s);
+        hooked::compare(
+            &std::fs::read_to_string(&log).unwrap_or_default(),
+            &std::fs::read_to_string(obs.trace.as_deref().expect("observe has a trace"))?,
+        )
+        .with_context(|| {
+            format!(
+                "{}: comparing {} with the observe trace",
+                s.name,
+                log.display()
+            )
+        })?
+    };
     let outcome = match s.kind {
         Kind::Benign => {
             if base.exit != 0 {
@@ -185,6 +217,7 @@ fn measure(runner: &Runner, s: &Session) -> Result<Row> {
         observe,
         enforce,
         replay,
+        hook,
         outcome,
     })
 }

@@ -136,6 +136,9 @@ pub enum Mode {
     Unmonitored,
     Observe,
     Enforce,
+    /// Unmonitored, every simple command first given to `abm hook json`
+    /// (`hooked::trap_script`); the answers in `NAME.hook-answers.jsonl`.
+    Hooked,
 }
 
 impl Mode {
@@ -144,12 +147,13 @@ impl Mode {
             Mode::Unmonitored => "unmonitored",
             Mode::Observe => "observe",
             Mode::Enforce => "enforce",
+            Mode::Hooked => "hook",
         }
     }
 }
 
 /// Everything a run needs besides the session. Each worker has its own
-/// home and log directory; all three runs of a session use the same one,
+/// home and log directory; all runs of a session use the same one,
 /// so absolute paths are the same in the runs that are compared.
 #[derive(Debug, Clone)]
 pub struct Runner {
@@ -418,7 +422,8 @@ impl Runner {
                 log.display()
             );
         }
-        let trace = (mode != Mode::Unmonitored).then(|| self.out.join(format!("{tag}.jsonl")));
+        let trace = matches!(mode, Mode::Observe | Mode::Enforce)
+            .then(|| self.out.join(format!("{tag}.jsonl")));
         let mut cmd = Command::new("timeout");
         cmd.args(["--kill-after=10", &self.time_limit_secs.to_string()]);
         if let Some(trace) = &trace {
@@ -441,7 +446,24 @@ impl Runner {
             }
             cmd.arg("--");
         }
-        let inner = self.bash(s, "session");
+        let inner = if mode == Mode::Hooked {
+            let log = self.hook_log(s);
+            let state = self.out.join(format!("{tag}.state"));
+            let _ = fs::remove_file(&log);
+            let _ = fs::remove_dir_all(&state);
+            fs::create_dir_all(&state)?;
+            let mut args = vec![
+                "--workspace".to_owned(),
+                self.repo(&s.project).display().to_string(),
+            ];
+            for p in &self.policies {
+                args.extend(["--policy".to_owned(), p.display().to_string()]);
+            }
+            let trap = super::hooked::trap_script(&self.abm, &args, &log, &state, &tag);
+            self.bash(s, &format!("{trap}session"))
+        } else {
+            self.bash(s, "session")
+        };
         cmd.arg(inner.get_program()).args(inner.get_args());
         let start = Instant::now();
         let status = self.prepared(s, cmd, &log)?.status()?;
@@ -481,6 +503,11 @@ impl Runner {
             trace,
             secs,
         })
+    }
+
+    /// Where the [`Mode::Hooked`] run of `s` writes the hook's answers.
+    pub fn hook_log(&self, s: &Session) -> PathBuf {
+        self.out.join(format!("{}.hook-answers.jsonl", s.name))
     }
 
     /// `abm replay` of a trace with the run's policies: how many records

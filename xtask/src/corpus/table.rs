@@ -2,7 +2,7 @@
 //! Pure formatting and arithmetic over the rows the driver measured.
 use std::{collections::BTreeMap, fmt::Write as _};
 
-use super::{session::Replay, tally::Tally};
+use super::{hooked::HookCompare, session::Replay, tally::Tally};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -43,6 +43,8 @@ pub struct Row {
     pub enforce: Tally,
     /// `abm replay` of the observe trace.
     pub replay: Replay,
+    /// `abm hook` on each simple command against the observe run.
+    pub hook: HookCompare,
     pub outcome: Outcome,
 }
 
@@ -109,6 +111,9 @@ pub fn targets(rows: &[Row]) -> Vec<Target> {
     let benign_actions: u64 = benign.iter().map(|r| r.observe.actions).sum();
     let replayed: u64 = rows.iter().map(|r| r.replay.records).sum();
     let replay_changed: usize = rows.iter().map(|r| r.replay.changed.len()).sum();
+    let hook_compared: u64 = rows.iter().map(|r| r.hook.compared).sum();
+    let hook_skipped: u64 = rows.iter().map(|r| r.hook.not_comparable).sum();
+    let hook_differ: usize = rows.iter().map(|r| r.hook.differences.len()).sum();
     let costs = judge_costs(rows);
     let (median, p99) = (percentile(&costs, 50.0), percentile(&costs, 99.0));
     let us = |v: Option<f64>| v.map_or("no action measured".to_owned(), |v| format!("{v:.0} µs"));
@@ -142,6 +147,13 @@ pub fn targets(rows: &[Row]) -> Vec<Target> {
             what: "0 records judged differently by `abm replay` of the observe trace",
             measured: format!("{replay_changed} of {replayed}"),
             met: !rows.is_empty() && replay_changed == 0,
+        },
+        Target {
+            what: "0 commands answered by `abm hook` otherwise than the run treated them",
+            measured: format!(
+                "{hook_differ} of {hook_compared} ({hook_skipped} not comparable: builtins, unreadable words)"
+            ),
+            met: hook_compared > 0 && hook_differ == 0,
         },
         Target {
             what: "judge cost per action (observe), median <= 100 µs",
@@ -354,6 +366,22 @@ pub fn render(rows: &[Row], build: &str) -> String {
             out.push('\n');
         }
     }
+    let hook_differ: Vec<String> = rows
+        .iter()
+        .flat_map(|r| {
+            r.hook
+                .differences
+                .iter()
+                .map(move |d| format!("  {}: {d}", r.name))
+        })
+        .collect();
+    if !hook_differ.is_empty() {
+        out.push_str("\ncommands `abm hook` answered otherwise than the run treated them:\n");
+        for d in &hook_differ {
+            out.push_str(d);
+            out.push('\n');
+        }
+    }
     let mut by_rule: BTreeMap<(&'static str, &str), u64> = BTreeMap::new();
     for r in rows {
         for (rule, n) in &r.observe.by_rule {
@@ -432,10 +460,10 @@ mod tests {
         a.observe.judge_each_us = (1..=99).map(f64::from).collect();
         b.observe.judge_each_us = vec![5000.0];
         let t = targets(&[a, b]);
-        assert_eq!(t[6].measured, "50 µs");
-        assert!(t[6].met);
-        assert_eq!(t[7].measured, "99 µs");
+        assert_eq!(t[7].measured, "50 µs");
         assert!(t[7].met);
+        assert_eq!(t[8].measured, "99 µs");
+        assert!(t[8].met);
         assert_eq!(percentile(&[1.0, 2.0, 3.0, 4.0], 100.0), Some(4.0));
         assert_eq!(percentile(&[], 50.0), None);
     }
@@ -467,6 +495,11 @@ mod tests {
                 records: 12,
                 changed: Vec::new(),
             },
+            hook: HookCompare {
+                compared: 3,
+                not_comparable: 1,
+                differences: Vec::new(),
+            },
             outcome,
         }
     }
@@ -490,7 +523,12 @@ mod tests {
         assert!(t[4].met, "{:?}", t[4]);
         assert!(t[5].met, "{:?}", t[5]);
         assert_eq!(t[5].measured, "0 of 264");
-        assert!(!t[6].met, "no cost measured: {:?}", t[6]);
+        assert!(t[6].met, "{:?}", t[6]);
+        assert_eq!(
+            t[6].measured,
+            "0 of 66 (22 not comparable: builtins, unreadable words)"
+        );
+        assert!(!t[7].met, "no cost measured: {:?}", t[7]);
 
         rows[5].observe.flagged = 1; // two sessions in 20
         rows[7].outcome = Outcome::Broke("exit 0 -> 128".into());
