@@ -13,7 +13,7 @@ mod common;
 
 use std::{
     fmt::Write as _,
-    path::Path,
+    path::{Path, PathBuf},
     process::{Command, Stdio},
     sync::{
         atomic::{AtomicUsize, Ordering},
@@ -696,15 +696,17 @@ fn run_one(i: usize, a: &Attack, backend: usize) -> Row {
     }
 }
 
-/// The programs of tests/truth, built once for the whole suite.
+/// The programs of tests/truth, built once for the whole suite into the
+/// build's own scratch directory (a static is never dropped, so a
+/// temporary directory would be left behind).
 fn truth_programs() -> &'static Path {
-    static DIR: std::sync::OnceLock<TempDir> = std::sync::OnceLock::new();
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     DIR.get_or_init(|| {
-        let d = TempDir::new("adv-truth");
-        common::race::build_c("race", d.path(), &["-pthread"]);
+        let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("adv-truth");
+        std::fs::create_dir_all(&d).unwrap();
+        common::race::build_c("race", &d, &["-pthread"]);
         d
     })
-    .path()
 }
 
 /// Lazily unmounts what an attack mounted inside the workspace.

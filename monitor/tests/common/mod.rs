@@ -117,9 +117,9 @@ impl TempDir {
 
 impl Drop for TempDir {
     fn drop(&mut self) {
+        // Attacks and tests set append-only and immutable flags.
         let _ = Command::new("chattr")
-            .arg("-a")
-            .arg("-R")
+            .args(["-R", "-a", "-i"])
             .arg(&self.0)
             .output();
         let _ = std::fs::remove_dir_all(&self.0);
