@@ -113,6 +113,18 @@ pub struct Judge {
     /// Actions judged, and the time spent judging their records.
     pub actions_judged: u64,
     pub cost_ns: u64,
+    /// Records judged since [`Judge::begin_batch`], with their wall time,
+    /// charged to their actions by [`Judge::end_batch`].
+    batch: Option<Batch>,
+}
+
+/// A batch of records judged together: the thread's CPU and wall clocks
+/// when it began, and each record's action and wall time.
+#[derive(Debug)]
+struct Batch {
+    wall0: Instant,
+    cpu0: u64,
+    costs: Vec<(Option<u64>, u64)>,
 }
 
 impl Judge {
@@ -131,6 +143,7 @@ impl Judge {
             replaying: false,
             actions_judged: 0,
             cost_ns: 0,
+            batch: None,
         }
     }
 
@@ -202,9 +215,51 @@ impl Judge {
             a.verdict = Some(v);
         }
         let dt = t0.elapsed().as_nanos() as u64;
-        self.cost_ns += dt;
+        match &mut self.batch {
+            Some(b) => b.costs.push((key, dt)),
+            None => self.charge(key, dt),
+        }
+    }
+
+    fn charge(&mut self, key: Option<u64>, ns: u64) {
+        self.cost_ns += ns;
         if let Some(k) = key {
-            self.info.entry(k).or_default().cost_ns += dt;
+            self.info.entry(k).or_default().cost_ns += ns;
+        }
+    }
+
+    /// Starts a batch of records (one release of the pipeline, one seccomp
+    /// notification): their cost is charged when it ends.
+    pub fn begin_batch(&mut self) {
+        self.end_batch();
+        self.batch = Some(Batch {
+            wall0: Instant::now(),
+            cpu0: crate::core::clock::thread_cpu_ns(),
+            costs: Vec::new(),
+        });
+    }
+
+    /// Ends the batch: each record's judging time is its wall time scaled
+    /// by the share of the batch's wall time the thread was running (its
+    /// CPU time over its wall time), so that time the thread spent
+    /// preempted by the workload on the same cores is not counted as the
+    /// judge's cost.
+    pub fn end_batch(&mut self) {
+        let Some(b) = self.batch.take() else {
+            return;
+        };
+        if b.costs.is_empty() {
+            return;
+        }
+        let wall = b.wall0.elapsed().as_nanos() as f64;
+        let cpu = crate::core::clock::thread_cpu_ns().saturating_sub(b.cpu0) as f64;
+        let share = if wall > 0.0 && cpu > 0.0 {
+            (cpu / wall).min(1.0)
+        } else {
+            1.0
+        };
+        for (key, ns) in b.costs {
+            self.charge(key, (ns as f64 * share) as u64);
         }
     }
 

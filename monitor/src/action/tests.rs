@@ -905,3 +905,42 @@ fn walkdir(d: &Path) -> Vec<String> {
     }
     out
 }
+
+/// A batch charges its records the CPU the judge used, not the time the
+/// thread spent off the CPU (preempted by the workload, or here asleep).
+#[test]
+fn a_batch_charges_cpu_not_time_off_the_cpu() {
+    let tmp = tempfile::tempdir().unwrap();
+    let r = repo(tmp.path());
+    let ctx = ctx_in(&r, tmp.path());
+    let policy = Policy::default_pack();
+    let mut j = Judge::new(&ctx);
+    let rec = |t: u64| Action {
+        cwd: Some(s(&r)),
+        ktime_ns: t,
+        ..exec(50 + t as u32, 1, &["git", "status"], "/usr/bin/git", 0)
+    };
+    for t in 0..20 {
+        j.judge(&mut rec(t), &policy, &ctx);
+    }
+    let cost = |j: &mut Judge, sleep: bool| {
+        let before = j.cost_ns;
+        j.begin_batch();
+        for t in 100..120 {
+            j.judge(&mut rec(t), &policy, &ctx);
+        }
+        if sleep {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+        j.end_batch();
+        j.cost_ns - before
+    };
+    let awake = cost(&mut j, false);
+    let asleep = cost(&mut j, true);
+    assert!(awake > 0);
+    assert!(asleep * 5 < awake, "awake {awake} ns, asleep {asleep} ns");
+    // Outside a batch each record is charged its wall time at once.
+    let before = j.cost_ns;
+    j.judge(&mut rec(200), &policy, &ctx);
+    assert!(j.cost_ns > before);
+}

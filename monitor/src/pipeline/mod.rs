@@ -205,6 +205,10 @@ impl Pipeline {
     pub fn release(&mut self, force: bool) -> Vec<Action> {
         let mut out = Vec::new();
         self.orderer.release(monotonic_ns(), force, &mut out);
+        if out.is_empty() {
+            return out;
+        }
+        self.judge.begin_batch();
         for a in &mut out {
             // Its result was lost: canonicalised now.
             resolve::settle_path(a, None);
@@ -229,6 +233,7 @@ impl Pipeline {
             self.judge.judge(a, &self.policy, &self.ctx);
             unvouched(a, &self.policy, &self.ctx);
         }
+        self.judge.end_batch();
         out
     }
 

@@ -507,7 +507,9 @@ impl Supervisor {
         if let Some(v) = self.integrity(a) {
             return v;
         }
+        self.judge.begin_batch();
         self.judge.judge(a, &self.policy, &self.ctx);
+        self.judge.end_batch();
         let v = a
             .verdict
             .take()
