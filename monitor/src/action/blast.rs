@@ -335,8 +335,11 @@ pub fn preview_in(argv: &[String], cwd: &Path, root: &Path, m: &mut Measurer) ->
                     if names.is_empty() {
                         return None;
                     }
+                    let common = super::git::common_dir(&git_dir);
                     for n in names {
-                        let Some(loses) = super::git::branch_loses(&root, &git_dir, &n, m.since)
+                        let seen = m.tips.get_mut(&common);
+                        let Some(loses) =
+                            super::git::branch_loses(&root, &git_dir, &n, m.since, seen)
                         else {
                             continue;
                         };

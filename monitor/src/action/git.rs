@@ -476,14 +476,34 @@ pub fn remote_ref_loses(root: &Path, git_dir: &Path, remote: &str, name: &str) -
 /// such branch (git refuses), `Some(false)` when another ref (a branch, a
 /// remote-tracking ref, a tag) points at or contains its tip, or the tip
 /// was written since `since` (the run's own commits), else `Some(true)`.
-pub fn branch_loses(root: &Path, git_dir: &Path, name: &str, since: SystemTime) -> Option<bool> {
+///
+/// A branch already gone is judged on its tip in `seen` (tips remembered
+/// earlier in the run, [`branch_tips`]), which it then leaves: once a
+/// deletion has been judged on it, the name is no longer known.
+pub fn branch_loses(
+    root: &Path,
+    git_dir: &Path,
+    name: &str,
+    since: SystemTime,
+    seen: Option<&mut HashMap<String, String>>,
+) -> Option<bool> {
     let all = refs(&common_dir(git_dir));
     let own = format!("refs/heads/{}", name.trim_start_matches("refs/heads/"));
-    let tip = all.get(&own)?;
-    if written_since(git_dir, tip, since) {
+    let tip = match all.get(&own) {
+        Some(t) => t.clone(),
+        None => seen?.remove(&own)?,
+    };
+    if written_since(git_dir, &tip, since) {
         return Some(false);
     }
-    Some(!held_elsewhere(root, &all, &own, tip))
+    Some(!held_elsewhere(root, &all, &own, &tip))
+}
+
+/// The local branches of a (common) git directory and their tips.
+pub fn branch_tips(common: &Path) -> HashMap<String, String> {
+    let mut all = refs(common);
+    all.retain(|n, _| n.starts_with("refs/heads/"));
+    all
 }
 
 /// Whether a ref of `all` other than `except` (and other than a symbolic

@@ -129,9 +129,12 @@ struct Batch {
 
 impl Judge {
     pub fn new(ctx: &Context) -> Judge {
+        let mut measurer = Measurer::new(Locator::new(&ctx.workspace, &ctx.home));
+        // The branches the run starts with (see `Measurer::tips`).
+        measurer.remember_tips(&ctx.workspace);
         Judge {
             grouper: Grouper::default(),
-            measurer: Measurer::new(Locator::new(&ctx.workspace, &ctx.home)),
+            measurer,
             info: HashMap::new(),
             // Provisional keys live far above any trace seq.
             next_key: 1 << 62,
@@ -315,6 +318,17 @@ impl Judge {
                 // Only the thread-group leader's exit ends the process.
                 if a.pid == a.tid {
                     if let Some(done) = self.grouper.exit(a.pid) {
+                        // A git action may have made branches a later
+                        // command deletes before its record is judged.
+                        if let Some(cwd) = self
+                            .grouper
+                            .actions
+                            .get(&done)
+                            .filter(|st| st.is_git() && !self.ahead && !self.replaying)
+                            .and_then(|st| st.cwd.clone())
+                        {
+                            self.measurer.remember_tips(Path::new(&cwd));
+                        }
                         self.ended.push(done);
                     }
                 }

@@ -65,6 +65,12 @@ pub struct Measurer {
     /// When this run (or the agent session a hook judges for) started:
     /// git objects written since are its own (a stash entry it pushed).
     pub since: std::time::SystemTime,
+    /// Branch tips seen earlier in the run, by common git directory: the
+    /// workspace repository's at the start, every repository's after each
+    /// git action ends (only ever added to). A deletion judged after it
+    /// ran (a trace record arrives once the command is done) is judged on
+    /// the tip the branch had, as the judge before the call does.
+    pub tips: foldhash::HashMap<PathBuf, std::collections::HashMap<String, String>>,
 }
 
 impl Measurer {
@@ -78,6 +84,24 @@ impl Measurer {
             pushed: Default::default(),
             last_lstat: None,
             since: std::time::SystemTime::now(),
+            tips: Default::default(),
+        }
+    }
+
+    /// Adds the branch tips of the repository holding `dir` to
+    /// [`Measurer::tips`] (names already known keep the tip seen first).
+    pub fn remember_tips(&mut self, dir: &Path) {
+        let Some(root) = self.repo_root_of_dir(dir) else {
+            return;
+        };
+        let Some(git_dir) = self.repo(&root).map(|r| r.git_dir.clone()) else {
+            return;
+        };
+        let common = super::git::common_dir(&git_dir);
+        let now = super::git::branch_tips(&common);
+        let known = self.tips.entry(common).or_default();
+        for (name, tip) in now {
+            known.entry(name).or_insert(tip);
         }
     }
 

@@ -815,6 +815,15 @@ fn stash_drops_and_remote_deletes_are_judged_by_what_they_lose() {
     // A name with no branch destroys nothing (git refuses).
     assert_eq!(del(&["git", "branch", "-D", "nosuch"], &mut m), (0, 0, 0));
     assert!(preview(&cmdline(&["git", "branch", "new"]), &r, &mut m).is_none());
+
+    // Judged after it ran (a trace record): the branch is gone, and its
+    // tip as remembered earlier in the run decides, once.
+    m.remember_tips(&r);
+    git(&r, &["branch", "-D", "-q", "gone"]);
+    assert_eq!(del(&["git", "branch", "-D", "gone"], &mut m), (1, 1, 0));
+    assert_eq!(del(&["git", "branch", "-D", "gone"], &mut m), (0, 0, 0));
+    git(&r, &["branch", "-D", "-q", "merged"]);
+    assert_eq!(del(&["git", "branch", "-d", "merged"], &mut m), (1, 0, 1));
 }
 
 /// Git-ignored is not regenerable: an ignored file in a build or tool
