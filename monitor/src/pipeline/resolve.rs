@@ -588,9 +588,10 @@ fn stale_dir(ev: &KernelEvent, a: &Action) -> bool {
 /// unless told not to (`AT_SYMLINK_NOFOLLOW`, the `l*` variants), and
 /// linkat with `AT_SYMLINK_FOLLOW`.
 pub fn follows_final_link(nr: u32, flags: u64) -> bool {
-    use monitor_common::syscall_nr as n;
-    const AT_SYMLINK_NOFOLLOW: u64 = 0x100;
-    const AT_SYMLINK_FOLLOW: u64 = 0x400;
+    use monitor_common::{
+        at_flags::{AT_SYMLINK_FOLLOW, AT_SYMLINK_NOFOLLOW},
+        syscall_nr as n,
+    };
     match nr {
         n::TRUNCATE | n::CHMOD | n::FCHMODAT | n::CHOWN | n::UTIME | n::UTIMES | n::FUTIMESAT => {
             true
