@@ -70,6 +70,38 @@ pub struct Layout {
     pub xattr: Option<u8>,
     /// An exec's `argv`.
     pub argv: Option<u8>,
+    /// Whether the first path's final symlink is followed.
+    pub follow: Follow,
+}
+
+/// How a call treats a symlink in the final component of its first path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Follow {
+    /// Acts on the final name itself (unlink, rename, lchown, lsetxattr).
+    Never,
+    /// Follows it (chmod, truncate, chown, setxattr, ...).
+    Always,
+    /// Follows it unless the flags hold `AT_SYMLINK_NOFOLLOW` (fchownat,
+    /// fchmodat2, utimensat).
+    UnlessNoFollow,
+    /// Follows it only when the flags hold `AT_SYMLINK_FOLLOW` (linkat).
+    IfFollow,
+    /// The path is not looked up at entry: an open (its result names the
+    /// file opened) or a symlink's target (a string, not a path).
+    NotLookedUp,
+}
+
+impl Follow {
+    /// Whether a call with these flags follows a final symlink.
+    #[inline(always)]
+    pub const fn follows(self, flags: u64) -> bool {
+        match self {
+            Follow::Always => true,
+            Follow::UnlessNoFollow => flags & at_flags::AT_SYMLINK_NOFOLLOW == 0,
+            Follow::IfFollow => flags & at_flags::AT_SYMLINK_FOLLOW != 0,
+            Follow::Never | Follow::NotLookedUp => false,
+        }
+    }
 }
 
 impl Layout {
@@ -85,6 +117,7 @@ impl Layout {
         owner: None,
         xattr: None,
         argv: None,
+        follow: Follow::Never,
     };
     /// A path relative to the working directory in register `path`.
     pub const fn path(path: u8) -> Layout {
@@ -161,6 +194,9 @@ impl Layout {
             ..self
         }
     }
+    pub const fn follow(self, follow: Follow) -> Layout {
+        Layout { follow, ..self }
+    }
 }
 
 /// One traced syscall: the single table the kernel programs, the seccomp
@@ -219,38 +255,42 @@ macro_rules! syscalls {
 const ALWAYS: Notify = Notify::Always;
 const IF_WRITES: Notify = Notify::IfWrites;
 type L = Layout;
+const FOLLOW: Follow = Follow::Always;
+const UNLESS_NOFOLLOW: Follow = Follow::UnlessNoFollow;
+const IF_FOLLOW: Follow = Follow::IfFollow;
+const NO_LOOKUP: Follow = Follow::NotLookedUp;
 
 // To trace one more syscall, add its row here (number, name, kind, layout,
 // when seccomp notifies); see docs/architecture.md.
 syscalls! {
-    OPEN = 2, "open", Write, L::path(0).flags(1).mode(2), IF_WRITES;
+    OPEN = 2, "open", Write, L::path(0).flags(1).mode(2).follow(NO_LOOKUP), IF_WRITES;
     EXECVE = 59, "execve", Exec, L::path(0).argv(1), ALWAYS;
     // flags: the new length.
-    TRUNCATE = 76, "truncate", Truncate, L::path(0).flags(1), ALWAYS;
+    TRUNCATE = 76, "truncate", Truncate, L::path(0).flags(1).follow(FOLLOW), ALWAYS;
     FTRUNCATE = 77, "ftruncate", Truncate, L::fd(0).flags(1), ALWAYS;
     RENAME = 82, "rename", Rename, L::path(0).path2(1), ALWAYS;
     RMDIR = 84, "rmdir", Rmdir, L::path(0), ALWAYS;
     // Flags always open_flags::CREAT.
-    CREAT = 85, "creat", Truncate, L::path(0).mode(1), ALWAYS;
+    CREAT = 85, "creat", Truncate, L::path(0).mode(1).follow(NO_LOOKUP), ALWAYS;
     UNLINK = 87, "unlink", Unlink, L::path(0), ALWAYS;
-    CHMOD = 90, "chmod", Chmod, L::path(0).mode(1), ALWAYS;
+    CHMOD = 90, "chmod", Chmod, L::path(0).mode(1).follow(FOLLOW), ALWAYS;
     FCHMOD = 91, "fchmod", Chmod, L::fd(0).mode(1), ALWAYS;
-    CHOWN = 92, "chown", Chown, L::path(0).owner(1), ALWAYS;
+    CHOWN = 92, "chown", Chown, L::path(0).owner(1).follow(FOLLOW), ALWAYS;
     FCHOWN = 93, "fchown", Chown, L::fd(0).owner(1), ALWAYS;
     LCHOWN = 94, "lchown", Chown, L::path(0).owner(1), ALWAYS;
-    OPENAT = 257, "openat", Write, L::at(0, 1).flags(2).mode(3), IF_WRITES;
-    FCHOWNAT = 260, "fchownat", Chown, L::at(0, 1).owner(2).flags(4), ALWAYS;
+    OPENAT = 257, "openat", Write, L::at(0, 1).flags(2).mode(3).follow(NO_LOOKUP), IF_WRITES;
+    FCHOWNAT = 260, "fchownat", Chown, L::at(0, 1).owner(2).flags(4).follow(UNLESS_NOFOLLOW), ALWAYS;
     UNLINKAT = 263, "unlinkat", Unlink, L::at(0, 1).flags(2), ALWAYS;
     RENAMEAT = 264, "renameat", Rename, L::at(0, 1).at2(2, 3), ALWAYS;
-    FCHMODAT = 268, "fchmodat", Chmod, L::at(0, 1).mode(2), ALWAYS;
+    FCHMODAT = 268, "fchmodat", Chmod, L::at(0, 1).mode(2).follow(FOLLOW), ALWAYS;
     RENAMEAT2 = 316, "renameat2", Rename, L::at(0, 1).at2(2, 3).flags(4), ALWAYS;
     EXECVEAT = 322, "execveat", Exec, L::at(0, 1).argv(2).flags(4), ALWAYS;
     // Refused under --enforce: io_uring operations would bypass the filter.
     IO_URING_SETUP = 425, "io_uring_setup", IoUringSetup, L::NONE, ALWAYS;
     // Flags and mode in `struct open_how` (address in argument 2), which
     // classic BPF cannot read.
-    OPENAT2 = 437, "openat2", Write, L::at(0, 1), ALWAYS;
-    FCHMODAT2 = 452, "fchmodat2", Chmod, L::at(0, 1).mode(2).flags(3), ALWAYS;
+    OPENAT2 = 437, "openat2", Write, L::at(0, 1).follow(NO_LOOKUP), ALWAYS;
+    FCHMODAT2 = 452, "fchmodat2", Chmod, L::at(0, 1).mode(2).flags(3).follow(UNLESS_NOFOLLOW), ALWAYS;
     // Operations that change state without deleting or writing data:
     // new names, timestamps, extended attributes, inode flags.
     // Only FS_IOC_SETFLAGS and friends (ioctl_cmd::TRACED), filtered by cmd;
@@ -258,22 +298,22 @@ syscalls! {
     IOCTL = 16, "ioctl", Setflags, L::fd(0), Notify::IfIoctl { cmd_arg: 1 };
     LINK = 86, "link", Link, L::path(0).path2(1), ALWAYS;
     // The first path is the target string, the second the new name.
-    SYMLINK = 88, "symlink", Symlink, L::path(0).path2(1), ALWAYS;
-    UTIME = 132, "utime", Utimes, L::path(0), ALWAYS;
-    SETXATTR = 188, "setxattr", Xattr, L::path(0).xattr(1).flags(4), ALWAYS;
+    SYMLINK = 88, "symlink", Symlink, L::path(0).path2(1).follow(NO_LOOKUP), ALWAYS;
+    UTIME = 132, "utime", Utimes, L::path(0).follow(FOLLOW), ALWAYS;
+    SETXATTR = 188, "setxattr", Xattr, L::path(0).xattr(1).flags(4).follow(FOLLOW), ALWAYS;
     LSETXATTR = 189, "lsetxattr", Xattr, L::path(0).xattr(1).flags(4), ALWAYS;
     FSETXATTR = 190, "fsetxattr", Xattr, L::fd(0).xattr(1).flags(4), ALWAYS;
-    REMOVEXATTR = 197, "removexattr", Xattr, L::path(0).xattr(1), ALWAYS;
+    REMOVEXATTR = 197, "removexattr", Xattr, L::path(0).xattr(1).follow(FOLLOW), ALWAYS;
     LREMOVEXATTR = 198, "lremovexattr", Xattr, L::path(0).xattr(1), ALWAYS;
     FREMOVEXATTR = 199, "fremovexattr", Xattr, L::fd(0).xattr(1), ALWAYS;
-    UTIMES = 235, "utimes", Utimes, L::path(0), ALWAYS;
+    UTIMES = 235, "utimes", Utimes, L::path(0).follow(FOLLOW), ALWAYS;
     // A null path: the dirfd is the file (futimens).
-    FUTIMESAT = 261, "futimesat", Utimes, L::at(0, 1), ALWAYS;
-    LINKAT = 265, "linkat", Link, L::at(0, 1).at2(2, 3).flags(4), ALWAYS;
-    SYMLINKAT = 266, "symlinkat", Symlink, L::path(0).at2(1, 2), ALWAYS;
-    UTIMENSAT = 280, "utimensat", Utimes, L::at(0, 1).flags(3), ALWAYS;
+    FUTIMESAT = 261, "futimesat", Utimes, L::at(0, 1).follow(FOLLOW), ALWAYS;
+    LINKAT = 265, "linkat", Link, L::at(0, 1).at2(2, 3).flags(4).follow(IF_FOLLOW), ALWAYS;
+    SYMLINKAT = 266, "symlinkat", Symlink, L::path(0).at2(1, 2).follow(NO_LOOKUP), ALWAYS;
+    UTIMENSAT = 280, "utimensat", Utimes, L::at(0, 1).flags(3).follow(UNLESS_NOFOLLOW), ALWAYS;
     // Named by a handle, not a path: only the mount fd is known.
-    OPEN_BY_HANDLE_AT = 304, "open_by_handle_at", Write, L::dirfd(0).flags(2), IF_WRITES;
+    OPEN_BY_HANDLE_AT = 304, "open_by_handle_at", Write, L::dirfd(0).flags(2).follow(NO_LOOKUP), IF_WRITES;
 }
 
 /// The kind of one call of traced syscall `nr` (table kind `kind`) with
@@ -531,6 +571,19 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn follow_reads_the_flags() {
+        use at_flags::{AT_SYMLINK_FOLLOW, AT_SYMLINK_NOFOLLOW};
+        use syscall_nr as n;
+        let f = |nr: u32, flags: u64| layout(nr).unwrap().1.follow.follows(flags);
+        assert!(f(n::CHMOD, 0) && f(n::SETXATTR, 0) && f(n::TRUNCATE, 0));
+        assert!(!f(n::LCHOWN, 0) && !f(n::LSETXATTR, 0) && !f(n::UNLINK, 0));
+        assert!(f(n::UTIMENSAT, 0) && !f(n::UTIMENSAT, AT_SYMLINK_NOFOLLOW));
+        assert!(!f(n::LINKAT, 0) && f(n::LINKAT, AT_SYMLINK_FOLLOW));
+        assert!(!f(n::OPENAT, 0) && !f(n::SYMLINK, 0));
+        assert_eq!(layout(n::OPENAT).unwrap().1.follow, Follow::NotLookedUp);
     }
 
     #[test]

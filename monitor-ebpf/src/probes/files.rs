@@ -4,14 +4,13 @@ use core::ffi::c_void;
 
 use aya_ebpf::helpers::{bpf_get_current_task, bpf_ktime_get_ns, bpf_probe_read_user};
 use monitor_common::{
-    at_flags::{AT_SYMLINK_FOLLOW, AT_SYMLINK_NOFOLLOW},
     call_kind, field_flags,
     field_tag::*,
     header_flags, ioctl_cmd, layout,
     limits::{MAX_NAME, MAX_RAW_PATH},
     lookup::{ABSENT, FOUND, OFF},
     open_flags::{self, WRITE_FLAGS},
-    EventKind, Inflight, Layout,
+    EventKind, Follow, Inflight, Layout,
 };
 
 use super::{
@@ -403,34 +402,19 @@ pub fn confirm(f: &Inflight) -> u64 {
 }
 
 /// How the first path of call `id` is looked up in the dentry cache
-/// ([`crate::lookup`]): `None` for opens (the result record names the file
-/// opened) and a symlink's target (a string, not a path looked up now);
-/// [`FOLLOW`] for calls that follow a final symlink (chmod, truncate,
-/// utimensat without `AT_SYMLINK_NOFOLLOW`, ...); 0 for calls that act on
-/// the final name itself (unlink, rename, link, lchown, lsetxattr).
+/// ([`crate::lookup`]), from the table's [`Follow`] and the call's flags
+/// (looked up again rather than kept in [`Plan`]: `sys_enter`'s stack is
+/// the deepest):
+/// `None` for opens (the result record names the file opened) and a
+/// symlink's target (a string, not a path looked up now); [`FOLLOW`] for
+/// calls that follow a final symlink (chmod, truncate, utimensat without
+/// `AT_SYMLINK_NOFOLLOW`, ...); 0 for calls that act on the final name
+/// itself (unlink, rename, link, lchown, lsetxattr).
 #[inline(always)]
 fn lookup_mode(id: u32, flags: u64) -> Option<u64> {
-    match id {
-        nr::OPEN | nr::OPENAT | nr::OPENAT2 | nr::CREAT | nr::OPEN_BY_HANDLE_AT => None,
-        nr::SYMLINK | nr::SYMLINKAT => None,
-        nr::TRUNCATE
-        | nr::CHMOD
-        | nr::FCHMODAT
-        | nr::CHOWN
-        | nr::UTIME
-        | nr::UTIMES
-        | nr::FUTIMESAT => Some(FOLLOW),
-        nr::SETXATTR | nr::REMOVEXATTR => Some(FOLLOW),
-        nr::FCHMODAT2 | nr::FCHOWNAT | nr::UTIMENSAT => Some(if flags & AT_SYMLINK_NOFOLLOW == 0 {
-            FOLLOW
-        } else {
-            0
-        }),
-        nr::LINKAT => Some(if flags & AT_SYMLINK_FOLLOW != 0 {
-            FOLLOW
-        } else {
-            0
-        }),
+    match layout(id) {
+        Some((_, l)) if l.follow == Follow::NotLookedUp => None,
+        Some((_, l)) if l.follow.follows(flags) => Some(FOLLOW),
         _ => Some(0),
     }
 }

@@ -257,21 +257,10 @@ pub(super) fn stale_dir(ev: &KernelEvent, a: &Action) -> bool {
 /// without returning an fd (so the kernel names no file it reached):
 /// truncate, chmod, chown, the utimes family and setxattr/removexattr
 /// unless told not to (`AT_SYMLINK_NOFOLLOW`, the `l*` variants), and
-/// linkat with `AT_SYMLINK_FOLLOW`.
+/// linkat with `AT_SYMLINK_FOLLOW` (the table's [`monitor_common::Follow`],
+/// which the kernel's lookup reads too).
 pub fn follows_final_link(nr: u32, flags: u64) -> bool {
-    use monitor_common::{
-        at_flags::{AT_SYMLINK_FOLLOW, AT_SYMLINK_NOFOLLOW},
-        syscall_nr as n,
-    };
-    match nr {
-        n::TRUNCATE | n::CHMOD | n::FCHMODAT | n::CHOWN | n::UTIME | n::UTIMES | n::FUTIMESAT => {
-            true
-        }
-        n::SETXATTR | n::REMOVEXATTR => true,
-        n::FCHMODAT2 | n::FCHOWNAT | n::UTIMENSAT => flags & AT_SYMLINK_NOFOLLOW == 0,
-        n::LINKAT => flags & AT_SYMLINK_FOLLOW != 0,
-        _ => false,
-    }
+    monitor_common::layout(nr).is_some_and(|(_, l)| l.follow.follows(flags))
 }
 
 /// What the kernel's exit check of a removal or move says of the named
