@@ -680,14 +680,6 @@ impl Inflight {
     }
 }
 
-/// `open` flags (x86_64 values) the kernel filter uses.
-pub mod open_flags {
-    pub const O_WRONLY: u64 = 0o1;
-    pub const O_RDWR: u64 = 0o2;
-    pub const O_CREAT: u64 = 0o100;
-    pub const O_TRUNC: u64 = 0o1000;
-}
-
 #[cfg(feature = "user")]
 mod pod {
     // SAFETY: #[repr(C)], only integer fields, no padding (size asserted above): every byte pattern is a valid value.

@@ -10,9 +10,9 @@ use crate::EventKind;
 pub enum Notify {
     /// Every call.
     Always,
-    /// Only when the open flags (this argument) may write; read-only opens
-    /// never leave the kernel.
-    IfWrites { flags_arg: u8 },
+    /// Only when the open flags (the [`Layout::flags`] argument) may write
+    /// ([`open_flags::WRITE_FLAGS`]); read-only opens never leave the kernel.
+    IfWrites,
     /// Only for the [`ioctl_cmd::TRACED`] requests (this argument); every
     /// other ioctl never leaves the kernel.
     IfIoctl { cmd_arg: u8 },
@@ -36,6 +36,169 @@ pub mod ioctl_cmd {
     }
 }
 
+/// Which argument register (0-5) of a traced syscall holds what: read by
+/// the kernel programs (`monitor-ebpf/src/probes/files.rs`) and the seccomp
+/// backend (`monitor/src/enforce/seccomp/target.rs`) alike, so a call is
+/// described the same way by both. `None`: the call has no such argument
+/// (a missing dirfd means `AT_FDCWD`).
+///
+/// What no register says is written once per backend, next to its reader,
+/// and named in the table's comments: the flags `openat2` and `ioctl`
+/// keep in user memory (at the address in argument 2), the fixed flags of
+/// `creat` ([`open_flags::CREAT`]), and `futimesat`/`utimensat` with a
+/// null path acting on their dirfd.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// The directory fd the first path is relative to.
+    pub dirfd1: Option<u8>,
+    /// The first path (the object acted on; a symlink's target string).
+    pub path1: Option<u8>,
+    /// The directory fd the second path is relative to.
+    pub dirfd2: Option<u8>,
+    /// The second path (a rename's or link's new name).
+    pub path2: Option<u8>,
+    /// The fd whose file is acted on (fchmod, fchown, ftruncate, ...).
+    pub fd: Option<u8>,
+    /// The flags (`O_*` for opens, `AT_*` for `*at` calls, `XATTR_*`,
+    /// `RENAME_*`), or the new length of truncate and ftruncate.
+    pub flags: Option<u8>,
+    /// The new mode (chmod, and opens that create).
+    pub mode: Option<u8>,
+    /// The new owner: uid in this register, gid in the next.
+    pub owner: Option<u8>,
+    /// The name of an extended attribute.
+    pub xattr: Option<u8>,
+    /// An exec's `argv`.
+    pub argv: Option<u8>,
+    /// Whether the first path's final symlink is followed.
+    pub follow: Follow,
+}
+
+/// How a call treats a symlink in the final component of its first path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Follow {
+    /// Acts on the final name itself (unlink, rename, lchown, lsetxattr).
+    Never,
+    /// Follows it (chmod, truncate, chown, setxattr, ...).
+    Always,
+    /// Follows it unless the flags hold `AT_SYMLINK_NOFOLLOW` (fchownat,
+    /// fchmodat2, utimensat).
+    UnlessNoFollow,
+    /// Follows it only when the flags hold `AT_SYMLINK_FOLLOW` (linkat).
+    IfFollow,
+    /// The path is not looked up at entry: an open (its result names the
+    /// file opened) or a symlink's target (a string, not a path).
+    NotLookedUp,
+}
+
+impl Follow {
+    /// Whether a call with these flags follows a final symlink.
+    #[inline(always)]
+    pub const fn follows(self, flags: u64) -> bool {
+        match self {
+            Follow::Always => true,
+            Follow::UnlessNoFollow => flags & at_flags::AT_SYMLINK_NOFOLLOW == 0,
+            Follow::IfFollow => flags & at_flags::AT_SYMLINK_FOLLOW != 0,
+            Follow::Never | Follow::NotLookedUp => false,
+        }
+    }
+}
+
+impl Layout {
+    /// No arguments read (`io_uring_setup`).
+    pub const NONE: Layout = Layout {
+        dirfd1: None,
+        path1: None,
+        dirfd2: None,
+        path2: None,
+        fd: None,
+        flags: None,
+        mode: None,
+        owner: None,
+        xattr: None,
+        argv: None,
+        follow: Follow::Never,
+    };
+    /// A path relative to the working directory in register `path`.
+    pub const fn path(path: u8) -> Layout {
+        Layout {
+            path1: Some(path),
+            ..Layout::NONE
+        }
+    }
+    /// A path in register `path` relative to the dirfd in `dirfd`.
+    pub const fn at(dirfd: u8, path: u8) -> Layout {
+        Layout {
+            dirfd1: Some(dirfd),
+            path1: Some(path),
+            ..Layout::NONE
+        }
+    }
+    /// The file an fd names.
+    pub const fn fd(fd: u8) -> Layout {
+        Layout {
+            fd: Some(fd),
+            ..Layout::NONE
+        }
+    }
+    /// Only a directory fd, no path (`open_by_handle_at`'s mount fd).
+    pub const fn dirfd(dirfd: u8) -> Layout {
+        Layout {
+            dirfd1: Some(dirfd),
+            ..Layout::NONE
+        }
+    }
+    /// A second path, relative to the working directory.
+    pub const fn path2(self, path: u8) -> Layout {
+        Layout {
+            path2: Some(path),
+            ..self
+        }
+    }
+    /// A second path relative to the dirfd in `dirfd`.
+    pub const fn at2(self, dirfd: u8, path: u8) -> Layout {
+        Layout {
+            dirfd2: Some(dirfd),
+            path2: Some(path),
+            ..self
+        }
+    }
+    pub const fn flags(self, flags: u8) -> Layout {
+        Layout {
+            flags: Some(flags),
+            ..self
+        }
+    }
+    pub const fn mode(self, mode: u8) -> Layout {
+        Layout {
+            mode: Some(mode),
+            ..self
+        }
+    }
+    /// uid in register `uid`, gid in the next one.
+    pub const fn owner(self, uid: u8) -> Layout {
+        Layout {
+            owner: Some(uid),
+            ..self
+        }
+    }
+    pub const fn xattr(self, name: u8) -> Layout {
+        Layout {
+            xattr: Some(name),
+            ..self
+        }
+    }
+    pub const fn argv(self, argv: u8) -> Layout {
+        Layout {
+            argv: Some(argv),
+            ..self
+        }
+    }
+    pub const fn follow(self, follow: Follow) -> Layout {
+        Layout { follow, ..self }
+    }
+}
+
 /// One traced syscall: the single table the kernel programs, the seccomp
 /// filter, the decoder and the docs use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,20 +206,17 @@ pub struct Syscall {
     /// x86_64 number (arch/x86/entry/syscalls/syscall_64.tbl).
     pub nr: u32,
     pub name: &'static str,
-    /// The operation before flags are looked at: an open with `O_TRUNC` is
-    /// `truncate`, `unlinkat` with `AT_REMOVEDIR` is `rmdir`, `creat`
-    /// always truncates.
+    /// The operation before flags are looked at ([`call_kind`]): an open
+    /// with `O_TRUNC` is `truncate`, `unlinkat` with `AT_REMOVEDIR` is
+    /// `rmdir`, `creat` always truncates.
     pub kind: EventKind,
-    /// Argument registers (0-5) holding the path (or fd for fd-based calls),
-    /// the second path, and the flags, as far as they exist.
-    pub path_arg: Option<u8>,
-    pub path2_arg: Option<u8>,
-    pub flags_arg: Option<u8>,
+    /// Which argument holds what.
+    pub layout: Layout,
     pub notify: Notify,
 }
 
 macro_rules! syscalls {
-    ($($konst:ident = $nr:literal, $name:literal, $kind:ident, $path:expr, $path2:expr, $flags:expr, $notify:expr;)*) => {
+    ($($konst:ident = $nr:literal, $name:literal, $kind:ident, $layout:expr, $notify:expr;)*) => {
         /// x86_64 syscall numbers of the traced syscalls ([`SYSCALLS`]).
         pub mod syscall_nr {
             $(pub const $konst: u32 = $nr;)*
@@ -67,9 +227,7 @@ macro_rules! syscalls {
             nr: $nr,
             name: $name,
             kind: EventKind::$kind,
-            path_arg: $path,
-            path2_arg: $path2,
-            flags_arg: $flags,
+            layout: $layout,
             notify: $notify,
         }),*];
 
@@ -79,56 +237,120 @@ macro_rules! syscalls {
         pub const fn is_traced(nr: u32) -> bool {
             matches!(nr, $($nr)|*)
         }
+
+        /// The kind (before flags, see [`call_kind`]) and argument layout
+        /// of traced syscall `nr`: the [`SYSCALLS`] row as a jump table of
+        /// constants, which the kernel programs can use (no loop, no
+        /// string).
+        #[inline(always)]
+        pub const fn layout(nr: u32) -> Option<(EventKind, Layout)> {
+            match nr {
+                $($nr => Some((EventKind::$kind, $layout)),)*
+                _ => None,
+            }
+        }
     };
 }
 
 const ALWAYS: Notify = Notify::Always;
+const IF_WRITES: Notify = Notify::IfWrites;
+type L = Layout;
+const FOLLOW: Follow = Follow::Always;
+const UNLESS_NOFOLLOW: Follow = Follow::UnlessNoFollow;
+const IF_FOLLOW: Follow = Follow::IfFollow;
+const NO_LOOKUP: Follow = Follow::NotLookedUp;
 
+// To trace one more syscall, add its row here (number, name, kind, layout,
+// when seccomp notifies); see docs/architecture.md.
 syscalls! {
-    OPEN = 2, "open", Write, Some(0), None, Some(1), Notify::IfWrites { flags_arg: 1 };
-    EXECVE = 59, "execve", Exec, Some(0), None, None, ALWAYS;
-    TRUNCATE = 76, "truncate", Truncate, Some(0), None, None, ALWAYS;
-    FTRUNCATE = 77, "ftruncate", Truncate, Some(0), None, None, ALWAYS;
-    RENAME = 82, "rename", Rename, Some(0), Some(1), None, ALWAYS;
-    RMDIR = 84, "rmdir", Rmdir, Some(0), None, None, ALWAYS;
-    CREAT = 85, "creat", Truncate, Some(0), None, None, ALWAYS;
-    UNLINK = 87, "unlink", Unlink, Some(0), None, None, ALWAYS;
-    CHMOD = 90, "chmod", Chmod, Some(0), None, None, ALWAYS;
-    FCHMOD = 91, "fchmod", Chmod, Some(0), None, None, ALWAYS;
-    CHOWN = 92, "chown", Chown, Some(0), None, None, ALWAYS;
-    FCHOWN = 93, "fchown", Chown, Some(0), None, None, ALWAYS;
-    LCHOWN = 94, "lchown", Chown, Some(0), None, None, ALWAYS;
-    OPENAT = 257, "openat", Write, Some(1), None, Some(2), Notify::IfWrites { flags_arg: 2 };
-    FCHOWNAT = 260, "fchownat", Chown, Some(1), None, Some(4), ALWAYS;
-    UNLINKAT = 263, "unlinkat", Unlink, Some(1), None, Some(2), ALWAYS;
-    RENAMEAT = 264, "renameat", Rename, Some(1), Some(3), None, ALWAYS;
-    FCHMODAT = 268, "fchmodat", Chmod, Some(1), None, None, ALWAYS;
-    RENAMEAT2 = 316, "renameat2", Rename, Some(1), Some(3), Some(4), ALWAYS;
-    EXECVEAT = 322, "execveat", Exec, Some(1), None, Some(4), ALWAYS;
+    OPEN = 2, "open", Write, L::path(0).flags(1).mode(2).follow(NO_LOOKUP), IF_WRITES;
+    EXECVE = 59, "execve", Exec, L::path(0).argv(1), ALWAYS;
+    // flags: the new length.
+    TRUNCATE = 76, "truncate", Truncate, L::path(0).flags(1).follow(FOLLOW), ALWAYS;
+    FTRUNCATE = 77, "ftruncate", Truncate, L::fd(0).flags(1), ALWAYS;
+    RENAME = 82, "rename", Rename, L::path(0).path2(1), ALWAYS;
+    RMDIR = 84, "rmdir", Rmdir, L::path(0), ALWAYS;
+    // Flags always open_flags::CREAT.
+    CREAT = 85, "creat", Truncate, L::path(0).mode(1).follow(NO_LOOKUP), ALWAYS;
+    UNLINK = 87, "unlink", Unlink, L::path(0), ALWAYS;
+    CHMOD = 90, "chmod", Chmod, L::path(0).mode(1).follow(FOLLOW), ALWAYS;
+    FCHMOD = 91, "fchmod", Chmod, L::fd(0).mode(1), ALWAYS;
+    CHOWN = 92, "chown", Chown, L::path(0).owner(1).follow(FOLLOW), ALWAYS;
+    FCHOWN = 93, "fchown", Chown, L::fd(0).owner(1), ALWAYS;
+    LCHOWN = 94, "lchown", Chown, L::path(0).owner(1), ALWAYS;
+    OPENAT = 257, "openat", Write, L::at(0, 1).flags(2).mode(3).follow(NO_LOOKUP), IF_WRITES;
+    FCHOWNAT = 260, "fchownat", Chown, L::at(0, 1).owner(2).flags(4).follow(UNLESS_NOFOLLOW), ALWAYS;
+    UNLINKAT = 263, "unlinkat", Unlink, L::at(0, 1).flags(2), ALWAYS;
+    RENAMEAT = 264, "renameat", Rename, L::at(0, 1).at2(2, 3), ALWAYS;
+    FCHMODAT = 268, "fchmodat", Chmod, L::at(0, 1).mode(2).follow(FOLLOW), ALWAYS;
+    RENAMEAT2 = 316, "renameat2", Rename, L::at(0, 1).at2(2, 3).flags(4), ALWAYS;
+    EXECVEAT = 322, "execveat", Exec, L::at(0, 1).argv(2).flags(4), ALWAYS;
     // Refused under --enforce: io_uring operations would bypass the filter.
-    IO_URING_SETUP = 425, "io_uring_setup", IoUringSetup, None, None, None, ALWAYS;
-    // Flags in a struct in user memory, which classic BPF cannot read.
-    OPENAT2 = 437, "openat2", Write, Some(1), None, None, ALWAYS;
-    FCHMODAT2 = 452, "fchmodat2", Chmod, Some(1), None, Some(3), ALWAYS;
+    IO_URING_SETUP = 425, "io_uring_setup", IoUringSetup, L::NONE, ALWAYS;
+    // Flags and mode in `struct open_how` (address in argument 2), which
+    // classic BPF cannot read.
+    OPENAT2 = 437, "openat2", Write, L::at(0, 1).follow(NO_LOOKUP), ALWAYS;
+    FCHMODAT2 = 452, "fchmodat2", Chmod, L::at(0, 1).mode(2).flags(3).follow(UNLESS_NOFOLLOW), ALWAYS;
     // Operations that change state without deleting or writing data:
     // new names, timestamps, extended attributes, inode flags.
-    // Only FS_IOC_SETFLAGS and friends (ioctl_cmd::TRACED), filtered by cmd.
-    IOCTL = 16, "ioctl", Setflags, Some(0), None, Some(1), Notify::IfIoctl { cmd_arg: 1 };
-    LINK = 86, "link", Link, Some(0), Some(1), None, ALWAYS;
-    SYMLINK = 88, "symlink", Symlink, Some(0), Some(1), None, ALWAYS;
-    UTIME = 132, "utime", Utimes, Some(0), None, None, ALWAYS;
-    SETXATTR = 188, "setxattr", Xattr, Some(0), None, Some(4), ALWAYS;
-    LSETXATTR = 189, "lsetxattr", Xattr, Some(0), None, Some(4), ALWAYS;
-    FSETXATTR = 190, "fsetxattr", Xattr, Some(0), None, Some(4), ALWAYS;
-    REMOVEXATTR = 197, "removexattr", Xattr, Some(0), None, None, ALWAYS;
-    LREMOVEXATTR = 198, "lremovexattr", Xattr, Some(0), None, None, ALWAYS;
-    FREMOVEXATTR = 199, "fremovexattr", Xattr, Some(0), None, None, ALWAYS;
-    UTIMES = 235, "utimes", Utimes, Some(0), None, None, ALWAYS;
-    FUTIMESAT = 261, "futimesat", Utimes, Some(1), None, None, ALWAYS;
-    LINKAT = 265, "linkat", Link, Some(1), Some(3), Some(4), ALWAYS;
-    SYMLINKAT = 266, "symlinkat", Symlink, Some(0), Some(2), None, ALWAYS;
-    UTIMENSAT = 280, "utimensat", Utimes, Some(1), None, Some(3), ALWAYS;
-    OPEN_BY_HANDLE_AT = 304, "open_by_handle_at", Write, None, None, Some(2), Notify::IfWrites { flags_arg: 2 };
+    // Only FS_IOC_SETFLAGS and friends (ioctl_cmd::TRACED), filtered by cmd;
+    // the new flags are in user memory (address in argument 2).
+    IOCTL = 16, "ioctl", Setflags, L::fd(0), Notify::IfIoctl { cmd_arg: 1 };
+    LINK = 86, "link", Link, L::path(0).path2(1), ALWAYS;
+    // The first path is the target string, the second the new name.
+    SYMLINK = 88, "symlink", Symlink, L::path(0).path2(1).follow(NO_LOOKUP), ALWAYS;
+    UTIME = 132, "utime", Utimes, L::path(0).follow(FOLLOW), ALWAYS;
+    SETXATTR = 188, "setxattr", Xattr, L::path(0).xattr(1).flags(4).follow(FOLLOW), ALWAYS;
+    LSETXATTR = 189, "lsetxattr", Xattr, L::path(0).xattr(1).flags(4), ALWAYS;
+    FSETXATTR = 190, "fsetxattr", Xattr, L::fd(0).xattr(1).flags(4), ALWAYS;
+    REMOVEXATTR = 197, "removexattr", Xattr, L::path(0).xattr(1).follow(FOLLOW), ALWAYS;
+    LREMOVEXATTR = 198, "lremovexattr", Xattr, L::path(0).xattr(1), ALWAYS;
+    FREMOVEXATTR = 199, "fremovexattr", Xattr, L::fd(0).xattr(1), ALWAYS;
+    UTIMES = 235, "utimes", Utimes, L::path(0).follow(FOLLOW), ALWAYS;
+    // A null path: the dirfd is the file (futimens).
+    FUTIMESAT = 261, "futimesat", Utimes, L::at(0, 1).follow(FOLLOW), ALWAYS;
+    LINKAT = 265, "linkat", Link, L::at(0, 1).at2(2, 3).flags(4).follow(IF_FOLLOW), ALWAYS;
+    SYMLINKAT = 266, "symlinkat", Symlink, L::path(0).at2(1, 2).follow(NO_LOOKUP), ALWAYS;
+    UTIMENSAT = 280, "utimensat", Utimes, L::at(0, 1).flags(3).follow(UNLESS_NOFOLLOW), ALWAYS;
+    // Named by a handle, not a path: only the mount fd is known.
+    OPEN_BY_HANDLE_AT = 304, "open_by_handle_at", Write, L::dirfd(0).flags(2).follow(NO_LOOKUP), IF_WRITES;
+}
+
+/// The kind of one call of traced syscall `nr` (table kind `kind`) with
+/// these flags: an open (kind `Write`) with `O_TRUNC` truncates, `unlinkat`
+/// with `AT_REMOVEDIR` removes a directory.
+#[inline(always)]
+pub const fn call_kind(nr: u32, kind: EventKind, flags: u64) -> EventKind {
+    match kind {
+        EventKind::Write if flags & open_flags::O_TRUNC != 0 => EventKind::Truncate,
+        EventKind::Unlink if nr == syscall_nr::UNLINKAT && flags & at_flags::AT_REMOVEDIR != 0 => {
+            EventKind::Rmdir
+        }
+        k => k,
+    }
+}
+
+/// `open` flags (x86_64 values): the one copy the kernel programs, the
+/// seccomp filter and the decoder use.
+pub mod open_flags {
+    pub const O_WRONLY: u64 = 0o1;
+    pub const O_RDWR: u64 = 0o2;
+    pub const O_CREAT: u64 = 0o100;
+    pub const O_EXCL: u64 = 0o200;
+    pub const O_TRUNC: u64 = 0o1000;
+    /// Open flags that make an open destructive enough to judge.
+    pub const WRITE_FLAGS: u64 = O_WRONLY | O_RDWR | O_TRUNC;
+    /// The flags of every `creat(2)`.
+    pub const CREAT: u64 = O_CREAT | O_WRONLY | O_TRUNC;
+}
+
+/// `*at` flags and the special dirfd (include/uapi/linux/fcntl.h).
+pub mod at_flags {
+    pub const AT_FDCWD: i32 = -100;
+    pub const AT_SYMLINK_NOFOLLOW: u64 = 0x100;
+    pub const AT_REMOVEDIR: u64 = 0x200;
+    pub const AT_SYMLINK_FOLLOW: u64 = 0x400;
+    pub const AT_EMPTY_PATH: u64 = 0x1000;
 }
 
 /// The traced syscall numbered `nr`.
@@ -283,4 +505,98 @@ pub fn compat_syscall(nr: u32) -> Option<&'static str> {
         .iter()
         .find(|(n, _, _)| *n == nr)
         .map(|(_, name, _)| *name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The jump table the kernel programs and seccomp read is the table.
+    #[test]
+    fn layout_is_the_table_row() {
+        for s in SYSCALLS {
+            assert_eq!(layout(s.nr), Some((s.kind, s.layout)), "{}", s.name);
+            assert!(is_traced(s.nr), "{}", s.name);
+            assert_eq!(syscall(s.nr), Some(&s));
+        }
+        assert_eq!(layout(0), None);
+        assert!(!is_traced(0));
+    }
+
+    /// Every register named is an argument register and holds one thing.
+    #[test]
+    fn layouts_name_distinct_argument_registers() {
+        for s in SYSCALLS {
+            let l = s.layout;
+            let mut regs: [Option<u8>; 11] = [
+                l.dirfd1,
+                l.path1,
+                l.dirfd2,
+                l.path2,
+                l.fd,
+                l.flags,
+                l.mode,
+                l.owner,
+                l.owner.map(|r| r + 1),
+                l.xattr,
+                l.argv,
+            ];
+            if let Notify::IfIoctl { cmd_arg } = s.notify {
+                regs[10] = regs[10].or(Some(cmd_arg));
+            }
+            let used: [u8; 11] = regs.map(|r| r.unwrap_or(0xff));
+            for (i, a) in used.iter().enumerate() {
+                if *a == 0xff {
+                    continue;
+                }
+                assert!(*a < 6, "{}: register {a}", s.name);
+                assert!(
+                    !used[i + 1..].contains(a),
+                    "{}: register {a} holds two things",
+                    s.name
+                );
+            }
+            // A dirfd goes with a path (open_by_handle_at: its mount fd).
+            assert!(l.dirfd2.is_none() || l.path2.is_some(), "{}", s.name);
+            assert!(
+                l.path1.is_some() || l.fd.is_some() || l.dirfd1.is_some() || l == Layout::NONE,
+                "{}: acts on nothing",
+                s.name
+            );
+            if s.notify == Notify::IfWrites {
+                assert!(
+                    l.flags.is_some(),
+                    "{}: notify by flags without flags",
+                    s.name
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn follow_reads_the_flags() {
+        use at_flags::{AT_SYMLINK_FOLLOW, AT_SYMLINK_NOFOLLOW};
+        use syscall_nr as n;
+        let f = |nr: u32, flags: u64| layout(nr).unwrap().1.follow.follows(flags);
+        assert!(f(n::CHMOD, 0) && f(n::SETXATTR, 0) && f(n::TRUNCATE, 0));
+        assert!(!f(n::LCHOWN, 0) && !f(n::LSETXATTR, 0) && !f(n::UNLINK, 0));
+        assert!(f(n::UTIMENSAT, 0) && !f(n::UTIMENSAT, AT_SYMLINK_NOFOLLOW));
+        assert!(!f(n::LINKAT, 0) && f(n::LINKAT, AT_SYMLINK_FOLLOW));
+        assert!(!f(n::OPENAT, 0) && !f(n::SYMLINK, 0));
+        assert_eq!(layout(n::OPENAT).unwrap().1.follow, Follow::NotLookedUp);
+    }
+
+    #[test]
+    fn call_kind_reads_the_flags() {
+        use syscall_nr as n;
+        let k = |nr: u32, flags: u64| call_kind(nr, layout(nr).unwrap().0, flags);
+        assert_eq!(k(n::OPENAT, open_flags::O_WRONLY), EventKind::Write);
+        assert_eq!(k(n::OPENAT, open_flags::O_TRUNC), EventKind::Truncate);
+        assert_eq!(k(n::CREAT, open_flags::CREAT), EventKind::Truncate);
+        assert_eq!(k(n::UNLINKAT, 0), EventKind::Unlink);
+        assert_eq!(k(n::UNLINKAT, at_flags::AT_REMOVEDIR), EventKind::Rmdir);
+        // Only unlinkat's flags mean AT_REMOVEDIR.
+        assert_eq!(k(n::FCHOWNAT, at_flags::AT_REMOVEDIR), EventKind::Chown);
+        assert_eq!(k(n::RENAMEAT2, open_flags::O_TRUNC), EventKind::Rename);
+    }
 }

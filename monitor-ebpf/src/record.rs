@@ -462,7 +462,7 @@ fn wakeup_flags(syscall: u32) -> u64 {
     }
 }
 
-pub const AT_FDCWD: i32 = -100;
+pub use monitor_common::at_flags::AT_FDCWD;
 
 /// The calling task's root and working directory (dentry and mount of
 /// each), read once per record: `task->fs`, then `root` and `pwd`

@@ -11,7 +11,7 @@ use monitor_common::{
 use super::syscalls::{nr, Args};
 use crate::record::{scan_env, Record, AT_FDCWD};
 
-const AT_EMPTY_PATH: u64 = 0x1000;
+use monitor_common::at_flags::AT_EMPTY_PATH;
 
 #[inline(always)]
 pub fn enter(id: u32, a: &Args) -> Option<Record> {

@@ -4,13 +4,13 @@ use core::ffi::c_void;
 
 use aya_ebpf::helpers::{bpf_get_current_task, bpf_ktime_get_ns, bpf_probe_read_user};
 use monitor_common::{
-    field_flags,
+    call_kind, field_flags,
     field_tag::*,
-    header_flags, ioctl_cmd,
+    header_flags, ioctl_cmd, layout,
     limits::{MAX_NAME, MAX_RAW_PATH},
     lookup::{ABSENT, FOUND, OFF},
-    open_flags::{O_CREAT, O_RDWR, O_TRUNC, O_WRONLY},
-    EventKind, Inflight,
+    open_flags::{self, WRITE_FLAGS},
+    EventKind, Follow, Inflight, Layout,
 };
 
 use super::{
@@ -26,8 +26,6 @@ use crate::{
     record::{Record, TaskFs, AT_FDCWD, BASE1_TAGS, BASE2_TAGS},
 };
 
-const AT_REMOVEDIR: u64 = 0x200;
-
 // SAFETY: the C shim's accessor takes a kernel pointer and reads through CO-RE relocated bpf_probe_read_kernel; a bad pointer yields 0, never a fault.
 unsafe extern "C" {
     fn shim_obj_ctime(d: *const c_void) -> u64;
@@ -41,7 +39,7 @@ pub const RETRY_OPEN_HOW: u32 = 4;
 
 #[inline(always)]
 fn writes(flags: u64) -> bool {
-    flags & (O_WRONLY | O_RDWR | O_TRUNC) != 0
+    flags & WRITE_FLAGS != 0
 }
 
 /// `open_how.flags` and `.mode` of openat2 (include/uapi/linux/openat2.h:
@@ -69,21 +67,14 @@ pub fn read_how(how: u64) -> Option<(u64, u64)> {
 #[inline(always)]
 pub fn wants(id: u32, args: &Args) -> bool {
     match id {
-        nr::OPEN => writes(args.get(1)),
-        nr::OPENAT => writes(args.get(2)),
+        // The opens the table notifies by flags (`Notify::IfWrites`).
+        nr::OPEN | nr::OPENAT | nr::OPEN_BY_HANDLE_AT => match layout(id) {
+            Some((_, Layout { flags: Some(r), .. })) => writes(args.reg(r)),
+            _ => true,
+        },
         nr::OPENAT2 => openat2_how(args).is_none_or(|(f, _)| writes(f)),
-        nr::OPEN_BY_HANDLE_AT => writes(args.get(2)),
         nr::IOCTL => ioctl_cmd::is_traced(args.get(1) as u32),
         _ => true,
-    }
-}
-
-#[inline(always)]
-fn open_kind(flags: u64) -> EventKind {
-    if flags & O_TRUNC != 0 {
-        EventKind::Truncate
-    } else {
-        EventKind::Write
     }
 }
 
@@ -110,230 +101,71 @@ struct Plan {
     hflags: u32,
 }
 
+/// The plan of call `id`: the argument registers come from the one table
+/// of traced syscalls ([`monitor_common::layout`], a jump table of
+/// constants); only what no register says is decided here (flags in user
+/// memory, `creat`'s fixed flags, a null `utimensat` path).
 #[inline(always)]
 fn plan(id: u32, a: &Args) -> Option<Plan> {
+    let (kind, l) = layout(id)?;
+    if kind == EventKind::Exec {
+        // Recorded by `sys_enter_exec` (probes/exec.rs).
+        return None;
+    }
     let null = core::ptr::null();
+    let ptr = |r: Option<u8>| r.map_or(null, |r| a.reg(r) as *const u8);
     let mut p = Plan {
-        kind: EventKind::Unlink,
-        path1: null,
-        dirfd1: AT_FDCWD,
-        path2: null,
-        dirfd2: AT_FDCWD,
-        target_fd: -1,
+        kind,
+        path1: ptr(l.path1),
+        dirfd1: l.dirfd1.map_or(AT_FDCWD, |r| a.reg(r) as i32),
+        path2: ptr(l.path2),
+        dirfd2: l.dirfd2.map_or(AT_FDCWD, |r| a.reg(r) as i32),
+        target_fd: l.fd.map_or(-1, |r| a.reg(r) as i32),
         fd: AT_FDCWD,
-        flags: 0,
-        mode: u32::MAX,
-        owner_uid: u32::MAX,
-        owner_gid: u32::MAX,
-        xattr: null,
+        flags: l.flags.map_or(0, |r| a.reg(r)),
+        mode: l.mode.map_or(u32::MAX, |r| a.reg(r) as u32),
+        owner_uid: l.owner.map_or(u32::MAX, |r| a.reg(r) as u32),
+        owner_gid: l.owner.map_or(u32::MAX, |r| a.reg(r + 1) as u32),
+        xattr: ptr(l.xattr),
         hflags: 0,
     };
     match id {
-        nr::UNLINK | nr::RMDIR => {
-            p.kind = if id == nr::RMDIR {
-                EventKind::Rmdir
-            } else {
-                EventKind::Unlink
-            };
-            p.path1 = a.ptr(0);
-        }
-        nr::UNLINKAT => {
-            p.flags = a.get(2);
-            p.kind = if p.flags & AT_REMOVEDIR != 0 {
-                EventKind::Rmdir
-            } else {
-                EventKind::Unlink
-            };
-            p.dirfd1 = a.int(0);
-            p.path1 = a.ptr(1);
-        }
-        nr::RENAME => {
-            p.kind = EventKind::Rename;
-            p.path1 = a.ptr(0);
-            p.path2 = a.ptr(1);
-        }
-        nr::RENAMEAT | nr::RENAMEAT2 => {
-            p.kind = EventKind::Rename;
-            if id == nr::RENAMEAT2 {
-                p.flags = a.get(4);
+        nr::CREAT => p.flags = open_flags::CREAT,
+        nr::OPENAT2 => match openat2_how(a) {
+            Some((flags, mode)) => {
+                p.flags = flags;
+                p.mode = mode as u32;
             }
-            p.dirfd1 = a.int(0);
-            p.path1 = a.ptr(1);
-            p.dirfd2 = a.int(2);
-            p.path2 = a.ptr(3);
-        }
-        nr::CHMOD => {
-            p.kind = EventKind::Chmod;
-            p.mode = a.get(1) as u32;
-            p.path1 = a.ptr(0);
-        }
-        nr::FCHMOD => {
-            p.kind = EventKind::Chmod;
-            p.mode = a.get(1) as u32;
-            p.target_fd = a.int(0);
-        }
-        nr::FCHMODAT | nr::FCHMODAT2 => {
-            p.kind = EventKind::Chmod;
-            p.mode = a.get(2) as u32;
-            if id == nr::FCHMODAT2 {
-                p.flags = a.get(3);
-            }
-            p.dirfd1 = a.int(0);
-            p.path1 = a.ptr(1);
-        }
-        nr::CHOWN | nr::LCHOWN => {
-            p.kind = EventKind::Chown;
-            p.owner_uid = a.get(1) as u32;
-            p.owner_gid = a.get(2) as u32;
-            p.path1 = a.ptr(0);
-        }
-        nr::FCHOWN => {
-            p.kind = EventKind::Chown;
-            p.owner_uid = a.get(1) as u32;
-            p.owner_gid = a.get(2) as u32;
-            p.target_fd = a.int(0);
-        }
-        nr::FCHOWNAT => {
-            p.kind = EventKind::Chown;
-            p.owner_uid = a.get(2) as u32;
-            p.owner_gid = a.get(3) as u32;
-            p.flags = a.get(4);
-            p.dirfd1 = a.int(0);
-            p.path1 = a.ptr(1);
-        }
-        nr::TRUNCATE => {
-            p.kind = EventKind::Truncate;
-            // For truncate calls `flags` carries the new length.
-            p.flags = a.get(1);
-            p.path1 = a.ptr(0);
-        }
-        nr::FTRUNCATE => {
-            p.kind = EventKind::Truncate;
-            p.flags = a.get(1);
-            p.target_fd = a.int(0);
-        }
-        nr::OPEN => {
-            p.kind = open_kind(a.get(1));
-            p.flags = a.get(1);
-            p.mode = a.get(2) as u32;
-            p.path1 = a.ptr(0);
-        }
-        nr::CREAT => {
-            p.flags = O_CREAT | O_WRONLY | O_TRUNC;
-            p.kind = open_kind(p.flags);
-            p.mode = a.get(1) as u32;
-            p.path1 = a.ptr(0);
-        }
-        nr::OPENAT => {
-            p.kind = open_kind(a.get(2));
-            p.flags = a.get(2);
-            p.mode = a.get(3) as u32;
-            p.dirfd1 = a.int(0);
-            p.path1 = a.ptr(1);
-        }
-        nr::OPENAT2 => {
-            match openat2_how(a) {
-                Some((flags, mode)) => {
-                    p.kind = open_kind(flags);
-                    p.flags = flags;
-                    p.mode = mode as u32;
-                }
-                // Read again at exit (`OPEN_HOW`), after the kernel copied it.
-                None => {
-                    p.kind = EventKind::Write;
-                    p.hflags |= header_flags::FLAGS_UNREAD;
-                }
-            }
-            p.dirfd1 = a.int(0);
-            p.path1 = a.ptr(1);
-        }
-        nr::OPEN_BY_HANDLE_AT => {
-            // The file is named by a handle, not a path: only the mount
-            // fd's directory is known (userspace flags the path unknown).
-            p.kind = open_kind(a.get(2));
-            p.flags = a.get(2);
-            p.fd = a.int(0);
-        }
-        nr::LINK | nr::SYMLINK => {
-            p.kind = if id == nr::LINK {
-                EventKind::Link
-            } else {
-                EventKind::Symlink
-            };
-            p.path1 = a.ptr(0);
-            p.path2 = a.ptr(1);
-        }
-        nr::LINKAT => {
-            p.kind = EventKind::Link;
-            p.dirfd1 = a.int(0);
-            p.path1 = a.ptr(1);
-            p.dirfd2 = a.int(2);
-            p.path2 = a.ptr(3);
-            p.flags = a.get(4);
-        }
-        nr::SYMLINKAT => {
-            p.kind = EventKind::Symlink;
-            p.path1 = a.ptr(0);
-            p.dirfd2 = a.int(1);
-            p.path2 = a.ptr(2);
-        }
-        nr::UTIME | nr::UTIMES => {
-            p.kind = EventKind::Utimes;
-            p.path1 = a.ptr(0);
-        }
-        nr::FUTIMESAT | nr::UTIMENSAT => {
-            p.kind = EventKind::Utimes;
-            if id == nr::UTIMENSAT {
-                p.flags = a.get(3);
-            }
-            p.dirfd1 = a.int(0);
-            p.path1 = a.ptr(1);
-            if p.path1.is_null() {
-                // futimens(fd): the dirfd is the target.
-                p.target_fd = a.int(0);
-            }
-        }
-        nr::SETXATTR | nr::LSETXATTR | nr::REMOVEXATTR | nr::LREMOVEXATTR => {
-            p.kind = EventKind::Xattr;
-            p.path1 = a.ptr(0);
-            p.xattr = a.ptr(1);
-            if id == nr::SETXATTR || id == nr::LSETXATTR {
-                p.flags = a.get(4);
-            }
-        }
-        nr::FSETXATTR | nr::FREMOVEXATTR => {
-            p.kind = EventKind::Xattr;
-            p.target_fd = a.int(0);
-            p.xattr = a.ptr(1);
-            if id == nr::FSETXATTR {
-                p.flags = a.get(4);
-            }
+            // Read again at exit (`OPEN_HOW`), after the kernel copied it.
+            None => p.hflags |= header_flags::FLAGS_UNREAD,
+        },
+        nr::FUTIMESAT | nr::UTIMENSAT if p.path1.is_null() => {
+            // futimens(fd): the dirfd is the target.
+            p.target_fd = p.dirfd1;
         }
         nr::IOCTL => {
-            // The new flags: an int (SETFLAGS) or `fsx_xflags`, the first
-            // u32 of struct fsxattr (FSSETXATTR).
-            p.kind = EventKind::Setflags;
-            p.target_fd = a.int(0);
             // The request.
             p.mode = a.get(1) as u32;
+            // The new flags: an int (SETFLAGS) or `fsx_xflags`, the first
+            // u32 of struct fsxattr (FSSETXATTR).
             // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
             match unsafe { bpf_probe_read_user(a.ptr(2) as *const u32) } {
                 Ok(v) => p.flags = v as u64,
                 Err(_) => p.hflags |= header_flags::FLAGS_UNREAD,
             }
         }
-        nr::IO_URING_SETUP => {
-            p.kind = EventKind::IoUringSetup;
-        }
-        _ => return None,
+        _ => {}
     }
-    if id != nr::OPEN_BY_HANDLE_AT {
-        p.fd = if p.target_fd >= 0 {
-            p.target_fd
-        } else {
-            p.dirfd1
-        };
+    if p.hflags & header_flags::FLAGS_UNREAD == 0 {
+        p.kind = call_kind(id, kind, p.flags);
     }
+    // The fd the record names: the target's, else the first path's
+    // directory (open_by_handle_at: its mount fd).
+    p.fd = if p.target_fd >= 0 {
+        p.target_fd
+    } else {
+        p.dirfd1
+    };
     Some(p)
 }
 
@@ -570,36 +402,19 @@ pub fn confirm(f: &Inflight) -> u64 {
 }
 
 /// How the first path of call `id` is looked up in the dentry cache
-/// ([`crate::lookup`]): `None` for opens (the result record names the file
-/// opened) and a symlink's target (a string, not a path looked up now);
-/// [`FOLLOW`] for calls that follow a final symlink (chmod, truncate,
-/// utimensat without `AT_SYMLINK_NOFOLLOW`, ...); 0 for calls that act on
-/// the final name itself (unlink, rename, link, lchown, lsetxattr).
+/// ([`crate::lookup`]), from the table's [`Follow`] and the call's flags
+/// (looked up again rather than kept in [`Plan`]: `sys_enter`'s stack is
+/// the deepest):
+/// `None` for opens (the result record names the file opened) and a
+/// symlink's target (a string, not a path looked up now); [`FOLLOW`] for
+/// calls that follow a final symlink (chmod, truncate, utimensat without
+/// `AT_SYMLINK_NOFOLLOW`, ...); 0 for calls that act on the final name
+/// itself (unlink, rename, link, lchown, lsetxattr).
 #[inline(always)]
 fn lookup_mode(id: u32, flags: u64) -> Option<u64> {
-    const AT_SYMLINK_NOFOLLOW: u64 = 0x100;
-    const AT_SYMLINK_FOLLOW: u64 = 0x400;
-    match id {
-        nr::OPEN | nr::OPENAT | nr::OPENAT2 | nr::CREAT | nr::OPEN_BY_HANDLE_AT => None,
-        nr::SYMLINK | nr::SYMLINKAT => None,
-        nr::TRUNCATE
-        | nr::CHMOD
-        | nr::FCHMODAT
-        | nr::CHOWN
-        | nr::UTIME
-        | nr::UTIMES
-        | nr::FUTIMESAT => Some(FOLLOW),
-        nr::SETXATTR | nr::REMOVEXATTR => Some(FOLLOW),
-        nr::FCHMODAT2 | nr::FCHOWNAT | nr::UTIMENSAT => Some(if flags & AT_SYMLINK_NOFOLLOW == 0 {
-            FOLLOW
-        } else {
-            0
-        }),
-        nr::LINKAT => Some(if flags & AT_SYMLINK_FOLLOW != 0 {
-            FOLLOW
-        } else {
-            0
-        }),
+    match layout(id) {
+        Some((_, l)) if l.follow == Follow::NotLookedUp => None,
+        Some((_, l)) if l.follow.follows(flags) => Some(FOLLOW),
         _ => Some(0),
     }
 }

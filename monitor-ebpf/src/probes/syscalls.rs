@@ -68,6 +68,22 @@ impl Args {
     pub fn get(&self, i: usize) -> u64 {
         self.raw[REG_SLOTS[i]]
     }
+    /// Argument register `r` of a table layout ([`monitor_common::Layout`]),
+    /// 0 past the sixth. A match of constant indices, not an index computed
+    /// at run time: no bounds check for the verifier to reject (a reachable
+    /// panic ends the program without an exit instruction).
+    #[inline(always)]
+    pub fn reg(&self, r: u8) -> u64 {
+        match r {
+            0 => self.get(0),
+            1 => self.get(1),
+            2 => self.get(2),
+            3 => self.get(3),
+            4 => self.get(4),
+            5 => self.get(5),
+            _ => 0,
+        }
+    }
     #[inline(always)]
     pub fn ptr(&self, i: usize) -> *const u8 {
         self.get(i) as *const u8

@@ -1,8 +1,10 @@
 //! Shared ground of every layer: clocks and small system facts. The action
 //! record itself is [`crate::record`].
 //!
+//! - [`anchor`]: how a path pattern is anchored (`${workspace}/...`).
 //! - [`clock`]: kernel (monotonic) time, wall time, RFC 3339 stamps.
 //! - [`sys`]: host name and kernel release, absolute paths.
+pub mod anchor;
 pub mod clock;
 pub mod sys;
 

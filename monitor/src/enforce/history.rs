@@ -68,8 +68,7 @@ pub struct History {
     pub has_action_field: bool,
 }
 
-const O_CREAT: u64 = 0o100;
-const O_EXCL: u64 = 0o200;
+use monitor_common::open_flags::{O_CREAT, O_EXCL};
 
 fn bytes(v: &Value, key: &str) -> Option<Vec<u8>> {
     if let Some(b) = v[format!("{key}_b64")].as_str() {

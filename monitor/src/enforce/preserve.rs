@@ -69,9 +69,8 @@ use crate::{
 const HASH_LIMIT: u64 = 64 * 1024;
 const RENAME_NOREPLACE: u64 = 1;
 const RENAME_EXCHANGE: u64 = 2;
-const AT_SYMLINK_NOFOLLOW: u64 = 0x100;
+use monitor_common::{at_flags::AT_SYMLINK_NOFOLLOW, open_flags::O_CREAT};
 const FICLONE: libc::c_ulong = 0x4004_9409;
-const O_CREAT: u64 = 0o100;
 
 /// Default `--quarantine-limit`: 4 GiB of kept file data per run.
 pub const DEFAULT_LIMIT: u64 = 4 << 30;

@@ -30,6 +30,7 @@ use globset::{GlobBuilder, GlobMatcher, GlobSet, GlobSetBuilder};
 use monitor_common::InodeKey;
 
 use super::probes::{ProbeError, Probes};
+use crate::core::anchor::{self, Anchor};
 
 /// Capacity of the kernel's `SENSITIVE_INODES` map.
 pub const MAX_SENSITIVE: usize = 4096;
@@ -135,18 +136,20 @@ fn anchor(pattern: &str, workspace: &Path, home: &Path) -> Result<String, Sensit
         pattern: pattern.to_owned(),
         why: why.to_owned(),
     };
-    let out = if let Some(rest) = pattern.strip_prefix("${home}") {
-        format!("{}{rest}", home.display())
-    } else if let Some(rest) = pattern.strip_prefix("${workspace}") {
-        format!("{}{rest}", workspace.display())
-    } else if let Some(rest) = pattern.strip_prefix("~/") {
-        format!("{}/{rest}", home.display())
-    } else if pattern.starts_with('/') {
-        pattern.to_owned()
-    } else {
-        return Err(bad(
-            "a relative pattern; anchor it: `${workspace}/...`, `${home}/...`, `~/...` or an absolute path",
-        ));
+    let out = match anchor::split(pattern, &["${home}", "${workspace}"]) {
+        Anchor::Var(0, rest) => format!("{}{rest}", home.display()),
+        Anchor::Var(_, rest) => format!("{}{rest}", workspace.display()),
+        Anchor::Tilde(rest) if rest.starts_with('/') => format!("{}{rest}", home.display()),
+        Anchor::Absolute => pattern.to_owned(),
+        Anchor::Tilde(_)
+        | Anchor::AnyDepth
+        | Anchor::UnknownVar(_)
+        | Anchor::Empty
+        | Anchor::Relative => {
+            return Err(bad(
+                "a relative pattern; anchor it: `${workspace}/...`, `${home}/...`, `~/...` or an absolute path",
+            ));
+        }
     };
     if Path::new(&out)
         .components()

@@ -16,7 +16,13 @@
 
 use globset::{GlobBuilder, GlobMatcher};
 
-use crate::record::{Action, PathIssue};
+use crate::{
+    core::anchor,
+    record::{Action, PathIssue},
+};
+
+/// The variables a path pattern may start with (`anchor::split`).
+const VARS: [&str; 2] = ["${workspace}", "${home}"];
 
 /// The directories `${workspace}` and `${home}` stand for in one run.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -117,41 +123,41 @@ impl PathPattern {
     pub fn parse(text: &str) -> Result<PathPattern, PatternError> {
         let (anchor, rest) = if is_object(text) {
             (Anchor::Object, text)
-        } else if let Some(rest) = text.strip_prefix("${workspace}") {
-            (Anchor::Workspace, rest)
-        } else if let Some(rest) = text.strip_prefix("${home}") {
-            (Anchor::Home, rest)
-        } else if text.starts_with('/') || text == "**" || text.starts_with("**/") {
-            (Anchor::Root, text)
-        } else if let Some(rest) = text.strip_prefix('~') {
-            return Err(PatternError::new(
-                format!("path pattern `{text}` starts with `~`, which is not expanded"),
-                format!("write `${{home}}{rest}`"),
-            ));
-        } else if let Some(var) = text.strip_prefix("${") {
-            let name = var.split('}').next().unwrap_or(var);
-            return Err(PatternError::new(
-                format!("unknown variable `${{{name}}}` in path pattern `{text}`"),
-                "the variables are `${workspace}` and `${home}`".to_owned(),
-            ));
-        } else if text.is_empty() {
-            return Err(PatternError::new(
-                "empty path pattern".to_owned(),
-                "write `${workspace}/PATH`, `${home}/PATH` or an absolute path".to_owned(),
-            ));
         } else {
-            return Err(PatternError::new(
-                format!("path pattern `{text}` is relative"),
-                format!(
-                    "anchor it: `${{workspace}}/{text}`, `${{home}}/{text}` or an absolute path \
-                     (start it with `**/` to match at any depth)"
-                ),
-            ));
+            match anchor::split(text, &VARS) {
+                anchor::Anchor::Var(0, rest) => (Anchor::Workspace, rest),
+                anchor::Anchor::Var(_, rest) => (Anchor::Home, rest),
+                anchor::Anchor::Absolute | anchor::Anchor::AnyDepth => (Anchor::Root, text),
+                anchor::Anchor::Tilde(rest) => {
+                    return Err(PatternError::new(
+                        format!("path pattern `{text}` starts with `~`, which is not expanded"),
+                        format!("write `${{home}}{rest}`"),
+                    ));
+                }
+                anchor::Anchor::UnknownVar(name) => {
+                    return Err(PatternError::new(
+                        format!("unknown variable `${{{name}}}` in path pattern `{text}`"),
+                        "the variables are `${workspace}` and `${home}`".to_owned(),
+                    ));
+                }
+                anchor::Anchor::Empty => {
+                    return Err(PatternError::new(
+                        "empty path pattern".to_owned(),
+                        "write `${workspace}/PATH`, `${home}/PATH` or an absolute path".to_owned(),
+                    ));
+                }
+                anchor::Anchor::Relative => {
+                    return Err(PatternError::new(
+                        format!("path pattern `{text}` is relative"),
+                        format!(
+                            "anchor it: `${{workspace}}/{text}`, `${{home}}/{text}` or an absolute path \
+                             (start it with `**/` to match at any depth)"
+                        ),
+                    ));
+                }
+            }
         };
-        if matches!(anchor, Anchor::Workspace | Anchor::Home)
-            && !rest.is_empty()
-            && !rest.starts_with('/')
-        {
+        if matches!(anchor, Anchor::Workspace | Anchor::Home) && anchor::bad_after_var(rest) {
             let var = if anchor == Anchor::Workspace {
                 "${workspace}"
             } else {
@@ -241,12 +247,9 @@ impl PathPattern {
 /// `text` with `.` and `..` components resolved, or `None` when `..` climbs
 /// above the anchor (`${workspace}`, `${home}`, `/`).
 fn normalize_dots(text: &str) -> Option<String> {
-    let (head, rest) = if let Some(r) = text.strip_prefix("${workspace}") {
-        ("${workspace}", r)
-    } else if let Some(r) = text.strip_prefix("${home}") {
-        ("${home}", r)
-    } else {
-        ("", text)
+    let (head, rest) = match anchor::split(text, &VARS) {
+        anchor::Anchor::Var(i, r) => (VARS[i], r),
+        _ => ("", text),
     };
     let mut out: Vec<&str> = Vec::new();
     for c in rest.split('/') {

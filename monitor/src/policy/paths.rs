@@ -5,6 +5,8 @@ use std::sync::{Mutex, OnceLock};
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 use regex::RegexSet;
 
+use crate::core::anchor::{self, Anchor};
+
 // ---------------------------------------------------------------------------
 // Paths and roots
 
@@ -145,31 +147,28 @@ impl Sets {
 /// A path glob split into its root and the rest; on error, a message and a
 /// hint.
 pub(crate) fn split_root(pattern: &str) -> Result<(Option<Root>, &str), (String, String)> {
-    for r in Root::ALL {
-        if let Some(rest) = pattern.strip_prefix(r.var()) {
-            if r != Root::Trace && !rest.is_empty() && !rest.starts_with('/') {
+    match anchor::split(pattern, &Root::ALL.map(Root::var)) {
+        Anchor::Var(i, rest) => {
+            let r = Root::ALL[i];
+            // `${trace}` names a file: `${trace}.key` is its key.
+            if r != Root::Trace && anchor::bad_after_var(rest) {
                 return Err((
                     format!("`{}` must be followed by `/` or end the pattern", r.var()),
                     format!("write `{}/{rest}`", r.var()),
                 ));
             }
-            return Ok((Some(r), rest));
+            Ok((Some(r), rest))
         }
-    }
-    if let Some(after) = pattern.strip_prefix("${") {
-        let name = after.split('}').next().unwrap_or("");
-        return Err((
+        Anchor::UnknownVar(name) => Err((
             format!("unknown root `${{{name}}}`"),
             "the roots are ${workspace}, ${home} and ${trace}".to_owned(),
-        ));
+        )),
+        Anchor::Absolute | Anchor::AnyDepth => Ok((None, pattern)),
+        Anchor::Tilde(_) | Anchor::Empty | Anchor::Relative => Err((
+            format!("path pattern `{pattern}` is not anchored"),
+            format!("start it with ${{workspace}}/, ${{home}}/, ${{trace}}, / or **/, e.g. `${{workspace}}/{pattern}`"),
+        )),
     }
-    if pattern.starts_with('/') || pattern.starts_with("**/") || pattern == "**" {
-        return Ok((None, pattern));
-    }
-    Err((
-        format!("path pattern `{pattern}` is not anchored"),
-        format!("start it with ${{workspace}}/, ${{home}}/, ${{trace}}, / or **/, e.g. `${{workspace}}/{pattern}`"),
-    ))
 }
 
 pub(crate) fn path_glob(pattern: &str) -> Result<globset::Glob, String> {

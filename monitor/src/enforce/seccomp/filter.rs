@@ -44,7 +44,7 @@ pub fn notify_always() -> impl Iterator<Item = u32> {
 /// (syscall, index of the flags argument).
 pub fn notify_by_flags() -> impl Iterator<Item = (u32, u32)> {
     SYSCALLS.iter().filter_map(|s| match s.notify {
-        Notify::IfWrites { flags_arg } => Some((s.nr, flags_arg as u32)),
+        Notify::IfWrites => s.layout.flags.map(|r| (s.nr, u32::from(r))),
         Notify::Always | Notify::IfIoctl { .. } => None,
     })
 }
@@ -55,16 +55,11 @@ pub fn notify_by_flags() -> impl Iterator<Item = (u32, u32)> {
 pub fn notify_by_ioctl() -> impl Iterator<Item = (u32, u32)> {
     SYSCALLS.iter().filter_map(|s| match s.notify {
         Notify::IfIoctl { cmd_arg } => Some((s.nr, cmd_arg as u32)),
-        Notify::Always | Notify::IfWrites { .. } => None,
+        Notify::Always | Notify::IfWrites => None,
     })
 }
 
-pub const O_WRONLY: u64 = 0o1;
-pub const O_RDWR: u64 = 0o2;
-pub const O_CREAT: u64 = 0o100;
-pub const O_TRUNC: u64 = 0o1000;
-/// Open flags that make an open destructive enough to judge.
-pub const WRITE_FLAGS: u64 = O_WRONLY | O_RDWR | O_TRUNC;
+pub use monitor_common::open_flags::{O_CREAT, O_RDWR, O_TRUNC, O_WRONLY, WRITE_FLAGS};
 
 pub const AUDIT_ARCH_X86_64: u32 = 0xC000_003E;
 pub const AUDIT_ARCH_I386: u32 = 0x4000_0003;

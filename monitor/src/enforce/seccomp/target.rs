@@ -11,15 +11,19 @@ use std::{
     time::{Duration, Instant},
 };
 
-use super::filter::{nr, O_CREAT, O_TRUNC, O_WRONLY, WRITE_FLAGS};
+use monitor_common::{
+    at_flags::{AT_EMPTY_PATH, AT_FDCWD},
+    call_kind, layout,
+    open_flags::{self, O_CREAT, WRITE_FLAGS},
+    EventKind,
+};
+
+use super::filter::nr;
 use crate::{
     pipeline::resolve,
     record::{text_fields, Action, Op, PathIssue},
 };
 
-const AT_FDCWD: i32 = -100;
-const AT_REMOVEDIR: u64 = 0x200;
-const AT_EMPTY_PATH: u64 = 0x1000;
 const PATH_MAX: usize = 4096;
 /// exec arguments read from the caller (more than the tracepoint copies:
 /// the decision should see the whole command line).
@@ -135,124 +139,41 @@ struct Plan {
     issues: Vec<PathIssue>,
 }
 
-fn open_op(flags: u64) -> Op {
-    if flags & O_TRUNC != 0 {
-        Op::Truncate
-    } else {
-        Op::Write
-    }
-}
-
+/// The plan of call `nrr`: the argument registers come from the one table
+/// of traced syscalls ([`monitor_common::layout`], which the kernel
+/// programs read too); only what no register says is decided here (flags
+/// in user memory, `creat`'s fixed flags, a null `utimensat` path), and
+/// what this backend adds: modes masked to permission bits (an open's only
+/// when it creates), open flags cut to 32 bits, `AT_EMPTY_PATH`.
 fn plan(nrr: u32, a: &[u64; 6], pid: u32) -> Result<Option<Plan>, Unreadable> {
-    let int = |i: usize| a[i] as i32;
+    let Some((kind, l)) = layout(nrr) else {
+        return Ok(None);
+    };
+    if kind == EventKind::IoUringSetup {
+        // Refused by the filter itself under --enforce.
+        return Ok(None);
+    }
+    let arg = |r: u8| a[usize::from(r)];
+    let dirfd = |r: Option<u8>| r.map_or(AT_FDCWD, |r| arg(r) as i32);
     let mut p = Plan {
         op: Op::Unlink,
-        path1: None,
-        path2: None,
-        target_fd: None,
-        flags: 0,
-        mode: None,
-        owner: None,
-        argv: None,
+        path1: l.path1.map(|r| (dirfd(l.dirfd1), arg(r))),
+        path2: l.path2.map(|r| (dirfd(l.dirfd2), arg(r))),
+        target_fd: l.fd.map(|r| arg(r) as i32),
+        flags: l.flags.map_or(0, arg),
+        mode: l.mode.map(|r| arg(r) as u32 & 0o7777),
+        owner: l.owner.map(|r| (arg(r) as u32, arg(r + 1) as u32)),
+        argv: l.argv.map(arg),
         empty_path: false,
-        xattr: None,
+        xattr: l.xattr.map(arg),
         issues: Vec::new(),
     };
+    let is_open = kind == EventKind::Write;
+    if is_open {
+        p.flags &= 0xffff_ffff;
+    }
     match nrr {
-        nr::UNLINK | nr::RMDIR => {
-            p.op = if nrr == nr::RMDIR {
-                Op::Rmdir
-            } else {
-                Op::Unlink
-            };
-            p.path1 = Some((AT_FDCWD, a[0]));
-        }
-        nr::UNLINKAT => {
-            p.flags = a[2];
-            p.op = if p.flags & AT_REMOVEDIR != 0 {
-                Op::Rmdir
-            } else {
-                Op::Unlink
-            };
-            p.path1 = Some((int(0), a[1]));
-        }
-        nr::RENAME => {
-            p.op = Op::Rename;
-            p.path1 = Some((AT_FDCWD, a[0]));
-            p.path2 = Some((AT_FDCWD, a[1]));
-        }
-        nr::RENAMEAT | nr::RENAMEAT2 => {
-            p.op = Op::Rename;
-            if nrr == nr::RENAMEAT2 {
-                p.flags = a[4];
-            }
-            p.path1 = Some((int(0), a[1]));
-            p.path2 = Some((int(2), a[3]));
-        }
-        nr::CHMOD => {
-            p.op = Op::Chmod;
-            p.mode = Some(a[1] as u32 & 0o7777);
-            p.path1 = Some((AT_FDCWD, a[0]));
-        }
-        nr::FCHMOD => {
-            p.op = Op::Chmod;
-            p.mode = Some(a[1] as u32 & 0o7777);
-            p.target_fd = Some(int(0));
-        }
-        nr::FCHMODAT | nr::FCHMODAT2 => {
-            p.op = Op::Chmod;
-            p.mode = Some(a[2] as u32 & 0o7777);
-            if nrr == nr::FCHMODAT2 {
-                p.flags = a[3];
-                p.empty_path = p.flags & AT_EMPTY_PATH != 0;
-            }
-            p.path1 = Some((int(0), a[1]));
-        }
-        nr::CHOWN | nr::LCHOWN => {
-            p.op = Op::Chown;
-            p.owner = Some((a[1] as u32, a[2] as u32));
-            p.path1 = Some((AT_FDCWD, a[0]));
-        }
-        nr::FCHOWN => {
-            p.op = Op::Chown;
-            p.owner = Some((a[1] as u32, a[2] as u32));
-            p.target_fd = Some(int(0));
-        }
-        nr::FCHOWNAT => {
-            p.op = Op::Chown;
-            p.owner = Some((a[2] as u32, a[3] as u32));
-            p.flags = a[4];
-            p.empty_path = p.flags & AT_EMPTY_PATH != 0;
-            p.path1 = Some((int(0), a[1]));
-        }
-        nr::TRUNCATE => {
-            p.op = Op::Truncate;
-            p.flags = a[1]; // the new length, as the tracepoint backend records it
-            p.path1 = Some((AT_FDCWD, a[0]));
-        }
-        nr::FTRUNCATE => {
-            p.op = Op::Truncate;
-            p.flags = a[1];
-            p.target_fd = Some(int(0));
-        }
-        nr::OPEN => {
-            p.flags = a[1] & 0xffff_ffff;
-            p.op = open_op(p.flags);
-            p.mode = (p.flags & O_CREAT != 0).then_some(a[2] as u32 & 0o7777);
-            p.path1 = Some((AT_FDCWD, a[0]));
-        }
-        nr::CREAT => {
-            p.flags = O_CREAT | O_WRONLY | O_TRUNC;
-            p.op = Op::Truncate;
-            p.mode = Some(a[1] as u32 & 0o7777);
-            p.path1 = Some((AT_FDCWD, a[0]));
-        }
-        nr::OPENAT => {
-            p.flags = a[2] & 0xffff_ffff;
-            p.op = open_op(p.flags);
-            p.mode = (p.flags & O_CREAT != 0).then_some(a[3] as u32 & 0o7777);
-            p.path1 = Some((int(0), a[1]));
-        }
+        nr::CREAT => p.flags = open_flags::CREAT,
         nr::OPENAT2 => {
             // struct open_how { u64 flags; u64 mode; u64 resolve; }
             if a[3] < 24 {
@@ -264,77 +185,21 @@ fn plan(nrr: u32, a: &[u64; 6], pid: u32) -> Result<Option<Plan>, Unreadable> {
             if flags & WRITE_FLAGS == 0 {
                 return Ok(None); // read-only open
             }
-            let mode = read_u64(pid, a[2] + 8).unwrap_or(0);
             p.flags = flags;
-            p.op = open_op(flags);
-            p.mode = (flags & O_CREAT != 0).then_some(mode as u32 & 0o7777);
-            p.path1 = Some((int(0), a[1]));
+            p.mode = Some(read_u64(pid, a[2] + 8).unwrap_or(0) as u32 & 0o7777);
         }
         nr::OPEN_BY_HANDLE_AT => {
-            p.flags = a[2] & 0xffff_ffff;
-            p.op = open_op(p.flags);
             // Named by a handle: the path is unknown (fails closed).
             p.issues.push(PathIssue::ByHandle);
         }
-        nr::LINK | nr::SYMLINK => {
-            p.op = if nrr == nr::LINK {
-                Op::Link
-            } else {
-                Op::Symlink
-            };
-            p.path1 = Some((AT_FDCWD, a[0]));
-            p.path2 = Some((AT_FDCWD, a[1]));
-        }
-        nr::LINKAT => {
-            p.op = Op::Link;
-            p.flags = a[4];
-            p.empty_path = p.flags & AT_EMPTY_PATH != 0;
-            p.path1 = Some((int(0), a[1]));
-            p.path2 = Some((int(2), a[3]));
-        }
-        nr::SYMLINKAT => {
-            p.op = Op::Symlink;
-            p.path1 = Some((AT_FDCWD, a[0]));
-            p.path2 = Some((int(1), a[2]));
-        }
-        nr::UTIME | nr::UTIMES => {
-            p.op = Op::Utimes;
-            p.path1 = Some((AT_FDCWD, a[0]));
-        }
-        nr::FUTIMESAT | nr::UTIMENSAT => {
-            p.op = Op::Utimes;
-            if nrr == nr::UTIMENSAT {
-                p.flags = a[3];
-                p.empty_path = p.flags & AT_EMPTY_PATH != 0;
-            }
-            if a[1] == 0 {
-                p.target_fd = Some(int(0)); // futimens(fd)
-            } else {
-                p.path1 = Some((int(0), a[1]));
-            }
-        }
-        nr::SETXATTR | nr::LSETXATTR | nr::REMOVEXATTR | nr::LREMOVEXATTR => {
-            p.op = Op::Xattr;
-            if matches!(nrr, nr::SETXATTR | nr::LSETXATTR) {
-                p.flags = a[4];
-            }
-            p.path1 = Some((AT_FDCWD, a[0]));
-            p.xattr = Some(a[1]);
-        }
-        nr::FSETXATTR | nr::FREMOVEXATTR => {
-            p.op = Op::Xattr;
-            if nrr == nr::FSETXATTR {
-                p.flags = a[4];
-            }
-            p.target_fd = Some(int(0));
-            p.xattr = Some(a[1]);
+        nr::FUTIMESAT | nr::UTIMENSAT if a[1] == 0 => {
+            p.path1 = None;
+            p.target_fd = Some(a[0] as i32); // futimens(fd)
         }
         nr::IOCTL => {
             if !monitor_common::ioctl_cmd::is_traced(a[1] as u32) {
                 return Ok(None);
             }
-            p.op = Op::Setflags;
-            p.target_fd = Some(int(0));
             let mut b = [0u8; 4];
             if read_mem(pid, a[2], &mut b) == 4 {
                 p.flags = u64::from(u32::from_ne_bytes(b));
@@ -342,20 +207,22 @@ fn plan(nrr: u32, a: &[u64; 6], pid: u32) -> Result<Option<Plan>, Unreadable> {
                 p.issues.push(PathIssue::FlagsUnread);
             }
         }
-        nr::EXECVE => {
-            p.op = Op::Exec;
-            p.path1 = Some((AT_FDCWD, a[0]));
-            p.argv = Some(a[1]);
-        }
-        nr::EXECVEAT => {
-            p.op = Op::Exec;
-            p.flags = a[4];
-            p.empty_path = p.flags & AT_EMPTY_PATH != 0;
-            p.path1 = Some((int(0), a[1]));
-            p.argv = Some(a[2]);
-        }
-        _ => return Ok(None),
+        _ => {}
     }
+    if is_open && p.flags & O_CREAT == 0 {
+        p.mode = None;
+    }
+    // `*at` calls whose flags allow AT_EMPTY_PATH: an empty path means
+    // the dirfd itself.
+    p.empty_path = matches!(
+        nrr,
+        nr::FCHMODAT2 | nr::FCHOWNAT | nr::LINKAT | nr::UTIMENSAT | nr::EXECVEAT
+    ) && p.flags & AT_EMPTY_PATH != 0;
+    let kind = call_kind(nrr, kind, p.flags);
+    let Some(op) = Op::from_kind(kind) else {
+        return Ok(None);
+    };
+    p.op = op;
     Ok(Some(p))
 }
 
@@ -770,7 +637,67 @@ pub use crate::pipeline::resolve::flag_names;
 
 #[cfg(test)]
 mod tests {
+    use monitor_common::{
+        open_flags::{O_TRUNC, O_WRONLY},
+        SYSCALLS,
+    };
+
     use super::*;
+
+    /// Every traced syscall is read where the table says: a call whose
+    /// argument `i` is `100 + i` (and whose flags create and truncate)
+    /// gives back those values in the fields the table names.
+    #[test]
+    fn plan_reads_the_table() {
+        let flags = O_CREAT | O_TRUNC | O_WRONLY;
+        for s in SYSCALLS {
+            if matches!(s.nr, nr::OPENAT2 | nr::IOCTL) || s.kind == EventKind::IoUringSetup {
+                continue; // flags in user memory; never planned
+            }
+            let l = s.layout;
+            let mut a: [u64; 6] = std::array::from_fn(|i| 100 + i as u64);
+            if let Some(r) = l.flags {
+                a[usize::from(r)] = flags;
+            }
+            let p = plan(s.nr, &a, 0).unwrap().unwrap();
+            let at = |d: Option<u8>, r: Option<u8>| {
+                r.map(|r| {
+                    (
+                        d.map_or(AT_FDCWD, |d| a[usize::from(d)] as i32),
+                        a[usize::from(r)],
+                    )
+                })
+            };
+            assert_eq!(p.path1, at(l.dirfd1, l.path1), "{}", s.name);
+            assert_eq!(p.path2, at(l.dirfd2, l.path2), "{}", s.name);
+            assert_eq!(
+                p.target_fd,
+                l.fd.map(|r| a[usize::from(r)] as i32),
+                "{}",
+                s.name
+            );
+            assert_eq!(p.argv, l.argv.map(|r| a[usize::from(r)]), "{}", s.name);
+            assert_eq!(p.xattr, l.xattr.map(|r| a[usize::from(r)]), "{}", s.name);
+            let owner = l
+                .owner
+                .map(|r| (a[usize::from(r)] as u32, a[usize::from(r) + 1] as u32));
+            assert_eq!(p.owner, owner, "{}", s.name);
+            let want = if s.nr == nr::CREAT {
+                open_flags::CREAT
+            } else {
+                l.flags.map_or(0, |_| flags)
+            };
+            assert_eq!(p.flags, want, "{}", s.name);
+            let mode = l.mode.map(|r| a[usize::from(r)] as u32 & 0o7777);
+            assert_eq!(p.mode, mode, "{}", s.name);
+            assert_eq!(
+                Some(p.op.kind()),
+                Some(call_kind(s.nr, s.kind, p.flags)),
+                "{}",
+                s.name
+            );
+        }
+    }
 
     #[test]
     fn reads_own_strings_across_pages() {
