@@ -541,7 +541,7 @@ pub extern "C" fn name_state(dir: u64, hash_len: u64) -> u64 {
         let (parent, hl) = unsafe { (shim_dentry_parent(d) as u64, shim_obj_hash_len(d)) };
         if parent == dir && hl == hash_len {
             // SAFETY: as above.
-            return if unsafe { shim_dentry_inode(d as *const c_void) }.is_null() {
+            return if unsafe { shim_dentry_inode(d) }.is_null() {
                 1
             } else {
                 2
@@ -696,11 +696,7 @@ pub extern "C" fn name_eq(name: u64) -> u64 {
     let name = name as *const c_void;
     // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
     let n = unsafe {
-        bpf_probe_read_kernel_str(
-            st.name.as_mut_ptr() as *mut c_void,
-            NAME_BUF as u32,
-            name as *const c_void,
-        )
+        bpf_probe_read_kernel_str(st.name.as_mut_ptr() as *mut c_void, NAME_BUF as u32, name)
     };
     if n <= 0 || n as u64 != st.clen + 1 {
         return 0;
@@ -741,5 +737,5 @@ pub fn sample(fd: i32) {
             mountpoint_flags,
         }
     };
-    let _ = DCACHE_SAMPLES.insert(&(fd as u32), &s, 0);
+    let _ = DCACHE_SAMPLES.insert(fd as u32, s, 0);
 }

@@ -87,7 +87,7 @@ const MAX_CGROUP_LEVEL: u32 = 31;
 #[inline(always)]
 pub fn current_scope(tgid: u32) -> Option<ScopeEntry> {
     // SAFETY: a map lookup; the value is read at once, within this program run.
-    if let Some(e) = unsafe { SCOPE.get(&tgid) } {
+    if let Some(e) = unsafe { SCOPE.get(tgid) } {
         return Some(*e);
     }
     // SAFETY: a plain read of a global the loader sets before the programs run.
@@ -95,11 +95,11 @@ pub fn current_scope(tgid: u32) -> Option<ScopeEntry> {
         // SAFETY: a BPF helper without memory arguments.
         let cg = unsafe { aya_ebpf::helpers::bpf_get_current_cgroup_id() };
         // SAFETY: a map lookup; the value is read at once, within this program run.
-        if let Some(e) = unsafe { SCOPE_CGROUPS.get(&cg) } {
+        if let Some(e) = unsafe { SCOPE_CGROUPS.get(cg) } {
             return Some(*e);
         }
         // SAFETY: a map lookup; the value is read at once, within this program run.
-        if let Some(levels) = unsafe { SCOPE_CGROUPS.get(&CGROUP_LEVELS_KEY) } {
+        if let Some(levels) = unsafe { SCOPE_CGROUPS.get(CGROUP_LEVELS_KEY) } {
             let found = scope_ancestor(levels.target as u64);
             if found != 0 {
                 return Some(ScopeEntry {
@@ -128,7 +128,7 @@ pub extern "C" fn scope_ancestor(mask: u64) -> u64 {
                 unsafe { aya_ebpf::helpers::generated::bpf_get_current_ancestor_cgroup_id(level) };
             if id != 0 {
                 // SAFETY: a map lookup; the value is read at once, within this program run.
-                if let Some(e) = unsafe { SCOPE_CGROUPS.get(&id) } {
+                if let Some(e) = unsafe { SCOPE_CGROUPS.get(id) } {
                     return e.target as u64 + 1;
                 }
             }

@@ -165,7 +165,7 @@ fn file_call(id: u32, args: &Args, pid_tgid: u64, compat: u32) {
         }
         // Register before sending: the result can only come after this.
         if id != nr::IO_URING_SETUP {
-            if INFLIGHT.insert(&tid, inflight, 0).is_err() {
+            if INFLIGHT.insert(tid, inflight, 0).is_err() {
                 count_loss(LossCause::InflightFull);
             } else if compat != 0 && !compat::seen() {
                 compat::mark_seen();
@@ -197,7 +197,7 @@ pub fn sys_enter_exec(ctx: RawTracePointContext) -> i32 {
     let args = Args::read(regs);
     let tid = pid_tgid as u32;
     let inflight = Inflight::new(id, 0, 0);
-    if INFLIGHT.insert(&tid, &inflight, 0).is_err() {
+    if INFLIGHT.insert(tid, inflight, 0).is_err() {
         count_loss(LossCause::InflightFull);
     }
     let mnt_ns = mountns::sync_current();
@@ -229,14 +229,14 @@ pub fn sys_exit(ctx: BtfTracePointContext) -> i32 {
     }
     let tid = bpf_get_current_pid_tgid() as u32;
     // SAFETY: a map lookup; the value is read at once, within this program run.
-    let Some(inflight) = (unsafe { INFLIGHT.get(&tid) }).copied() else {
+    let Some(inflight) = (unsafe { INFLIGHT.get(tid) }).copied() else {
         return 0;
     };
     let compat = inflight.retry & files::RETRY_COMPAT != 0;
     if !traced && !compat {
         return 0;
     }
-    let _ = INFLIGHT.remove(&tid);
+    let _ = INFLIGHT.remove(tid);
     // The call's own (x86_64) number: an ia32 call's twin.
     let id = inflight.nr as u64;
     let ret: i64 = ctx.arg(1);
