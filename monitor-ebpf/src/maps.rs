@@ -5,7 +5,8 @@ use aya_ebpf::{
     maps::{HashMap, PerCpuArray, ProgramArray, RingBuf},
 };
 use monitor_common::{
-    limits::PAYLOAD_CAP, limits::PAYLOAD_SLACK, EventHeader, Inflight, LossCause, ScopeEntry,
+    limits::PAYLOAD_CAP, limits::PAYLOAD_SLACK, EventHeader, Inflight, LossCause, ReadFailure,
+    ScopeEntry,
 };
 
 /// All events, in reservation order. Userspace sizes it at load time
@@ -47,6 +48,11 @@ pub static INFLIGHT_NEW: PerCpuArray<Inflight> = PerCpuArray::with_max_entries(1
 #[map]
 pub static LOSSES: PerCpuArray<u64> = PerCpuArray::with_max_entries(LossCause::COUNT, 0);
 
+/// Reads and helpers that failed where a program carried on with 0, per
+/// CPU, indexed by [`ReadFailure`]. Userspace reports increases as losses.
+#[map]
+pub static ERRORS: PerCpuArray<u64> = PerCpuArray::with_max_entries(ReadFailure::COUNT, 0);
+
 /// Scratch space where a record is assembled before it is copied to
 /// [`EVENTS`] (a record is larger than the 512-byte BPF stack).
 #[map]
@@ -69,6 +75,28 @@ pub fn count_loss(cause: LossCause) {
         // Per-CPU slot: no other writer while this program runs.
         // SAFETY: a pointer into this CPU's entry of a per-CPU array (non-null from the lookup); programs do not nest on one CPU.
         unsafe { *p += 1 };
+    }
+}
+
+#[inline(always)]
+pub fn count_failure(kind: ReadFailure) {
+    if let Some(p) = ERRORS.get_ptr_mut(kind as u32) {
+        // SAFETY: a pointer into this CPU's entry of a per-CPU array (non-null from the lookup); programs do not nest on one CPU.
+        unsafe { *p += 1 };
+    }
+}
+
+/// The value of a read or helper call, or `default` with the failure
+/// counted in [`ERRORS`]: the entry points' way of never turning an error
+/// into a silent zero.
+#[inline(always)]
+pub fn or_count<T, E>(r: Result<T, E>, kind: ReadFailure, default: T) -> T {
+    match r {
+        Ok(v) => v,
+        Err(_) => {
+            count_failure(kind);
+            default
+        }
     }
 }
 

@@ -337,9 +337,17 @@ impl Summary {
             }
         }
         if let Some(f) = &self.finish {
-            let lost: u64 = f.lost.values().sum();
-            let causes = f
-                .lost
+            // Failed kernel reads are loss records too, but count reads
+            // whose value was taken as 0, not events missing.
+            let is_read = |k: &str| {
+                monitor_common::ReadFailure::ALL
+                    .iter()
+                    .any(|r| r.name() == k)
+            };
+            let (reads, events): (Vec<_>, Vec<_>) =
+                f.lost.iter().partition(|(k, _)| is_read(k.as_str()));
+            let lost: u64 = events.iter().map(|(_, v)| **v).sum();
+            let causes = events
                 .iter()
                 .map(|(k, v)| format!("{k} {v}"))
                 .collect::<Vec<_>>()
@@ -353,6 +361,17 @@ impl Summary {
                     String::new()
                 }
             );
+            if reads.iter().any(|(_, v)| **v > 0) {
+                let list = reads
+                    .iter()
+                    .map(|(k, v)| format!("{k} {v}"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let _ = writeln!(
+                    s,
+                    "abm: kernel reads that failed (recorded as 0 or empty): {list}"
+                );
+            }
             if f.unpaired > 0 {
                 let _ = writeln!(
                     s,

@@ -18,6 +18,9 @@ use monitor_common::{
     Inflight, LossCause,
 };
 
+use monitor_common::ReadFailure;
+
+use crate::maps::or_count;
 use crate::{
     maps::{
         count_loss, current_scope, INFLIGHT, INFLIGHT_NEW, SYS_ENTER_TAIL, TAIL_COMPAT, TAIL_EXEC,
@@ -49,8 +52,11 @@ impl Args {
     fn read(regs: *const u8) -> Args {
         // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
         Args {
-            raw: unsafe { bpf_probe_read_kernel(regs.add(REGS_FROM) as *const [u64; 8]) }
-                .unwrap_or([0; 8]),
+            raw: or_count(
+                unsafe { bpf_probe_read_kernel(regs.add(REGS_FROM) as *const [u64; 8]) },
+                ReadFailure::Kernel,
+                [0; 8],
+            ),
         }
     }
     /// No arguments yet (all 0): [`Args::set`] fills them in x86_64

@@ -6,7 +6,7 @@ use aya::{
     programs::{BtfTracePoint, RawTracePoint},
     Btf, Ebpf, EbpfLoader,
 };
-use monitor_common::{LossCause, ScopeEntry};
+use monitor_common::{LossCause, ReadFailure, ScopeEntry};
 
 /// The kernel object built by build.rs (empty when built with AYA_BUILD_SKIP).
 pub(crate) static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/monitor"));
@@ -85,6 +85,9 @@ pub struct Probes {
     pub scope: HashMap<MapData, u32, ScopeEntry>,
     pub scope_cgroups: HashMap<MapData, u64, ScopeEntry>,
     pub losses: PerCpuArray<MapData, u64>,
+    /// `ERRORS`: reads and helpers that failed where a program carried on
+    /// with 0, per CPU, indexed by [`ReadFailure`].
+    pub read_failures: PerCpuArray<MapData, u64>,
     pub events: Option<RingBuf<MapData>>,
     scope_raw_fd: i32,
     /// `SYS_ENTER_TAIL`, held so that its slots stay filled.
@@ -231,6 +234,7 @@ impl Probes {
         })?;
         let scope_cgroups = take_map(&mut ebpf, "SCOPE_CGROUPS", HashMap::try_from)?;
         let losses = take_map(&mut ebpf, "LOSSES", PerCpuArray::try_from)?;
+        let read_failures = take_map(&mut ebpf, "ERRORS", PerCpuArray::try_from)?;
         let events = Some(take_map(&mut ebpf, "EVENTS", RingBuf::try_from)?);
         // Loading parsed the kernel's BTF: some 25 MiB of small allocations,
         // freed now but left resident between the ones kept. Hand those
@@ -242,6 +246,7 @@ impl Probes {
             scope,
             scope_cgroups,
             losses,
+            read_failures,
             events,
             scope_raw_fd,
             _tail: tail,
@@ -299,15 +304,22 @@ impl Probes {
     }
 
     /// Loss counters: `[cause][cpu]`.
+    /// The kernel's per-CPU counters, in [`super::loss::KERNEL_COUNTERS`]
+    /// order: `LOSSES` by [`LossCause`], then `ERRORS` by [`ReadFailure`].
     pub fn loss_counters(&self) -> Vec<Vec<u64>> {
+        let per_cpu = |map: &PerCpuArray<MapData, u64>, i: u32| -> Vec<u64> {
+            map.get(&i, 0)
+                .map(|v| v.iter().copied().collect())
+                .unwrap_or_default()
+        };
         LossCause::ALL
             .iter()
-            .map(|c| {
-                self.losses
-                    .get(&(*c as u32), 0)
-                    .map(|v| v.iter().copied().collect())
-                    .unwrap_or_default()
-            })
+            .map(|c| per_cpu(&self.losses, *c as u32))
+            .chain(
+                ReadFailure::ALL
+                    .iter()
+                    .map(|f| per_cpu(&self.read_failures, *f as u32)),
+            )
             .collect()
     }
 }
