@@ -84,6 +84,19 @@ impl Args {
     }
 }
 
+/// A tail call that fell through (an empty slot: a broken load) is counted
+/// as a loss and, being rare, logged: the line reaches `tracing` through
+/// aya-log in userspace.
+#[inline(always)]
+fn tail_call_failed(ctx: &RawTracePointContext, id: u32) {
+    count_loss(LossCause::TailCallFailed);
+    aya_log_ebpf::warn!(
+        ctx,
+        "syscall {}: the tail call to its recording program failed",
+        id
+    );
+}
+
 #[raw_tracepoint(tracepoint = "sys_enter")]
 pub fn sys_enter(ctx: RawTracePointContext) -> i32 {
     let id: u64 = ctx.arg(1);
@@ -105,7 +118,7 @@ pub fn sys_enter(ctx: RawTracePointContext) -> i32 {
             // its own (its stack is not this one's).
             // SAFETY: `ctx` is this program's own context, passed on unchanged.
             unsafe { SYS_ENTER_TAIL.tail_call(&ctx, TAIL_COMPAT) };
-            count_loss(LossCause::TailCallFailed);
+            tail_call_failed(&ctx, id);
         } else {
             compat::record_other(id, regs);
         }
@@ -120,7 +133,7 @@ pub fn sys_enter(ctx: RawTracePointContext) -> i32 {
         // call does not return; if the slot is empty it falls through.
         // SAFETY: `ctx` is this program's own context, passed on unchanged.
         unsafe { SYS_ENTER_TAIL.tail_call(&ctx, TAIL_EXEC) };
-        count_loss(LossCause::TailCallFailed);
+        tail_call_failed(&ctx, id);
         return 0;
     }
     file_call(id, &Args::read(regs), pid_tgid, 0);

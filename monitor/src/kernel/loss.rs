@@ -45,6 +45,8 @@ impl LossTracker {
 
     /// Loss records for the counters that grew since the last poll.
     pub fn poll(&mut self, probes: &Probes) -> Vec<Loss> {
+        // The kernel programs' log lines, at the same cadence.
+        probes.flush_kernel_log();
         let now = monotonic_ns();
         let cur = probes.loss_counters();
         let out = self.diff(&cur, now);

@@ -1,5 +1,5 @@
 //! Loading and attaching the kernel programs, and what this kernel allows.
-use std::{fs, os::fd::AsRawFd, path::Path};
+use std::{fs, os::fd::AsRawFd, path::Path, sync::Mutex};
 
 use aya::{
     maps::{HashMap, MapData, PerCpuArray, ProgramArray, RingBuf},
@@ -89,6 +89,10 @@ pub struct Probes {
     /// with 0, per CPU, indexed by [`ReadFailure`].
     pub read_failures: PerCpuArray<MapData, u64>,
     pub events: Option<RingBuf<MapData>>,
+    /// Log lines of the kernel programs (`aya-log-ebpf`), when the object
+    /// has its log ring. Kept for the whole run: dropping it closes the
+    /// ring, and later program loads then fail with a misleading EPERM.
+    kernel_log: Option<Mutex<KernelLogger>>,
     scope_raw_fd: i32,
     /// `SYS_ENTER_TAIL`, held so that its slots stay filled.
     _tail: ProgramArray<MapData>,
@@ -233,6 +237,7 @@ impl Probes {
             source,
         })?;
         let scope_cgroups = take_map(&mut ebpf, "SCOPE_CGROUPS", HashMap::try_from)?;
+        let kernel_log = kernel_logger(&mut ebpf);
         let losses = take_map(&mut ebpf, "LOSSES", PerCpuArray::try_from)?;
         let read_failures = take_map(&mut ebpf, "ERRORS", PerCpuArray::try_from)?;
         let events = Some(take_map(&mut ebpf, "EVENTS", RingBuf::try_from)?);
@@ -247,6 +252,7 @@ impl Probes {
             scope_cgroups,
             losses,
             read_failures,
+            kernel_log,
             events,
             scope_raw_fd,
             _tail: tail,
@@ -304,6 +310,14 @@ impl Probes {
     }
 
     /// Loss counters: `[cause][cpu]`.
+    /// Hands the kernel programs' pending log lines to the `log` crate,
+    /// which the subscriber `cli` installs forwards to `tracing`.
+    pub fn flush_kernel_log(&self) {
+        if let Some(l) = &self.kernel_log {
+            l.lock().unwrap_or_else(|e| e.into_inner()).flush();
+        }
+    }
+
     /// The kernel's per-CPU counters, in [`super::loss::KERNEL_COUNTERS`]
     /// order: `LOSSES` by [`LossCause`], then `ERRORS` by [`ReadFailure`].
     pub fn loss_counters(&self) -> Vec<Vec<u64>> {
@@ -325,6 +339,22 @@ impl Probes {
 }
 
 use std::os::fd::AsFd as _;
+
+type KernelLogger = aya_log::EbpfLogger<&'static dyn log::Log>;
+
+/// The reader of the kernel programs' log ring (`AYA_LOGS`), or `None`
+/// when the object logs nothing (it then has no such map) or the ring
+/// cannot be opened: a missing log never fails the run, and says so.
+fn kernel_logger(ebpf: &mut Ebpf) -> Option<Mutex<KernelLogger>> {
+    match aya_log::EbpfLogger::init(ebpf) {
+        Ok(l) => Some(Mutex::new(l)),
+        Err(aya_log::Error::MapNotFound) => None,
+        Err(e) => {
+            tracing::warn!("kernel log lines will not be shown: {e}");
+            None
+        }
+    }
+}
 
 fn take_map<T>(
     ebpf: &mut Ebpf,
