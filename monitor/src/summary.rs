@@ -417,3 +417,37 @@ impl Summary {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::{ChainAlg, SealSummary};
+
+    #[test]
+    fn failed_kernel_reads_are_listed_apart_from_lost_events() {
+        let mut s = Summary::default();
+        let seal = SealSummary {
+            path: "/tmp/t.jsonl".into(),
+            chain: ChainAlg::Sha256,
+            records: 3,
+            events: 1,
+            lost_by_cause: BTreeMap::from([
+                ("ringbuf_full".to_owned(), 2),
+                ("user_read_failed".to_owned(), 5),
+            ]),
+            final_digest: "d".into(),
+        };
+        s.finish(&["true".into()], 0, Duration::from_millis(1), &seal, 0);
+        let text = s.render();
+        assert!(
+            text.contains("abm: lost events: 2 (ringbuf_full 2)\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "abm: kernel reads that failed (recorded as 0 or empty): user_read_failed 5\n"
+            ),
+            "{text}"
+        );
+    }
+}
