@@ -619,6 +619,37 @@ impl LossCause {
     }
 }
 
+/// Kernel-side reads and helpers that failed where the program carries on
+/// with a zero or an empty value (an argv or environment list cut short, a
+/// register or dentry field taken as 0); index into the per-CPU `ERRORS`
+/// array. A failed read of a path argument is not counted here: its field
+/// says so itself (`READ_FAILED`, a record's `path_issues`).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadFailure {
+    /// `bpf_probe_read_user` of memory a syscall argument points to (an
+    /// argv or envp slot, an environment entry's first bytes).
+    User = 0,
+    /// `bpf_probe_read_kernel` (syscall registers, the task's `fs`, dentry
+    /// and dentry-cache fields, a field of the record being built).
+    Kernel = 1,
+    /// Another helper that returned an error (`bpf_get_current_comm`).
+    Helper = 2,
+}
+
+impl ReadFailure {
+    pub const COUNT: u32 = 3;
+    pub const ALL: [ReadFailure; 3] = [Self::User, Self::Kernel, Self::Helper];
+    /// The loss cause under which the trace records this failure's count.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::User => "user_read_failed",
+            Self::Kernel => "kernel_read_failed",
+            Self::Helper => "helper_failed",
+        }
+    }
+}
+
 /// Value of the `SCOPE` map: why a process is in scope.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]

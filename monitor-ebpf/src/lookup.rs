@@ -31,6 +31,9 @@ use monitor_common::{
     DcacheConfig, DcacheSample,
 };
 
+use monitor_common::ReadFailure;
+
+use crate::maps::or_count;
 use crate::shim::*;
 
 /// Where the dentry hash table is; filled by the loader.
@@ -528,7 +531,11 @@ pub extern "C" fn name_state(dir: u64, hash_len: u64) -> u64 {
     }
     let bucket = cfg.table + (((hash_len as u32 as u64) >> (cfg.shift & 31)) << 3);
     // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
-    let first = unsafe { bpf_probe_read_kernel(bucket as *const u64) }.unwrap_or(0);
+    let first = or_count(
+        unsafe { bpf_probe_read_kernel(bucket as *const u64) },
+        ReadFailure::Kernel,
+        0,
+    );
     let mut node = (first & !1) as *const c_void;
     let mut k = 0;
     while k < MAX_CHAIN && !node.is_null() {
@@ -541,7 +548,7 @@ pub extern "C" fn name_state(dir: u64, hash_len: u64) -> u64 {
         let (parent, hl) = unsafe { (shim_dentry_parent(d) as u64, shim_obj_hash_len(d)) };
         if parent == dir && hl == hash_len {
             // SAFETY: as above.
-            return if unsafe { shim_dentry_inode(d as *const c_void) }.is_null() {
+            return if unsafe { shim_dentry_inode(d) }.is_null() {
                 1
             } else {
                 2
@@ -644,7 +651,11 @@ pub extern "C" fn chain_find() -> u64 {
     let hash_len = (st.clen << 32) | (st.hash & 0xffff_ffff);
     let parent = st.cur;
     // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
-    let first = unsafe { bpf_probe_read_kernel(bucket as *const u64) }.unwrap_or(0);
+    let first = or_count(
+        unsafe { bpf_probe_read_kernel(bucket as *const u64) },
+        ReadFailure::Kernel,
+        0,
+    );
     // The low bit of a bucket head is its lock.
     let mut node = (first & !1) as *const c_void;
     // `d_hash` (next, pprev), `d_parent` and `d_name` (hash_len, name) are
@@ -664,7 +675,11 @@ pub extern "C" fn chain_find() -> u64 {
         let d = unsafe { shim_obj_hash_dentry(node) };
         let (next, d_parent, d_hash_len, d_name) = if fused {
             // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
-            let v = unsafe { bpf_probe_read_kernel(node as *const [u64; 5]) }.unwrap_or([0; 5]);
+            let v = or_count(
+                unsafe { bpf_probe_read_kernel(node as *const [u64; 5]) },
+                ReadFailure::Kernel,
+                [0; 5],
+            );
             (v[0] as *const c_void, v[2], v[3], v[4])
         } else {
             // SAFETY: as above.
@@ -696,11 +711,7 @@ pub extern "C" fn name_eq(name: u64) -> u64 {
     let name = name as *const c_void;
     // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
     let n = unsafe {
-        bpf_probe_read_kernel_str(
-            st.name.as_mut_ptr() as *mut c_void,
-            NAME_BUF as u32,
-            name as *const c_void,
-        )
+        bpf_probe_read_kernel_str(st.name.as_mut_ptr() as *mut c_void, NAME_BUF as u32, name)
     };
     if n <= 0 || n as u64 != st.clen + 1 {
         return 0;
@@ -741,5 +752,5 @@ pub fn sample(fd: i32) {
             mountpoint_flags,
         }
     };
-    let _ = DCACHE_SAMPLES.insert(&(fd as u32), &s, 0);
+    let _ = DCACHE_SAMPLES.insert(fd as u32, s, 0);
 }

@@ -5,7 +5,8 @@ use aya_ebpf::{
     maps::{HashMap, PerCpuArray, ProgramArray, RingBuf},
 };
 use monitor_common::{
-    limits::PAYLOAD_CAP, limits::PAYLOAD_SLACK, EventHeader, Inflight, LossCause, ScopeEntry,
+    limits::PAYLOAD_CAP, limits::PAYLOAD_SLACK, EventHeader, Inflight, LossCause, ReadFailure,
+    ScopeEntry,
 };
 
 /// All events, in reservation order. Userspace sizes it at load time
@@ -47,6 +48,11 @@ pub static INFLIGHT_NEW: PerCpuArray<Inflight> = PerCpuArray::with_max_entries(1
 #[map]
 pub static LOSSES: PerCpuArray<u64> = PerCpuArray::with_max_entries(LossCause::COUNT, 0);
 
+/// Reads and helpers that failed where a program carried on with 0, per
+/// CPU, indexed by [`ReadFailure`]. Userspace reports increases as losses.
+#[map]
+pub static ERRORS: PerCpuArray<u64> = PerCpuArray::with_max_entries(ReadFailure::COUNT, 0);
+
 /// Scratch space where a record is assembled before it is copied to
 /// [`EVENTS`] (a record is larger than the 512-byte BPF stack).
 #[map]
@@ -72,6 +78,28 @@ pub fn count_loss(cause: LossCause) {
     }
 }
 
+#[inline(always)]
+pub fn count_failure(kind: ReadFailure) {
+    if let Some(p) = ERRORS.get_ptr_mut(kind as u32) {
+        // SAFETY: a pointer into this CPU's entry of a per-CPU array (non-null from the lookup); programs do not nest on one CPU.
+        unsafe { *p += 1 };
+    }
+}
+
+/// The value of a read or helper call, or `default` with the failure
+/// counted in [`ERRORS`]: the entry points' way of never turning an error
+/// into a silent zero.
+#[inline(always)]
+pub fn or_count<T, E>(r: Result<T, E>, kind: ReadFailure, default: T) -> T {
+    match r {
+        Ok(v) => v,
+        Err(_) => {
+            count_failure(kind);
+            default
+        }
+    }
+}
+
 /// Key of [`SCOPE_CGROUPS`] (no cgroup has id 0) whose `target` is a bit
 /// mask of the hierarchy levels at which watched cgroups sit (bit n: level
 /// n, the root being level 0). Userspace keeps it; absent or 0 means only
@@ -87,7 +115,7 @@ const MAX_CGROUP_LEVEL: u32 = 31;
 #[inline(always)]
 pub fn current_scope(tgid: u32) -> Option<ScopeEntry> {
     // SAFETY: a map lookup; the value is read at once, within this program run.
-    if let Some(e) = unsafe { SCOPE.get(&tgid) } {
+    if let Some(e) = unsafe { SCOPE.get(tgid) } {
         return Some(*e);
     }
     // SAFETY: a plain read of a global the loader sets before the programs run.
@@ -95,11 +123,11 @@ pub fn current_scope(tgid: u32) -> Option<ScopeEntry> {
         // SAFETY: a BPF helper without memory arguments.
         let cg = unsafe { aya_ebpf::helpers::bpf_get_current_cgroup_id() };
         // SAFETY: a map lookup; the value is read at once, within this program run.
-        if let Some(e) = unsafe { SCOPE_CGROUPS.get(&cg) } {
+        if let Some(e) = unsafe { SCOPE_CGROUPS.get(cg) } {
             return Some(*e);
         }
         // SAFETY: a map lookup; the value is read at once, within this program run.
-        if let Some(levels) = unsafe { SCOPE_CGROUPS.get(&CGROUP_LEVELS_KEY) } {
+        if let Some(levels) = unsafe { SCOPE_CGROUPS.get(CGROUP_LEVELS_KEY) } {
             let found = scope_ancestor(levels.target as u64);
             if found != 0 {
                 return Some(ScopeEntry {
@@ -128,7 +156,7 @@ pub extern "C" fn scope_ancestor(mask: u64) -> u64 {
                 unsafe { aya_ebpf::helpers::generated::bpf_get_current_ancestor_cgroup_id(level) };
             if id != 0 {
                 // SAFETY: a map lookup; the value is read at once, within this program run.
-                if let Some(e) = unsafe { SCOPE_CGROUPS.get(&id) } {
+                if let Some(e) = unsafe { SCOPE_CGROUPS.get(id) } {
                     return e.target as u64 + 1;
                 }
             }

@@ -7,6 +7,9 @@ use aya_ebpf::helpers::{
     bpf_get_current_pid_tgid, bpf_probe_read_kernel, generated::bpf_probe_read_kernel_str,
 };
 
+use monitor_common::ReadFailure;
+
+use crate::maps::or_count;
 use crate::record::{field_len, payload_addr};
 
 /// [`proc_link`] result: the link names the task's working directory,
@@ -84,7 +87,11 @@ pub extern "C" fn proc_link(path_at: u64) -> u64 {
     };
     // Cheap test first: one 8-byte read.
     // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
-    let head: [u8; 8] = unsafe { bpf_probe_read_kernel(path as *const [u8; 8]) }.unwrap_or([0; 8]);
+    let head: [u8; 8] = or_count(
+        unsafe { bpf_probe_read_kernel(path as *const [u8; 8]) },
+        ReadFailure::Kernel,
+        [0; 8],
+    );
     if &head[..6] != b"/proc/" && &head != b"/dev/fd/" && &head != b"/dev/std" {
         return 0;
     }

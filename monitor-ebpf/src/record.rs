@@ -23,6 +23,9 @@ use monitor_common::{
     EventHeader, EventKind, FieldHeader, LossCause,
 };
 
+use monitor_common::ReadFailure;
+
+use crate::maps::or_count;
 use crate::{
     maps::{count_loss, RecordBuf, EVENTS, SCRATCH},
     proc_link::{
@@ -70,12 +73,15 @@ pub fn field_len(at: u64) -> usize {
             .add((at as usize).wrapping_sub(FIELD_HDR) & MASK)
     };
     // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
-    let fh: FieldHeader =
-        unsafe { bpf_probe_read_kernel(hdr as *const FieldHeader) }.unwrap_or(FieldHeader {
+    let fh: FieldHeader = or_count(
+        unsafe { bpf_probe_read_kernel(hdr as *const FieldHeader) },
+        ReadFailure::Kernel,
+        FieldHeader {
             tag: 0,
             flags: 0,
             len: 0,
-        });
+        },
+    );
     fh.len as usize
 }
 
@@ -107,7 +113,7 @@ pub fn fill_header<const DETAILS: bool>(
         hdr.ppid = unsafe { shim_task_ppid(task) };
         hdr.uid = uid_gid as u32;
         hdr.gid = (uid_gid >> 32) as u32;
-        hdr.comm = bpf_get_current_comm().unwrap_or([0; 16]);
+        hdr.comm = or_count(bpf_get_current_comm(), ReadFailure::Helper, [0; 16]);
     } else {
         hdr.ktime_ns = 0;
         hdr.ppid = 0;
@@ -501,9 +507,11 @@ impl TaskFs {
                 };
             }
             // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
-            let v =
-                unsafe { bpf_probe_read_kernel(fs.wrapping_add(root as usize) as *const [u64; 4]) }
-                    .unwrap_or([0; 4]);
+            let v = or_count(
+                unsafe { bpf_probe_read_kernel(fs.wrapping_add(root as usize) as *const [u64; 4]) },
+                ReadFailure::Kernel,
+                [0; 4],
+            );
             return TaskFs {
                 root_mnt: v[0],
                 root: v[1],
@@ -541,10 +549,13 @@ fn dentry_up(d: *const c_void, fused: Option<usize>) -> (*const c_void, *const u
     match fused {
         Some(off) => {
             // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
-            let v = unsafe {
-                bpf_probe_read_kernel((d as *const u8).wrapping_add(off) as *const [u64; 3])
-            }
-            .unwrap_or([0; 3]);
+            let v = or_count(
+                unsafe {
+                    bpf_probe_read_kernel((d as *const u8).wrapping_add(off) as *const [u64; 3])
+                },
+                ReadFailure::Kernel,
+                [0; 3],
+            );
             (v[0] as *const c_void, v[2] as *const u8)
         }
         // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
@@ -773,20 +784,31 @@ pub extern "C" fn scan_env(envp: u64) -> u64 {
     let mut i = 0u32;
     while i < MAX_ENV_SCAN {
         // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
-        let p = unsafe { bpf_probe_read_user(envp.wrapping_add(i as usize)) }.unwrap_or(0);
+        let p = or_count(
+            unsafe { bpf_probe_read_user(envp.wrapping_add(i as usize)) },
+            ReadFailure::User,
+            0,
+        );
         if p == 0 {
             return 0;
         }
         // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
-        let head = unsafe { bpf_probe_read_user(p as *const u64) }.unwrap_or(0);
+        let head = or_count(
+            unsafe { bpf_probe_read_user(p as *const u64) },
+            ReadFailure::User,
+            0,
+        );
         if PREFIXES.contains(&head) {
             keep_env(p);
         }
         i += 1;
     }
     // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
-    let more =
-        unsafe { bpf_probe_read_user(envp.wrapping_add(MAX_ENV_SCAN as usize)) }.unwrap_or(0);
+    let more = or_count(
+        unsafe { bpf_probe_read_user(envp.wrapping_add(MAX_ENV_SCAN as usize)) },
+        ReadFailure::User,
+        0,
+    );
     if more != 0 {
         if let Some(buf) = SCRATCH.get_ptr_mut(0) {
             Record { buf }.hdr().hflags |= header_flags::ENV_PARTIAL;

@@ -337,9 +337,17 @@ impl Summary {
             }
         }
         if let Some(f) = &self.finish {
-            let lost: u64 = f.lost.values().sum();
-            let causes = f
-                .lost
+            // Failed kernel reads are loss records too, but count reads
+            // whose value was taken as 0, not events missing.
+            let is_read = |k: &str| {
+                monitor_common::ReadFailure::ALL
+                    .iter()
+                    .any(|r| r.name() == k)
+            };
+            let (reads, events): (Vec<_>, Vec<_>) =
+                f.lost.iter().partition(|(k, _)| is_read(k.as_str()));
+            let lost: u64 = events.iter().map(|(_, v)| **v).sum();
+            let causes = events
                 .iter()
                 .map(|(k, v)| format!("{k} {v}"))
                 .collect::<Vec<_>>()
@@ -353,6 +361,17 @@ impl Summary {
                     String::new()
                 }
             );
+            if reads.iter().any(|(_, v)| **v > 0) {
+                let list = reads
+                    .iter()
+                    .map(|(k, v)| format!("{k} {v}"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let _ = writeln!(
+                    s,
+                    "abm: kernel reads that failed (recorded as 0 or empty): {list}"
+                );
+            }
             if f.unpaired > 0 {
                 let _ = writeln!(
                     s,
@@ -396,5 +415,39 @@ impl Summary {
             "records": f.map(|f| f.records),
             "final_digest": f.map(|f| f.digest.clone()),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::{ChainAlg, SealSummary};
+
+    #[test]
+    fn failed_kernel_reads_are_listed_apart_from_lost_events() {
+        let mut s = Summary::default();
+        let seal = SealSummary {
+            path: "/tmp/t.jsonl".into(),
+            chain: ChainAlg::Sha256,
+            records: 3,
+            events: 1,
+            lost_by_cause: BTreeMap::from([
+                ("ringbuf_full".to_owned(), 2),
+                ("user_read_failed".to_owned(), 5),
+            ]),
+            final_digest: "d".into(),
+        };
+        s.finish(&["true".into()], 0, Duration::from_millis(1), &seal, 0);
+        let text = s.render();
+        assert!(
+            text.contains("abm: lost events: 2 (ringbuf_full 2)\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "abm: kernel reads that failed (recorded as 0 or empty): user_read_failed 5\n"
+            ),
+            "{text}"
+        );
     }
 }

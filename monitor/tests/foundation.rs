@@ -331,3 +331,39 @@ fn command_not_found_is_one_clear_line() {
         "{err}"
     );
 }
+
+#[test]
+fn an_unreadable_argv_is_counted_as_a_failed_user_read() {
+    require_kernel!();
+    let t = TempDir::new("badargv");
+    let ws = TempDir::new("badargv-ws");
+    // execve with argv at an unmapped address: the exec program's read of
+    // argv[0] fails at the tracepoint (the kernel then fails the call with
+    // EFAULT). The record's argument list is empty; the trace must say why.
+    let script = "import ctypes\n\
+                  libc = ctypes.CDLL(None, use_errno=True)\n\
+                  libc.execve(b'/bin/true', ctypes.c_void_p(8), None)\n\
+                  assert ctypes.get_errno() == 14, ctypes.get_errno()\n";
+    let run = abm_run(&t, ws.path(), &[], &["python3", "-c", script]);
+    assert!(run.output.status.success(), "{}", run.stderr());
+    let e = run
+        .events()
+        .find(|e| e["syscall"] == "execve" && e["result"] == -14)
+        .unwrap_or_else(|| panic!("no failed execve in {:#?}", run.records));
+    assert_eq!(e["raw_path"], "/bin/true", "{e}");
+    assert_eq!(e["argv"], serde_json::json!([]), "{e}");
+    let failed: u64 = run
+        .records
+        .iter()
+        .filter(|r| r["type"] == "loss" && r["cause"] == "user_read_failed")
+        .map(|r| r["count"].as_u64().unwrap())
+        .sum();
+    assert!(
+        failed >= 1,
+        "no user_read_failed loss in the trace: {:#?}",
+        run.records
+            .iter()
+            .filter(|r| r["type"] == "loss")
+            .collect::<Vec<_>>()
+    );
+}

@@ -12,13 +12,15 @@ type Graph = BTreeMap<String, BTreeMap<String, BTreeSet<String>>>;
 
 /// Source text without comments, without the contents of string and
 /// character literals (a literal becomes `""`), so that neither can make
-/// an edge.
+/// an edge. Line breaks inside a removed block comment or literal are kept
+/// (after it), so the text has as many lines as the source.
 fn strip_comments_and_literals(s: &str) -> String {
     let b = s.as_bytes();
     let mut out = String::with_capacity(s.len());
     let mut i = 0;
     while i < b.len() {
         let rest = &s[i..];
+        let start = i;
         if rest.starts_with("//") {
             i += rest.find('\n').unwrap_or(rest.len());
         } else if rest.starts_with("/*") {
@@ -38,9 +40,11 @@ fn strip_comments_and_literals(s: &str) -> String {
                 }
             }
             out.push(' ');
+            keep_line_breaks(&s[start..i.min(s.len())], &mut out);
         } else if let Some(len) = raw_string_len(rest) {
             out.push_str("\"\"");
             i += len;
+            keep_line_breaks(&s[start..i], &mut out);
         } else if b[i] == b'"' || rest.starts_with("b\"") {
             i += if b[i] == b'"' { 1 } else { 2 };
             while i < b.len() && b[i] != b'"' {
@@ -48,6 +52,7 @@ fn strip_comments_and_literals(s: &str) -> String {
             }
             i += 1;
             out.push_str("\"\"");
+            keep_line_breaks(&s[start..i.min(s.len())], &mut out);
         } else if b[i] == b'\'' {
             // A character literal ('x', '\n', '\u{..}', '"') or a lifetime.
             if let Some(len) = char_literal_len(rest) {
@@ -64,6 +69,11 @@ fn strip_comments_and_literals(s: &str) -> String {
         }
     }
     out
+}
+
+/// One `\n` in `out` for each line break in `removed`.
+fn keep_line_breaks(removed: &str, out: &mut String) {
+    out.extend(removed.matches('\n').map(|_| '\n'));
 }
 
 /// Length of a raw string literal (`r"…"`, `r#"…"#`, `br"…"`) at the start
@@ -523,16 +533,46 @@ fn architecture_doc_lists_the_edges_of_the_sources() {
     }
 }
 
-/// The most lines a source file may have before its `#[cfg(test)]` part: a
-/// file past it usually holds two rooms (docs/architecture.md).
+/// The most lines of code a source file may have outside its tests: a file
+/// past it usually holds two rooms (docs/architecture.md).
 const MAX_LINES: usize = 800;
 
-/// Every Rust source file of the workspace's crates (test-only files
-/// aside) has at most [`MAX_LINES`] lines before its tests.
+/// Files allowed past [`MAX_LINES`] for now, each with the reason. Temporary:
+/// an entry goes when its file is split, and no entry may be added without
+/// a plan to remove it.
+const OVER_MAX_FOR_NOW: &[(&str, &str)] = &[(
+    "monitor/src/pipeline/resolve.rs",
+    "being split by concern (issue 37, item 6): path algebra and the \
+     directory cache, name tables, field-payload decoders",
+)];
+
+/// Lines of code in a source text, as the size gate counts them: the
+/// non-blank lines left after removing comments (doc comments included)
+/// and every `#[cfg(test)]` item wherever it is in the file. A multi-line
+/// string literal counts all its lines.
+fn code_lines(text: &str) -> usize {
+    strip_cfg_test(&strip_comments_and_literals(text))
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .count()
+}
+
+#[test]
+fn code_lines_skips_comments_blank_lines_and_test_items_anywhere() {
+    let text = "//! doc\n\nfn a() {}\n/* x\n y */\n#[cfg(test)]\nmod t {\n    fn b() {}\n}\n\
+                fn c() {\n    \"s\n t\"\n}\n#[cfg(test)]\nfn d() {}\nfn e() {}\n";
+    // a, c (3 lines, the literal's two among them), e
+    assert_eq!(code_lines(text), 5);
+}
+
+/// Every Rust source file of the workspace's crates and of `monitor-ebpf`
+/// (test-only files aside) has at most [`MAX_LINES`] lines of code outside
+/// its tests, as [`code_lines`] counts them.
 #[test]
 fn no_source_file_is_over_800_lines_before_its_tests() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut over = Vec::new();
+    let mut exempt_seen = BTreeSet::new();
     let mut seen = 0;
     for krate in ["monitor", "monitor-common", "monitor-ebpf", "xtask"] {
         let src = root.join(krate).join("src");
@@ -551,12 +591,17 @@ fn no_source_file_is_over_800_lines_before_its_tests() {
                 continue;
             }
             seen += 1;
-            let code = text
-                .lines()
-                .take_while(|l| !l.starts_with("#[cfg(test)]"))
-                .count();
-            if code > MAX_LINES {
-                over.push(format!("{krate}/src/{rel}: {code} lines before its tests"));
+            let path = format!("{krate}/src/{rel}");
+            let code = code_lines(text);
+            if OVER_MAX_FOR_NOW.iter().any(|(p, _)| *p == path) {
+                exempt_seen.insert(path.clone());
+                if code <= MAX_LINES {
+                    over.push(format!(
+                        "{path}: {code} lines of code, no longer needs its place in OVER_MAX_FOR_NOW"
+                    ));
+                }
+            } else if code > MAX_LINES {
+                over.push(format!("{path}: {code} lines of code outside its tests"));
             }
         }
     }
@@ -565,6 +610,11 @@ fn no_source_file_is_over_800_lines_before_its_tests() {
         "only {seen} source files found under {}",
         root.display()
     );
+    for (path, _) in OVER_MAX_FOR_NOW {
+        if !exempt_seen.contains(*path) {
+            over.push(format!("{path}: in OVER_MAX_FOR_NOW but not found"));
+        }
+    }
     assert!(
         over.is_empty(),
         "over {MAX_LINES} lines:\n{}",

@@ -21,6 +21,10 @@ const PACKAGES: &[(&str, &str)] = &[
     ),
     ("cargo-web", "cargo for the debian-bpf toolchain"),
     (
+        "rust-web-clippy",
+        "clippy for the debian-bpf toolchain: lints the kernel crate",
+    ),
+    (
         "libstd-rust-web-dev-bpf",
         "precompiled core for bpfel-unknown-none",
     ),
@@ -124,46 +128,36 @@ pub fn setup() -> Result<()> {
     Ok(())
 }
 
-/// Lints the kernel crate with the toolchain that builds it.
+/// Checks the kernel crate's formatting and lints it with the toolchain
+/// that builds it (Debian's clippy, `rust-web-clippy`, which matches
+/// Debian's rustc); any warning fails. `monitor-ebpf` is its own workspace,
+/// so `cargo fmt --all` and the workspace's clippy never see it.
 pub fn clippy_ebpf() -> Result<()> {
     let dir = crate::root().join("monitor-ebpf");
+    run(Command::new("cargo")
+        .args(["fmt", "--check", "--manifest-path"])
+        .arg(dir.join("Cargo.toml")))
+    .context(
+        "monitor-ebpf is not formatted: run `cargo fmt --manifest-path monitor-ebpf/Cargo.toml`",
+    )?;
     let has_clippy = Command::new("rustup")
         .args(["run", "debian-bpf", "cargo", "clippy", "--version"])
         .current_dir(&dir)
         .output()
         .is_ok_and(|o| o.status.success());
-    let mut c = Command::new("rustup");
-    c.current_dir(&dir)
+    if !has_clippy {
+        bail!(
+            "the debian-bpf toolchain has no clippy: `cargo xtask setup` installs rust-web-clippy"
+        );
+    }
+    run(Command::new("rustup")
+        .current_dir(&dir)
         .env(
             "RUSTC_BOOTSTRAP",
             "aya_ebpf,aya_log_ebpf,monitor_ebpf,aya_ebpf_bindings,aya_ebpf_cty,aya_ebpf_macros",
         )
-        .env("CARGO_TARGET_DIR", crate::root().join("target/ebpf-lint"));
-    if has_clippy {
-        c.args([
-            "run",
-            "debian-bpf",
-            "cargo",
-            "clippy",
-            "--release",
-            "--target",
-            "bpfel-unknown-none",
-            "--",
-            "-D",
-            "warnings",
-        ]);
-    } else {
-        // Debian's toolchain ships no clippy: at least check that the kernel
-        // crate compiles warning-free.
-        c.env("RUSTFLAGS", "-D warnings").args([
-            "run",
-            "debian-bpf",
-            "cargo",
-            "check",
-            "--release",
-            "--target",
-            "bpfel-unknown-none",
-        ]);
-    }
-    run(&mut c)
+        .env("CARGO_TARGET_DIR", crate::root().join("target/ebpf-lint"))
+        .args(["run", "debian-bpf", "cargo", "clippy", "--release"])
+        .args(["--target", "bpfel-unknown-none", "--", "-D", "warnings"]))
+    .context("clippy found problems in monitor-ebpf (the kernel crate)")
 }

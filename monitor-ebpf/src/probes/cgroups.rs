@@ -76,7 +76,7 @@ fn names_container(buf: &[u8; PATH_MAX], len: usize) -> bool {
     {
         end -= 6;
     }
-    if end < ID_LEN + 1 || end > PATH_MAX {
+    if !(ID_LEN + 1..=PATH_MAX).contains(&end) {
         return false;
     }
     let start = end - ID_LEN;
@@ -123,17 +123,17 @@ pub extern "C" fn cgroup_follow(cgrp: u64, path: u64, target: u64) -> u64 {
             target: target as u32,
             _pad: 0,
         };
-        if SCOPE_CGROUPS.insert(&id, &entry, 0).is_ok() {
+        if SCOPE_CGROUPS.insert(id, entry, 0).is_ok() {
             mode = ADDED;
             // Sub-cgroups the container makes are matched through their
             // ancestor at this level.
             // SAFETY: a map lookup; the value is read at once, within this program run.
-            let mask = unsafe { SCOPE_CGROUPS.get(&CGROUP_LEVELS_KEY) }.map_or(0, |e| e.target);
+            let mask = unsafe { SCOPE_CGROUPS.get(CGROUP_LEVELS_KEY) }.map_or(0, |e| e.target);
             let levels = ScopeEntry {
                 target: mask | (1u32 << level),
                 _pad: 0,
             };
-            let _ = SCOPE_CGROUPS.insert(&CGROUP_LEVELS_KEY, &levels, 0);
+            let _ = SCOPE_CGROUPS.insert(CGROUP_LEVELS_KEY, levels, 0);
         } else {
             count_loss(LossCause::ScopeFull);
         }

@@ -17,7 +17,10 @@ use monitor_common::{
     CompatArgs, EventKind,
 };
 
+use monitor_common::ReadFailure;
+
 use super::syscalls::Args;
+use crate::maps::or_count;
 use crate::{
     record::{Record, TaskFs, AT_FDCWD, BASE1_TAGS},
     shim::shim_task_in_compat,
@@ -76,8 +79,11 @@ pub fn args(how: CompatArgs, regs: *const u8) -> Args {
         // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
         a.set(
             i,
-            unsafe { bpf_probe_read_kernel(regs.add(IA32_ARGS[i]) as *const u64) }.unwrap_or(0)
-                & 0xffff_ffff,
+            or_count(
+                unsafe { bpf_probe_read_kernel(regs.add(IA32_ARGS[i]) as *const u64) },
+                ReadFailure::Kernel,
+                0,
+            ) & 0xffff_ffff,
         );
         i += 1;
     }

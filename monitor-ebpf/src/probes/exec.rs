@@ -8,7 +8,10 @@ use monitor_common::{
     EventKind,
 };
 
+use monitor_common::ReadFailure;
+
 use super::syscalls::{nr, Args};
+use crate::maps::or_count;
 use crate::record::{scan_env, Record, AT_FDCWD};
 
 use monitor_common::at_flags::AT_EMPTY_PATH;
@@ -32,7 +35,11 @@ pub fn enter(id: u32, a: &Args) -> Option<Record> {
     let mut i = 0u32;
     while i < MAX_ARGS {
         // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
-        let p = unsafe { bpf_probe_read_user(argv.add(i as usize)) }.unwrap_or(0);
+        let p = or_count(
+            unsafe { bpf_probe_read_user(argv.add(i as usize)) },
+            ReadFailure::User,
+            0,
+        );
         if p == 0 {
             break;
         }
@@ -41,7 +48,11 @@ pub fn enter(id: u32, a: &Args) -> Option<Record> {
     }
     if i == MAX_ARGS {
         // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
-        let more = unsafe { bpf_probe_read_user(argv.add(MAX_ARGS as usize)) }.unwrap_or(0);
+        let more = or_count(
+            unsafe { bpf_probe_read_user(argv.add(MAX_ARGS as usize)) },
+            ReadFailure::User,
+            0,
+        );
         if more != 0 {
             rec.hdr().hflags |= header_flags::ARGV_TRUNCATED;
         }

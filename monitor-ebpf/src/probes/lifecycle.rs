@@ -30,7 +30,7 @@ pub fn sched_process_fork(ctx: RawTracePointContext) -> i32 {
     let Some(entry) = current_scope(parent_tgid) else {
         return 0;
     };
-    if SCOPE.insert(&tgid, &entry, 0).is_err() {
+    if SCOPE.insert(tgid, entry, 0).is_err() {
         count_loss(LossCause::ScopeFull);
     }
     if let Some(mut rec) = Record::start(EventKind::Fork as u32, 0) {
@@ -53,7 +53,7 @@ pub fn sched_process_fork(ctx: RawTracePointContext) -> i32 {
 pub fn sched_process_exit(_ctx: RawTracePointContext) -> i32 {
     let pid_tgid = bpf_get_current_pid_tgid();
     let (tid, tgid) = (pid_tgid as u32, (pid_tgid >> 32) as u32);
-    let _ = INFLIGHT.remove(&tid);
+    let _ = INFLIGHT.remove(tid);
     if current_scope(tgid).is_none() {
         return 0;
     }
@@ -70,6 +70,6 @@ pub fn sched_process_exit(_ctx: RawTracePointContext) -> i32 {
         rec.hdr().result = i64::from(unsafe { shim_task_exit_code(task) });
         rec.send();
     }
-    let _ = SCOPE.remove(&tgid);
+    let _ = SCOPE.remove(tgid);
     0
 }

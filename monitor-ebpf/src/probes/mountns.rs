@@ -162,7 +162,7 @@ fn capture_if_changed(ns: u64) -> u64 {
         return 0;
     }
     // SAFETY: a map lookup; the value is read at once, within this program run.
-    if let Some(seen) = unsafe { MNT_NS_SEEN.get(&inum) } {
+    if let Some(seen) = unsafe { MNT_NS_SEEN.get(inum) } {
         if *seen == event {
             return 0;
         }
@@ -170,7 +170,7 @@ fn capture_if_changed(ns: u64) -> u64 {
     mountns_capture(ns, inum as u64, event);
     // Stored after the capture: a call on another CPU either sees the old
     // counter and captures too, or finds this capture already sent.
-    let _ = MNT_NS_SEEN.insert(&inum, &event, 0);
+    let _ = MNT_NS_SEEN.insert(inum, event, 0);
     1
 }
 

@@ -99,7 +99,7 @@ pub fn sys_exit_open_sensitive(ctx: BtfTracePointContext) -> i32 {
         )
     };
     // SAFETY: a map lookup whose value is not used.
-    if unsafe { SENSITIVE_INODES.get(&key) }.is_none() {
+    if unsafe { SENSITIVE_INODES.get(key) }.is_none() {
         return 0;
     }
     let mnt_ns = mountns::sync_current();

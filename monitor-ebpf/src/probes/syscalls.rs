@@ -18,6 +18,9 @@ use monitor_common::{
     Inflight, LossCause,
 };
 
+use monitor_common::ReadFailure;
+
+use crate::maps::or_count;
 use crate::{
     maps::{
         count_loss, current_scope, INFLIGHT, INFLIGHT_NEW, SYS_ENTER_TAIL, TAIL_COMPAT, TAIL_EXEC,
@@ -49,8 +52,11 @@ impl Args {
     fn read(regs: *const u8) -> Args {
         // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
         Args {
-            raw: unsafe { bpf_probe_read_kernel(regs.add(REGS_FROM) as *const [u64; 8]) }
-                .unwrap_or([0; 8]),
+            raw: or_count(
+                unsafe { bpf_probe_read_kernel(regs.add(REGS_FROM) as *const [u64; 8]) },
+                ReadFailure::Kernel,
+                [0; 8],
+            ),
         }
     }
     /// No arguments yet (all 0): [`Args::set`] fills them in x86_64
@@ -94,6 +100,19 @@ impl Args {
     }
 }
 
+/// A tail call that fell through (an empty slot: a broken load) is counted
+/// as a loss and, being rare, logged: the line reaches `tracing` through
+/// aya-log in userspace.
+#[inline(always)]
+fn tail_call_failed(ctx: &RawTracePointContext, id: u32) {
+    count_loss(LossCause::TailCallFailed);
+    aya_log_ebpf::warn!(
+        ctx,
+        "syscall {}: the tail call to its recording program failed",
+        id
+    );
+}
+
 #[raw_tracepoint(tracepoint = "sys_enter")]
 pub fn sys_enter(ctx: RawTracePointContext) -> i32 {
     let id: u64 = ctx.arg(1);
@@ -115,7 +134,7 @@ pub fn sys_enter(ctx: RawTracePointContext) -> i32 {
             // its own (its stack is not this one's).
             // SAFETY: `ctx` is this program's own context, passed on unchanged.
             unsafe { SYS_ENTER_TAIL.tail_call(&ctx, TAIL_COMPAT) };
-            count_loss(LossCause::TailCallFailed);
+            tail_call_failed(&ctx, id);
         } else {
             compat::record_other(id, regs);
         }
@@ -130,7 +149,7 @@ pub fn sys_enter(ctx: RawTracePointContext) -> i32 {
         // call does not return; if the slot is empty it falls through.
         // SAFETY: `ctx` is this program's own context, passed on unchanged.
         unsafe { SYS_ENTER_TAIL.tail_call(&ctx, TAIL_EXEC) };
-        count_loss(LossCause::TailCallFailed);
+        tail_call_failed(&ctx, id);
         return 0;
     }
     file_call(id, &Args::read(regs), pid_tgid, 0);
@@ -181,7 +200,7 @@ fn file_call(id: u32, args: &Args, pid_tgid: u64, compat: u32) {
         }
         // Register before sending: the result can only come after this.
         if id != nr::IO_URING_SETUP {
-            if INFLIGHT.insert(&tid, inflight, 0).is_err() {
+            if INFLIGHT.insert(tid, inflight, 0).is_err() {
                 count_loss(LossCause::InflightFull);
             } else if compat != 0 && !compat::seen() {
                 compat::mark_seen();
@@ -213,7 +232,7 @@ pub fn sys_enter_exec(ctx: RawTracePointContext) -> i32 {
     let args = Args::read(regs);
     let tid = pid_tgid as u32;
     let inflight = Inflight::new(id, 0, 0);
-    if INFLIGHT.insert(&tid, &inflight, 0).is_err() {
+    if INFLIGHT.insert(tid, inflight, 0).is_err() {
         count_loss(LossCause::InflightFull);
     }
     let mnt_ns = mountns::sync_current();
@@ -245,14 +264,14 @@ pub fn sys_exit(ctx: BtfTracePointContext) -> i32 {
     }
     let tid = bpf_get_current_pid_tgid() as u32;
     // SAFETY: a map lookup; the value is read at once, within this program run.
-    let Some(inflight) = (unsafe { INFLIGHT.get(&tid) }).copied() else {
+    let Some(inflight) = (unsafe { INFLIGHT.get(tid) }).copied() else {
         return 0;
     };
     let compat = inflight.retry & files::RETRY_COMPAT != 0;
     if !traced && !compat {
         return 0;
     }
-    let _ = INFLIGHT.remove(&tid);
+    let _ = INFLIGHT.remove(tid);
     // The call's own (x86_64) number: an ia32 call's twin.
     let id = inflight.nr as u64;
     let ret: i64 = ctx.arg(1);

@@ -1,12 +1,12 @@
 //! Loading and attaching the kernel programs, and what this kernel allows.
-use std::{fs, os::fd::AsRawFd, path::Path};
+use std::{fs, os::fd::AsRawFd, path::Path, sync::Mutex};
 
 use aya::{
     maps::{HashMap, MapData, PerCpuArray, ProgramArray, RingBuf},
     programs::{BtfTracePoint, RawTracePoint},
     Btf, Ebpf, EbpfLoader,
 };
-use monitor_common::{LossCause, ScopeEntry};
+use monitor_common::{LossCause, ReadFailure, ScopeEntry};
 
 /// The kernel object built by build.rs (empty when built with AYA_BUILD_SKIP).
 pub(crate) static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/monitor"));
@@ -85,7 +85,14 @@ pub struct Probes {
     pub scope: HashMap<MapData, u32, ScopeEntry>,
     pub scope_cgroups: HashMap<MapData, u64, ScopeEntry>,
     pub losses: PerCpuArray<MapData, u64>,
+    /// `ERRORS`: reads and helpers that failed where a program carried on
+    /// with 0, per CPU, indexed by [`ReadFailure`].
+    pub read_failures: PerCpuArray<MapData, u64>,
     pub events: Option<RingBuf<MapData>>,
+    /// Log lines of the kernel programs (`aya-log-ebpf`), when the object
+    /// has its log ring. Kept for the whole run: dropping it closes the
+    /// ring, and later program loads then fail with a misleading EPERM.
+    kernel_log: Option<Mutex<KernelLogger>>,
     scope_raw_fd: i32,
     /// `SYS_ENTER_TAIL`, held so that its slots stay filled.
     _tail: ProgramArray<MapData>,
@@ -230,7 +237,9 @@ impl Probes {
             source,
         })?;
         let scope_cgroups = take_map(&mut ebpf, "SCOPE_CGROUPS", HashMap::try_from)?;
+        let kernel_log = kernel_logger(&mut ebpf);
         let losses = take_map(&mut ebpf, "LOSSES", PerCpuArray::try_from)?;
+        let read_failures = take_map(&mut ebpf, "ERRORS", PerCpuArray::try_from)?;
         let events = Some(take_map(&mut ebpf, "EVENTS", RingBuf::try_from)?);
         // Loading parsed the kernel's BTF: some 25 MiB of small allocations,
         // freed now but left resident between the ones kept. Hand those
@@ -242,6 +251,8 @@ impl Probes {
             scope,
             scope_cgroups,
             losses,
+            read_failures,
+            kernel_log,
             events,
             scope_raw_fd,
             _tail: tail,
@@ -299,20 +310,51 @@ impl Probes {
     }
 
     /// Loss counters: `[cause][cpu]`.
+    /// Hands the kernel programs' pending log lines to the `log` crate,
+    /// which the subscriber `cli` installs forwards to `tracing`.
+    pub fn flush_kernel_log(&self) {
+        if let Some(l) = &self.kernel_log {
+            l.lock().unwrap_or_else(|e| e.into_inner()).flush();
+        }
+    }
+
+    /// The kernel's per-CPU counters, in [`super::loss::KERNEL_COUNTERS`]
+    /// order: `LOSSES` by [`LossCause`], then `ERRORS` by [`ReadFailure`].
     pub fn loss_counters(&self) -> Vec<Vec<u64>> {
+        let per_cpu = |map: &PerCpuArray<MapData, u64>, i: u32| -> Vec<u64> {
+            map.get(&i, 0)
+                .map(|v| v.iter().copied().collect())
+                .unwrap_or_default()
+        };
         LossCause::ALL
             .iter()
-            .map(|c| {
-                self.losses
-                    .get(&(*c as u32), 0)
-                    .map(|v| v.iter().copied().collect())
-                    .unwrap_or_default()
-            })
+            .map(|c| per_cpu(&self.losses, *c as u32))
+            .chain(
+                ReadFailure::ALL
+                    .iter()
+                    .map(|f| per_cpu(&self.read_failures, *f as u32)),
+            )
             .collect()
     }
 }
 
 use std::os::fd::AsFd as _;
+
+type KernelLogger = aya_log::EbpfLogger<&'static dyn log::Log>;
+
+/// The reader of the kernel programs' log ring (`AYA_LOGS`), or `None`
+/// when the object logs nothing (it then has no such map) or the ring
+/// cannot be opened: a missing log never fails the run, and says so.
+fn kernel_logger(ebpf: &mut Ebpf) -> Option<Mutex<KernelLogger>> {
+    match aya_log::EbpfLogger::init(ebpf) {
+        Ok(l) => Some(Mutex::new(l)),
+        Err(aya_log::Error::MapNotFound) => None,
+        Err(e) => {
+            tracing::warn!("kernel log lines will not be shown: {e}");
+            None
+        }
+    }
+}
 
 fn take_map<T>(
     ebpf: &mut Ebpf,

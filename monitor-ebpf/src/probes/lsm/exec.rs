@@ -16,7 +16,7 @@ pub fn lsm_bprm_check_security(ctx: LsmContext) -> i32 {
     let pid_tgid = bpf_get_current_pid_tgid();
     let tid = pid_tgid as u32;
     let bprm = arg(&ctx, 0) as *const c_void;
-    let Some(vp) = LSM_EXEC_VERDICT.get_ptr_mut(&tid) else {
+    let Some(vp) = LSM_EXEC_VERDICT.get_ptr_mut(tid) else {
         let rules = match LSM_CONFIG.get(0) {
             Some(cfg) => cfg.exec_rules,
             None => 0,
@@ -164,7 +164,7 @@ pub extern "C" fn lsm_scan_arg(slot: u64) -> u64 {
     }
     let h = lsm_hash_token(p, 0);
     // SAFETY: a map lookup; the value is read at once, within this program run.
-    let bits = unsafe { LSM_EXEC_TOKENS.get(&h) }.copied().unwrap_or(0);
+    let bits = unsafe { LSM_EXEC_TOKENS.get(h) }.copied().unwrap_or(0);
     let Some(s) = LSM_TOKEN_SCRATCH.get_ptr_mut(0) else {
         return 0;
     };
@@ -294,7 +294,7 @@ pub extern "C" fn lsm_exec_decide(argv: u64, progs: u64) -> u64 {
 fn program_rules(ptr: u64, flags: u64) -> u32 {
     let h = lsm_hash_token(ptr, TOKEN_BASENAME | flags);
     // SAFETY: a map lookup; the value is read at once, within this program run.
-    unsafe { LSM_EXEC_PROGRAMS.get(&h) }.copied().unwrap_or(0)
+    unsafe { LSM_EXEC_PROGRAMS.get(h) }.copied().unwrap_or(0)
 }
 
 /// `(pid_tgid, configuration)` when exec rules apply to the current
@@ -334,7 +334,7 @@ pub fn sys_enter_exec_rules(ctx: RawTracePointContext) -> i32 {
         // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
         if unsafe { shim_task_in_compat(task) } != 0 {
             let tid = bpf_get_current_pid_tgid() as u32;
-            let _ = LSM_EXEC_VERDICT.remove(&tid);
+            let _ = LSM_EXEC_VERDICT.remove(tid);
         }
         return 0;
     }
@@ -375,8 +375,8 @@ pub fn sys_enter_exec_rules(ctx: RawTracePointContext) -> i32 {
     }
     // Without an entry the exec is refused (bprm_check_security) or
     // killed (sched_process_exec_verify): never an older thread's verdict.
-    if LSM_EXEC_VERDICT.insert(&tid, &v, 0).is_err() {
-        let _ = LSM_EXEC_VERDICT.remove(&tid);
+    if LSM_EXEC_VERDICT.insert(tid, v, 0).is_err() {
+        let _ = LSM_EXEC_VERDICT.remove(tid);
     }
     0
 }
@@ -437,10 +437,10 @@ pub fn sched_process_exec_verify(ctx: RawTracePointContext) -> i32 {
     let old_pid = old_pid as u32;
     let bprm: *const c_void = ctx.arg(2);
     // SAFETY: a map lookup; the value is copied at once.
-    let Some(e) = (unsafe { LSM_EXEC_VERDICT.get(&old_pid) }).copied() else {
+    let Some(e) = (unsafe { LSM_EXEC_VERDICT.get(old_pid) }).copied() else {
         return kill_exec(bprm, EXEC_INDEX_UNDECIDED);
     };
-    let _ = LSM_EXEC_VERDICT.remove(&old_pid);
+    let _ = LSM_EXEC_VERDICT.remove(old_pid);
     // SAFETY: CO-RE accessors of the C shim: reads through bpf_probe_read_kernel, a bad pointer yields 0.
     let late_argc = unsafe { shim_bprm_argc(bprm) };
     if e.argc == 0 || e.argc == u32::MAX || late_argc < e.argc as i32 {
