@@ -206,10 +206,11 @@ impl Grouper {
             return None;
         }
         for _ in 0..16 {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            // Fields after the command name, which is in parentheses.
-            let rest = &stat[stat.rfind(')')? + 2..];
-            pid = rest.split(' ').nth(1)?.parse().ok()?;
+            let ppid = procfs::process::Process::new(pid as i32)
+                .and_then(|p| p.stat())
+                .ok()?
+                .ppid;
+            pid = u32::try_from(ppid).ok()?;
             if pid <= 1 {
                 return None;
             }

@@ -452,24 +452,16 @@ impl Daemon {
 
 /// Processes descending from `pid` now (from /proc).
 fn descendants_of(pid: u32) -> Vec<u32> {
-    let mut parent: Vec<(u32, u32)> = Vec::new();
-    if let Ok(rd) = std::fs::read_dir("/proc") {
-        for e in rd.flatten() {
-            let Some(p) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-                continue;
-            };
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
-                continue;
-            };
-            // The comm field may hold spaces and parens: ppid follows the last ')'.
-            let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
-                continue;
-            };
-            if let Some(pp) = rest.split_whitespace().nth(1).and_then(|s| s.parse().ok()) {
-                parent.push((p, pp));
-            }
-        }
-    }
+    // Processes that exit during the walk are skipped.
+    let parent: Vec<(u32, u32)> = procfs::process::all_processes()
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|p| {
+            let st = p.stat().ok()?;
+            Some((u32::try_from(st.pid).ok()?, u32::try_from(st.ppid).ok()?))
+        })
+        .collect();
     let mut out = Vec::new();
     let mut frontier = vec![pid];
     while let Some(p) = frontier.pop() {
