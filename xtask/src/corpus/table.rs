@@ -334,54 +334,38 @@ pub fn render(rows: &[Row], build: &str) -> String {
         }
         out.push('\n');
     }
-    let differing: Vec<String> = rows
-        .iter()
-        .filter(|r| r.kind == Kind::Benign)
-        .flat_map(|r| {
-            verdict_differences(r)
-                .into_iter()
-                .map(move |d| format!("  {}: {d}", r.name))
-        })
-        .collect();
-    if !differing.is_empty() {
-        out.push_str("\nbenign actions treated differently in observe and enforce:\n");
-        for d in &differing {
-            out.push_str(d);
-            out.push('\n');
+    // Each comparison's differences, by session.
+    let listed = |title: &str, of: &dyn Fn(&Row) -> Vec<String>, out: &mut String| {
+        let lines: Vec<String> = rows
+            .iter()
+            .flat_map(|r| {
+                of(r)
+                    .into_iter()
+                    .map(move |d| format!("  {}: {d}\n", r.name))
+            })
+            .collect();
+        if !lines.is_empty() {
+            let _ = write!(out, "\n{title}:\n{}", lines.concat());
         }
-    }
-    let replay_changed: Vec<String> = rows
-        .iter()
-        .flat_map(|r| {
-            r.replay
-                .changed
-                .iter()
-                .map(move |d| format!("  {}: {d}", r.name))
-        })
-        .collect();
-    if !replay_changed.is_empty() {
-        out.push_str("\nrecords judged differently by `abm replay` of the observe trace:\n");
-        for d in &replay_changed {
-            out.push_str(d);
-            out.push('\n');
-        }
-    }
-    let hook_differ: Vec<String> = rows
-        .iter()
-        .flat_map(|r| {
-            r.hook
-                .differences
-                .iter()
-                .map(move |d| format!("  {}: {d}", r.name))
-        })
-        .collect();
-    if !hook_differ.is_empty() {
-        out.push_str("\ncommands `abm hook` answered otherwise than the run treated them:\n");
-        for d in &hook_differ {
-            out.push_str(d);
-            out.push('\n');
-        }
-    }
+    };
+    listed(
+        "benign actions treated differently in observe and enforce",
+        &|r| match r.kind {
+            Kind::Benign => verdict_differences(r),
+            Kind::Destructive => Vec::new(),
+        },
+        &mut out,
+    );
+    listed(
+        "records judged differently by `abm replay` of the observe trace",
+        &|r| r.replay.changed.clone(),
+        &mut out,
+    );
+    listed(
+        "commands `abm hook` answered otherwise than the run treated them",
+        &|r| r.hook.differences.clone(),
+        &mut out,
+    );
     let mut by_rule: BTreeMap<(&'static str, &str), u64> = BTreeMap::new();
     for r in rows {
         for (rule, n) in &r.observe.by_rule {
