@@ -71,6 +71,11 @@ pub struct Measurer {
     /// ran (a trace record arrives once the command is done) is judged on
     /// the tip the branch had, as the judge before the call does.
     pub tips: foldhash::HashMap<PathBuf, std::collections::HashMap<String, String>>,
+    /// Judging for an agent session that abm does not watch call by call
+    /// (`abm hook`): a file born (`statx` birth time) since [`Measurer::since`]
+    /// is the session's own, as a file the run saw itself create is the
+    /// run's ([`Measurer::created`]).
+    pub born_own: bool,
 }
 
 impl Measurer {
@@ -85,7 +90,17 @@ impl Measurer {
             last_lstat: None,
             since: std::time::SystemTime::now(),
             tips: Default::default(),
+            born_own: false,
         }
+    }
+
+    /// Whether `p` was born since the session started ([`Measurer::born_own`]);
+    /// false where the file system keeps no birth time.
+    fn born_in_session(&self, p: &Path) -> bool {
+        self.born_own
+            && std::fs::symlink_metadata(p)
+                .and_then(|m| m.created())
+                .is_ok_and(|born| born >= self.since)
     }
 
     /// Adds the branch tips of the repository holding `dir` to
@@ -237,6 +252,13 @@ impl Measurer {
                 Recovery::Reversible,
                 ObjectKind::Created,
                 "created earlier in this run",
+            );
+        }
+        if self.born_in_session(p) {
+            return m(
+                Recovery::Reversible,
+                ObjectKind::Created,
+                "created earlier in this agent session",
             );
         }
         // 1. Names and places (no I/O).

@@ -102,8 +102,9 @@ pub struct Judged {
 /// (each `>` target as a truncating open, the files an `rm -r` would
 /// unlink, the destinations of `mv`, `cp`, `dd`, `tee`, `sed -i`). The
 /// worst verdict decides, so the answer is the treatment the run then
-/// gives the same action. Git objects written since `since` (the agent
-/// session's start) are the session's own, as a run's are its own.
+/// gives the same action. Git objects written and files born since
+/// `since` (the agent session's start) are the session's own, as a run's
+/// are its own.
 pub fn judge_command(
     command: &str,
     cwd: &Path,
@@ -116,6 +117,9 @@ pub fn judge_command(
     let mut judge = crate::action::Judge::ahead(ctx);
     if let Some(t) = since {
         judge.measurer.since = t;
+        // What the session created since is its own (the run sees each
+        // creation; the hook sees the file's birth time).
+        judge.measurer.born_own = true;
     }
     let mut worst: Option<(Treatment, Verdict, String)> = None;
     let mut commands = Vec::new();
@@ -662,6 +666,46 @@ mod tests {
             true,
             None,
         )
+    }
+
+    /// A session's scratch file is its own to remove, as the run judges a
+    /// file it saw created; a file from before the session is not.
+    #[test]
+    fn files_born_in_the_session_are_its_own() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = tmp.path().join("ws");
+        std::fs::create_dir(&ws).unwrap();
+        let git = |args: &[&str]| {
+            let st = std::process::Command::new("git")
+                .args(["-c", "user.name=t", "-c", "user.email=t@t", "-C"])
+                .arg(&ws)
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(st.status.success(), "{st:?}");
+        };
+        git(&["init", "-q"]);
+        std::fs::write(ws.join("tracked.txt"), "t").unwrap();
+        git(&["add", "tracked.txt"]);
+        git(&["commit", "-q", "-m", "i"]);
+        std::fs::write(ws.join("notes.txt"), "the user's").unwrap();
+        // Birth times come from a coarse clock: let it pass the start.
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        let since = std::time::SystemTime::now();
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        std::fs::write(ws.join("scratch.py"), "print(1)").unwrap();
+        let ctx = Context {
+            workspace: ws.clone(),
+            home: tmp.path().join("home"),
+            trace_path: None,
+        };
+        let policy = Policy::default_pack();
+        let j = |cmd: &str, since| judge_command(cmd, &ws, &policy, &ctx, true, since);
+        let born = std::fs::metadata(ws.join("scratch.py")).and_then(|m| m.created());
+        assert!(born.is_ok(), "the test's file system keeps no birth time");
+        assert_eq!(j("rm scratch.py", Some(since)).decision, "allow");
+        assert_eq!(j("rm scratch.py", None).decision, "ask");
+        assert_eq!(j("rm notes.txt", Some(since)).decision, "ask");
     }
 
     #[test]
