@@ -20,7 +20,7 @@ use monitor_common::{
 use monitor_common::ReadFailure;
 
 use super::syscalls::Args;
-use crate::maps::or_count;
+use crate::maps::count_failure;
 use crate::{
     record::{Record, TaskFs, AT_FDCWD, BASE1_TAGS},
     shim::shim_task_in_compat,
@@ -75,17 +75,23 @@ pub fn args(how: CompatArgs, regs: *const u8) -> Args {
     // that the verifier's 512-byte bound across calls does not leave.
     let mut a = Args::zero();
     let mut i = 0;
+    // Counted once after the loop: a map lookup inside it multiplies the
+    // states the verifier explores past the 1M-instruction limit on 6.1.
+    let mut failed = false;
     while i < 6 {
         // SAFETY: bpf_probe_read_* checks the address itself; a bad one returns an error, never faults.
-        a.set(
-            i,
-            or_count(
-                unsafe { bpf_probe_read_kernel(regs.add(IA32_ARGS[i]) as *const u64) },
-                ReadFailure::Kernel,
-                0,
-            ) & 0xffff_ffff,
-        );
+        let v = match unsafe { bpf_probe_read_kernel(regs.add(IA32_ARGS[i]) as *const u64) } {
+            Ok(v) => v,
+            Err(_) => {
+                failed = true;
+                0
+            }
+        };
+        a.set(i, v & 0xffff_ffff);
         i += 1;
+    }
+    if failed {
+        count_failure(ReadFailure::Kernel);
     }
     // File descriptors and dirfds are ints: sign-extend what `Args::int`
     // reads as i32 already; lengths and ids need their own care.
