@@ -78,7 +78,10 @@ pub fn count_loss(cause: LossCause) {
     }
 }
 
-#[inline(always)]
+// Not inlined: one subprogram instead of a map lookup and its null check
+// at every read, which multiplied the states the verifier explores (on
+// 6.1, sys_enter_compat went past the 1M-instruction limit).
+#[inline(never)]
 pub fn count_failure(kind: ReadFailure) {
     if let Some(p) = ERRORS.get_ptr_mut(kind as u32) {
         // SAFETY: a pointer into this CPU's entry of a per-CPU array (non-null from the lookup); programs do not nest on one CPU.
