@@ -147,13 +147,11 @@ pub fn compare(hook_log: &str, trace: &str) -> Result<HookCompare> {
         let hook_t = answer["treatment"].as_str().unwrap_or("accept");
         // What the run gave the same command: the worst over its pairs.
         let mut run: Option<RunAction> = None;
-        let mut unpaired_program = false;
         for c in answer["commands"].as_array().into_iter().flatten() {
             let paired = if c["argv"].is_array() {
-                let q = by_cmd.get_mut(&key(&c["argv"], cwd));
-                let p = q.and_then(VecDeque::pop_front);
-                unpaired_program |= p.is_none();
-                p
+                by_cmd
+                    .get_mut(&key(&c["argv"], cwd))
+                    .and_then(VecDeque::pop_front)
             } else {
                 c["path"]
                     .as_str()
@@ -177,7 +175,9 @@ pub fn compare(hook_log: &str, trace: &str) -> Result<HookCompare> {
             .find_map(|c| c["rule"].as_str())
             .unwrap_or("-");
         match run {
-            Some(r) if fully => {
+            // A line the hook could not read: nothing to compare.
+            _ if !fully => out.not_comparable += 1,
+            Some(r) => {
                 out.compared += 1;
                 if rank(&r.treatment) != rank(hook_t) {
                     out.differences.push(format!(
@@ -186,10 +186,7 @@ pub fn compare(hook_log: &str, trace: &str) -> Result<HookCompare> {
                     ));
                 }
             }
-            // A builtin (nothing executed) that the hook passes, or a line
-            // the hook could not read: nothing to compare.
-            _ if !fully || (unpaired_program && rank(hook_t) == 0) => out.not_comparable += 1,
-            Some(_) => unreachable!("fully parsed is the first arm"),
+            // A builtin (nothing executed) that the hook passes.
             None if rank(hook_t) == 0 => out.not_comparable += 1,
             None => {
                 out.compared += 1;
