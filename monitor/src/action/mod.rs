@@ -129,12 +129,9 @@ struct Batch {
 
 impl Judge {
     pub fn new(ctx: &Context) -> Judge {
-        let mut measurer = Measurer::new(Locator::new(&ctx.workspace, &ctx.home));
-        // The branches the run starts with (see `Measurer::tips`).
-        measurer.remember_tips(&ctx.workspace);
         Judge {
             grouper: Grouper::default(),
-            measurer,
+            measurer: Measurer::new(Locator::new(&ctx.workspace, &ctx.home)),
             info: HashMap::new(),
             // Provisional keys live far above any trace seq.
             next_key: 1 << 62,

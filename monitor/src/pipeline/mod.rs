@@ -146,11 +146,15 @@ pub struct Pipeline {
 impl Pipeline {
     pub fn new(policy: Policy, ctx: Context) -> Pipeline {
         crate::action::warm(&policy, &ctx);
+        let mut judge = crate::action::Judge::new(&ctx);
+        // The branches the run starts with: this judge sees a deletion
+        // only after it ran (see `Measurer::tips`).
+        judge.measurer.remember_tips(&ctx.workspace);
         Pipeline {
             orderer: Orderer::default(),
             clock: Clock::new(),
             exes: HashMap::new(),
-            judge: crate::action::Judge::new(&ctx),
+            judge,
             policy,
             ctx,
             unpaired_exits: 0,
