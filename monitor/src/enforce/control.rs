@@ -224,6 +224,8 @@ pub struct Target {
     /// Run id: the socket is /run/abm/<RUN>.sock.
     #[arg(long, value_name = "RUN", conflicts_with = "socket")]
     pub run: Option<String>,
+    #[command(flatten)]
+    pub remote: super::remote::client::ClientArgs,
 }
 
 impl Target {
@@ -268,6 +270,11 @@ pub struct PendingArgs {
 
 /// `abm pending`.
 pub fn pending(a: PendingArgs) -> anyhow::Result<i32> {
+    if let Some(r) = super::remote::client::Remote::new(&a.target.remote)? {
+        let v = r.call("GET", "/pending", b"")?;
+        let all = v["pending"].as_array().cloned().unwrap_or_default();
+        return print_pending(&all, a.json, "");
+    }
     let socks = a.target.sockets()?;
     let mut all = Vec::new();
     let mut errors = Vec::new();
@@ -289,19 +296,22 @@ pub fn pending(a: PendingArgs) -> anyhow::Result<i32> {
             bail!("{e}");
         }
     }
-    if a.json {
+    let none = if socks.is_empty() {
+        " (no enforcing run found)"
+    } else {
+        ""
+    };
+    print_pending(&all, a.json, none)
+}
+
+/// Prints the pending requests; `none`: what to add when there are none.
+fn print_pending(all: &[Value], json: bool, none: &str) -> anyhow::Result<i32> {
+    if json {
         println!("{}", serde_json::to_string_pretty(&json!(all))?);
     } else if all.is_empty() {
-        println!(
-            "no pending requests{}",
-            if socks.is_empty() {
-                " (no enforcing run found)"
-            } else {
-                ""
-            }
-        );
+        println!("no pending requests{none}");
     } else {
-        for p in &all {
+        for p in all {
             println!(
                 "{:<4} {}  rule {}: {}  (run {}, waiting {:.0}s, denied in {:.0}s)",
                 p["id"],
@@ -319,6 +329,19 @@ pub fn pending(a: PendingArgs) -> anyhow::Result<i32> {
 
 /// `abm approve ID` / `abm deny ID`.
 pub fn decide(a: DecideArgs, approve: bool) -> anyhow::Result<i32> {
+    let op = if approve { "approve" } else { "deny" };
+    if let Some(r) = super::remote::client::Remote::new(&a.target.remote)? {
+        let body = json!({ "id": a.id, "answer": op }).to_string();
+        let v = r.call("POST", "/answer", body.as_bytes())?;
+        println!(
+            "{} request {} of run {} (via {})",
+            if approve { "approved" } else { "denied" },
+            a.id,
+            v["run"].as_str().unwrap_or("?"),
+            r.url()
+        );
+        return Ok(0);
+    }
     let socks = a.target.sockets()?;
     if socks.is_empty() {
         bail!(
@@ -348,7 +371,6 @@ pub fn decide(a: DecideArgs, approve: bool) -> anyhow::Result<i32> {
             ),
         }
     };
-    let op = if approve { "approve" } else { "deny" };
     let v = request(&sock, &json!({ "op": op, "id": a.id }))?;
     if v["ok"] == true {
         println!(

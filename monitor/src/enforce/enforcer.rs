@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 
 use super::{
     answers, control, default_quarantine_root, default_socket_dir, lsm::LsmGuard, notify, preserve,
-    run_id, seccomp, Backend, EnforceArgs, Guard, Requests, RunInfo, Start,
+    remote, run_id, seccomp, Backend, EnforceArgs, Guard, Requests, RunInfo, Start,
 };
 use crate::{
     core::absolute,
@@ -31,6 +31,8 @@ use crate::{
 /// backend's threads.
 pub(crate) struct Shared {
     pub run_id: String,
+    /// The command the run watches.
+    pub target: String,
     pub socket_path: PathBuf,
     /// Set when the run ends: every thread of enforcement returns.
     pub stop: AtomicBool,
@@ -60,10 +62,15 @@ impl Shared {
 
     /// The waiting requests, for `abm pending`.
     pub fn pending_list(&self) -> Vec<Value> {
-        self.requests
+        let mut list = self
+            .requests
             .get()
             .map(|r| r.pending_list())
-            .unwrap_or_default()
+            .unwrap_or_default();
+        for p in &mut list {
+            p["target"] = json!(self.target);
+        }
+        list
     }
 
     /// The answer to a request id nobody waits on.
@@ -78,10 +85,13 @@ pub struct Enforcer {
     guard: Box<dyn Guard>,
     shared: Arc<Shared>,
     control: Option<control::Server>,
+    approvals: Option<remote::server::Server>,
     run_id: String,
     socket_path: PathBuf,
     quarantine_dir: PathBuf,
     confirm_timeout_secs: f64,
+    /// Remote approval requests refused (bad signature, stale, replayed).
+    rejected_remote: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Enforcer {
@@ -113,6 +123,7 @@ impl Enforcer {
         );
         let shared = Arc::new(Shared {
             run_id: run_id.clone(),
+            target: info.target.clone(),
             socket_path: socket_path.clone(),
             stop: AtomicBool::new(false),
             notify: Arc::new(notify::Notifier::new(!args.no_notify)),
@@ -126,6 +137,17 @@ impl Enforcer {
                 socket_path.display()
             )
         })?;
+        let approvals = match args.remote.load(true)? {
+            Some(cfg) => {
+                let addr = cfg.addr;
+                Some(
+                    remote::server::Server::start(cfg, shared.clone()).with_context(|| {
+                        format!("--approvals-listen {addr}: cannot listen there")
+                    })?,
+                )
+            }
+            None => None,
+        };
         let quarantine = preserve::Quarantine::new(
             quarantine_dir.clone(),
             run_id.clone(),
@@ -139,6 +161,12 @@ impl Enforcer {
                 backend.name(),
                 socket_path.display()
             );
+            if let Some(a) = &approvals {
+                eprintln!(
+                    "abm: remote approvals at {} (GET /pending, POST /answer, signed)",
+                    a.url()
+                );
+            }
         }
         let start = Start {
             args,
@@ -155,6 +183,11 @@ impl Enforcer {
             guard,
             shared,
             control: Some(control),
+            rejected_remote: approvals
+                .as_ref()
+                .map(|a| a.rejected.clone())
+                .unwrap_or_default(),
+            approvals,
             run_id,
             socket_path,
             quarantine_dir,
@@ -197,6 +230,9 @@ impl Enforcer {
                 "confirm_timeout_secs": self.confirm_timeout_secs,
             }),
         );
+        if let Some(a) = &self.approvals {
+            m["enforcement"]["approvals_url"] = json!(a.url());
+        }
         self.guard.header_extra(&mut m);
         m
     }
@@ -227,6 +263,9 @@ impl Enforcer {
         self.guard.halt();
         if let Some(c) = self.control.take() {
             c.stop();
+        }
+        if let Some(a) = self.approvals.take() {
+            a.stop();
         }
         self.guard.stop(pipeline, writer)?;
         let preserved_entries = self.guard.preserved_entries();
@@ -259,6 +298,12 @@ impl Enforcer {
             "abm: enforcement ({}): {counts}\n",
             self.backend_name()
         ));
+        let rejected = self.rejected_remote.load(Ordering::Relaxed);
+        if rejected > 0 {
+            s.push_str(&format!(
+                "abm: remote approvals: {rejected} request(s) refused (bad signature, stale timestamp or replayed nonce)\n"
+            ));
+        }
         let preserved_entries = self.guard.preserved_entries();
         if preserved_entries > 0 {
             s.push_str(&format!(
@@ -286,6 +331,9 @@ impl Drop for Enforcer {
         self.shared.stop.store(true, Ordering::Relaxed);
         if let Some(c) = self.control.take() {
             c.stop();
+        }
+        if let Some(a) = self.approvals.take() {
+            a.stop();
         }
     }
 }

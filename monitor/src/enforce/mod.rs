@@ -19,6 +19,8 @@
 //!   access aimed at abm).
 //! - `enforcer`: the [`Enforcer`] and the [`Shared`] state its threads use.
 //! - [`control`]: the control socket, `abm approve|deny|pending`.
+//! - [`remote`]: remote approvals, a signed HTTP(S) endpoint and its
+//!   client (`--approvals-listen`, `abm approve --remote`).
 //! - [`self_guard`]: abm protecting its process and its trace.
 //! - [`preserve`], [`undo`]: the quarantine and `abm undo`.
 //! - [`answers`], [`notify`]: one question per action; reason lines.
@@ -47,6 +49,7 @@ pub mod lsm;
 mod manifest;
 pub mod notify;
 pub mod preserve;
+pub mod remote;
 mod restore;
 pub mod seccomp;
 pub mod self_guard;
@@ -107,6 +110,8 @@ pub struct EnforceArgs {
     /// of a process whose call was refused (docs/agents.md).
     #[arg(long)]
     pub no_notify: bool,
+    #[command(flatten)]
+    pub remote: remote::ListenArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -174,6 +179,9 @@ pub fn capabilities() -> Vec<Capability> {
 /// Picks the backend for `--enforce`, or says why none works. Called
 /// before anything is started.
 pub fn preflight(args: &EnforceArgs) -> anyhow::Result<Option<Backend>> {
+    // The remote approval settings are read and checked here too, so a
+    // bad one stops the run before anything starts.
+    args.remote.load(args.enforce)?;
     if !args.enforce {
         return Ok(None);
     }
@@ -318,6 +326,8 @@ pub struct RunInfo<'a> {
     pub policy: &'a Policy,
     pub ctx: &'a Context,
     pub quiet: bool,
+    /// The command the run watches, for the questions it asks.
+    pub target: String,
     /// The run's sensitive set, for the views (mount namespaces, roots)
     /// the tree enters.
     pub sensitive: Option<crate::kernel::sensitive::Views>,

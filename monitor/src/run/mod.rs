@@ -175,6 +175,12 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
                 policy: &policy,
                 ctx: &ctx,
                 quiet: args.quiet,
+                target: args
+                    .command
+                    .iter()
+                    .map(|a| a.to_string_lossy())
+                    .collect::<Vec<_>>()
+                    .join(" "),
                 sensitive: Some(sensitive_watch.views()),
             },
             &mut probes,

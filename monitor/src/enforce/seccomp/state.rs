@@ -64,7 +64,10 @@ impl Requests for State {
                     "op": p.action.op,
                     "path": p.action.path,
                     "path2": p.action.path2,
-                    "argv": p.action.argv,
+                    // The caller waits in the kernel: its command line and
+                    // directory stay put while the question is open.
+                    "argv": p.action.argv.clone().or_else(|| proc_argv(p.action.pid)),
+                    "cwd": p.action.cwd.clone().or_else(|| proc_cwd(p.action.pid)),
                     "pid": p.action.pid,
                     "comm": p.action.comm,
                     "rule": p.verdict.rule,
@@ -76,6 +79,24 @@ impl Requests for State {
             })
             .collect()
     }
+}
+
+/// The command line of a live process.
+fn proc_argv(pid: u32) -> Option<Vec<String>> {
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let v: Vec<String> = raw
+        .split(|b| *b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    (!v.is_empty()).then_some(v)
+}
+
+/// The working directory of a live process.
+fn proc_cwd(pid: u32) -> Option<String> {
+    std::fs::read_link(format!("/proc/{pid}/cwd"))
+        .ok()
+        .map(|p| p.to_string_lossy().into_owned())
 }
 
 impl State {
