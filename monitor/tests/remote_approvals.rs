@@ -208,7 +208,7 @@ fn approve_deny_bad_signature_and_replay_over_loopback_http() {
     );
 
     // 2: a wrong secret and a stale timestamp are refused (401) and answer
-    // nothing; the question stays open; then denied through the CLI.
+    // nothing; the question stays open.
     wait_pending(None, &remote, 2);
     let body = br#"{"id":2,"answer":"approve"}"#;
     let forged = Remote::new(&ClientArgs {
@@ -249,26 +249,10 @@ fn approve_deny_bad_signature_and_replay_over_loopback_http() {
         "still pending after the refusals"
     );
     assert!(ws.join("victim2").exists());
-    let mut args = vec!["deny", "2"];
-    args.extend_from_slice(&remote);
-    let out = abm(None, &args);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-
-    // 3: a valid signed answer is taken once; the same bytes again are a
-    // replay (401), and an answer to a question nobody waits on is 409.
-    wait_pending(None, &remote, 3);
+    // An answer to a question nobody waits on is 409. A valid signed
+    // answer is taken once; the same bytes again are a replay (401). The
+    // run is still alive then: the command's next call waits.
     let c = client(&url, &secret, None);
-    let deny3 = c
-        .signed("POST", "/answer", br#"{"id":3,"answer":"deny"}"#)
-        .unwrap();
-    let (code, v) = raw(&addr, &deny3);
-    assert_eq!(code, 200, "{v}");
-    let (code, v) = raw(&addr, &deny3);
-    assert_eq!(
-        (code, v["rejected"].as_str()),
-        (401, Some("replayed")),
-        "{v}"
-    );
     let (code, v) = c
         .send(
             &c.signed("POST", "/answer", br#"{"id":99,"answer":"approve"}"#)
@@ -276,6 +260,24 @@ fn approve_deny_bad_signature_and_replay_over_loopback_http() {
         )
         .unwrap();
     assert_eq!(code, 409, "{v}");
+    let deny2 = c
+        .signed("POST", "/answer", br#"{"id":2,"answer":"deny"}"#)
+        .unwrap();
+    let (code, v) = raw(&addr, &deny2);
+    assert_eq!(code, 200, "{v}");
+    let (code, v) = raw(&addr, &deny2);
+    assert_eq!(
+        (code, v["rejected"].as_str()),
+        (401, Some("replayed")),
+        "{v}"
+    );
+
+    // 3: denied through the CLI.
+    wait_pending(None, &remote, 3);
+    let mut args = vec!["deny", "3"];
+    args.extend_from_slice(&remote);
+    let out = abm(None, &args);
+    assert!(out.status.success(), "{}", text(&out.stderr));
 
     let out = child.wait_with_output().unwrap();
     let stdout = text(&out.stdout);
@@ -588,4 +590,75 @@ fn approve_and_deny_over_tls_from_another_network_namespace() {
     );
     drop(ns);
     let _ = std::io::stdout().flush();
+}
+
+#[test]
+fn a_webhook_gets_the_signed_question_and_answers_through_the_endpoint() {
+    require_seccomp_enforce();
+    let t = TempDir::new("remote-hook");
+    let ws = TempDir::new("remote-hook-ws");
+    std::fs::write(ws.join("victim"), "v").unwrap();
+    let (policy, secret) = setup(&t);
+    // The service: a real HTTP server on loopback.
+    let service = TcpListener::bind("127.0.0.1:0").unwrap();
+    let hook_url = format!("http://{}/abm/questions", service.local_addr().unwrap());
+    let addr = format!("127.0.0.1:{}", free_port("127.0.0.1"));
+    let (child, trace) = spawn(
+        &t,
+        ws.path(),
+        &policy,
+        &[
+            "--confirm-timeout",
+            "60",
+            "--approvals-listen",
+            &addr,
+            "--approvals-secret",
+            &secret,
+            "--approvals-webhook",
+            &hook_url,
+        ],
+        &["sh", "-c", "rm victim; echo rc=$?"],
+    );
+    service.set_nonblocking(false).unwrap();
+    let (mut conn, _) = service.accept().unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let req = wire::read_request(&mut conn).unwrap();
+    assert_eq!(
+        (req.method.as_str(), req.path.as_str()),
+        ("POST", "/abm/questions")
+    );
+    let ts: u64 = req.header(H_TIMESTAMP).unwrap().parse().unwrap();
+    let nonce = req.header(H_NONCE).unwrap();
+    assert_eq!(
+        req.header(H_SIGNATURE).unwrap(),
+        sign(
+            SECRET.as_bytes(),
+            "POST",
+            "/abm/questions",
+            ts,
+            nonce,
+            &req.body
+        ),
+        "the question is signed with the shared secret"
+    );
+    wire::write_response(&mut conn, 200, b"{}").unwrap();
+    drop(conn);
+    let v: Value = serde_json::from_slice(&req.body).unwrap();
+    assert_eq!(v["event"], "question", "{v}");
+    assert_eq!(v["answer_url"], format!("http://{addr}"), "{v}");
+    let q = &v["question"];
+    assert_eq!(q["path"], ws.s("victim"), "{v}");
+    assert_eq!(q["rule"], "test.ask", "{v}");
+    assert_eq!(q["argv"], json!(["rm", "victim"]), "{v}");
+    let c = client(v["answer_url"].as_str().unwrap(), &secret, None);
+    let body = json!({ "id": q["id"], "answer": "approve" }).to_string();
+    c.call("POST", "/answer", body.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(text(&out.stdout).contains("rc=0"), "{}", text(&out.stdout));
+    assert!(!ws.join("victim").exists());
+    let records = read_records(&trace);
+    assert!(records
+        .iter()
+        .any(|r| r["body"]["enforcement"]["decided_by"] == "remote:127.0.0.1"));
 }

@@ -3,7 +3,7 @@
 use std::{
     io,
     net::{TcpStream, ToSocketAddrs as _},
-    path::PathBuf,
+    path::{Path, PathBuf},
     sync::Arc,
     time::Duration,
 };
@@ -35,6 +35,7 @@ pub struct ClientArgs {
 pub struct Remote {
     host: String,
     port: u16,
+    path: String,
     url: String,
     secret: Vec<u8>,
     tls: Option<Arc<rustls::ClientConfig>>,
@@ -50,39 +51,55 @@ impl Remote {
             bail!("--remote needs --secret FILE (the endpoint's shared secret)");
         };
         let secret = read_secret("--secret", secret)?;
+        Remote::to("--remote", url, secret, a.cacert.as_deref(), "--cacert").map(Some)
+    }
+
+    /// The endpoint at `url` (named `flag` in errors), signing with
+    /// `secret`, trusting the certificates in `cacert` (named `ca_flag`)
+    /// for `https://`.
+    pub fn to(
+        flag: &str,
+        url: &str,
+        secret: Vec<u8>,
+        cacert: Option<&Path>,
+        ca_flag: &str,
+    ) -> anyhow::Result<Remote> {
         let (https, rest) = if let Some(r) = url.strip_prefix("https://") {
             (true, r)
         } else if let Some(r) = url.strip_prefix("http://") {
             (false, r)
         } else {
-            bail!("--remote {url}: the URL must start with http:// or https://");
+            bail!("{flag} {url}: the URL must start with http:// or https://");
         };
-        let hostport = rest.split('/').next().unwrap_or_default();
+        let (hostport, path) = match rest.find('/') {
+            Some(i) => (&rest[..i], &rest[i..]),
+            None => (rest, "/"),
+        };
         let (host, port) = match hostport.rsplit_once(':') {
             Some((h, p)) if !h.is_empty() => (
                 h.trim_start_matches('[').trim_end_matches(']').to_owned(),
                 p.parse()
-                    .with_context(|| format!("--remote {url}: bad port {p:?}"))?,
+                    .with_context(|| format!("{flag} {url}: bad port {p:?}"))?,
             ),
-            _ => bail!("--remote {url}: give the port, as in http://127.0.0.1:8470"),
+            _ => bail!("{flag} {url}: give the port, as in http://127.0.0.1:8470"),
         };
-        let tls = match (https, &a.cacert) {
+        let tls = match (https, cacert) {
             (false, _) => None,
             (true, None) => {
-                bail!("--remote {url}: https needs --cacert PEM (the endpoint's certificate or its CA)")
+                bail!("{flag} {url}: https needs {ca_flag} PEM (the endpoint's certificate or its CA)")
             }
             (true, Some(ca)) => {
                 let mut roots = rustls::RootCertStore::empty();
                 let certs: Vec<CertificateDer> = CertificateDer::pem_file_iter(ca)
                     .and_then(|i| i.collect())
-                    .map_err(|e| anyhow::anyhow!("--cacert {}: {e}", ca.display()))?;
+                    .map_err(|e| anyhow::anyhow!("{ca_flag} {}: {e}", ca.display()))?;
                 if certs.is_empty() {
-                    bail!("--cacert {}: no CERTIFICATE block in it", ca.display());
+                    bail!("{ca_flag} {}: no CERTIFICATE block in it", ca.display());
                 }
                 for c in certs {
                     roots
                         .add(c)
-                        .with_context(|| format!("--cacert {}", ca.display()))?;
+                        .with_context(|| format!("{ca_flag} {}", ca.display()))?;
                 }
                 let cfg = rustls::ClientConfig::builder_with_provider(provider())
                     .with_safe_default_protocol_versions()?
@@ -91,13 +108,33 @@ impl Remote {
                 Some(Arc::new(cfg))
             }
         };
-        Ok(Some(Remote {
+        Ok(Remote {
             host,
             port,
-            url: url.clone(),
+            path: path.to_owned(),
+            url: url.to_owned(),
             secret,
             tls,
-        }))
+        })
+    }
+
+    /// Whether the endpoint is reached over TLS.
+    pub fn is_tls(&self) -> bool {
+        self.tls.is_some()
+    }
+
+    /// Whether the host is a loopback address (or `localhost`).
+    pub fn is_loopback(&self) -> bool {
+        self.host == "localhost"
+            || self
+                .host
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    }
+
+    /// The path of the URL (`/` when it has none).
+    pub fn path(&self) -> &str {
+        &self.path
     }
 
     /// The URL, for messages.

@@ -22,6 +22,8 @@
 //! - [`wire`]: HTTP/1.1 requests and answers, one per connection.
 //! - [`server`]: the endpoint, a thread next to the control socket's.
 //! - [`client`]: the `--remote` side of `abm pending|approve|deny`.
+//! - `webhook`: `--approvals-webhook`, each new question POSTed to a
+//!   service, signed the same way.
 use std::{
     collections::HashMap,
     fs,
@@ -38,6 +40,7 @@ use sha2::{Digest as _, Sha256};
 
 pub mod client;
 pub(crate) mod server;
+mod webhook;
 pub mod wire;
 
 /// How far a request's timestamp may be from abm's clock, and how long a
@@ -76,6 +79,14 @@ pub struct ListenArgs {
     /// PEM private key of --approvals-cert (mode 0600).
     #[arg(long, value_name = "PEM", requires = "approvals_cert")]
     pub approvals_key: Option<PathBuf>,
+    /// Also POST each new question, signed with --approvals-secret, to
+    /// this URL (`https://`, or `http://` to a loopback address); the
+    /// service answers through the endpoint (`POST /answer`).
+    #[arg(long, value_name = "URL", requires = "approvals_listen")]
+    pub approvals_webhook: Option<String>,
+    /// PEM certificate(s) to trust for an `https://` webhook.
+    #[arg(long, value_name = "PEM", requires = "approvals_webhook")]
+    pub approvals_webhook_cacert: Option<PathBuf>,
 }
 
 /// Errors of the remote approval settings, each naming the flag or file
@@ -112,6 +123,10 @@ pub enum SetupError {
     },
     #[error("TLS settings: {0}")]
     Tls(#[from] rustls::Error),
+    #[error("{0:#}")]
+    Webhook(anyhow::Error),
+    #[error("--approvals-webhook {0}: not a loopback address, so questions would leave the host in clear text; use an https:// URL (and --approvals-webhook-cacert)")]
+    WebhookNeedsTls(String),
 }
 
 /// The endpoint's settings, read and checked before the command starts.
@@ -119,6 +134,7 @@ pub(crate) struct Listen {
     pub addr: SocketAddr,
     pub secret: Vec<u8>,
     pub tls: Option<Arc<rustls::ServerConfig>>,
+    pub webhook: Option<client::Remote>,
 }
 
 impl ListenArgs {
@@ -140,7 +156,29 @@ impl ListenArgs {
             _ if addr.ip().is_loopback() => None,
             _ => return Err(SetupError::NeedsTls(addr)),
         };
-        Ok(Some(Listen { addr, secret, tls }))
+        let webhook = match &self.approvals_webhook {
+            Some(url) => {
+                let hook = client::Remote::to(
+                    "--approvals-webhook",
+                    url,
+                    secret.clone(),
+                    self.approvals_webhook_cacert.as_deref(),
+                    "--approvals-webhook-cacert",
+                )
+                .map_err(SetupError::Webhook)?;
+                if !hook.is_tls() && !hook.is_loopback() {
+                    return Err(SetupError::WebhookNeedsTls(url.clone()));
+                }
+                Some(hook)
+            }
+            None => None,
+        };
+        Ok(Some(Listen {
+            addr,
+            secret,
+            tls,
+            webhook,
+        }))
     }
 }
 
@@ -400,6 +438,23 @@ mod tests {
         assert!(e.contains("--approvals-cert"), "{e}");
         let e = args("127.0.0.1:0").load(false).err().unwrap().to_string();
         assert!(e.contains("needs --enforce"), "{e}");
+        let hook = |url: &str| ListenArgs {
+            approvals_webhook: Some(url.into()),
+            ..args("127.0.0.1:0")
+        };
+        assert!(hook("http://127.0.0.1:9/q").load(true).is_ok());
+        let e = hook("http://192.0.2.7:80/q")
+            .load(true)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("use an https:// URL"), "{e}");
+        let e = hook("https://192.0.2.7:443/q")
+            .load(true)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("--approvals-webhook-cacert"), "{e}");
         let _ = fs::remove_dir_all(&d);
     }
 }

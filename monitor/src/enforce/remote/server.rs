@@ -32,6 +32,7 @@ pub(crate) struct Server {
     /// replayed nonce.
     pub rejected: Arc<AtomicU64>,
     thread: Option<JoinHandle<()>>,
+    webhook: Option<JoinHandle<()>>,
     shared: Arc<Shared>,
 }
 
@@ -50,6 +51,18 @@ impl Server {
         listener.set_nonblocking(true)?;
         let rejected = Arc::new(AtomicU64::new(0));
         let tls = cfg.tls.is_some();
+        let url = url(tls, addr);
+        let webhook = match cfg.webhook {
+            Some(hook) => {
+                let (sh, u) = (shared.clone(), url.clone());
+                Some(
+                    std::thread::Builder::new()
+                        .name("abm-webhook".into())
+                        .spawn(move || super::webhook::run(hook, u, sh))?,
+                )
+            }
+            None => None,
+        };
         let verifier = Arc::new(Verifier::new(cfg.secret));
         let (sh, rej) = (shared.clone(), rejected.clone());
         let thread = std::thread::Builder::new()
@@ -60,6 +73,7 @@ impl Server {
             tls,
             rejected,
             thread: Some(thread),
+            webhook,
             shared,
         })
     }
@@ -76,10 +90,17 @@ impl Server {
     /// Stops accepting (the shared stop flag) and waits for the thread.
     pub fn stop(mut self) {
         self.shared.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
+        for t in [self.thread.take(), self.webhook.take()]
+            .into_iter()
+            .flatten()
+        {
             let _ = t.join();
         }
     }
+}
+
+fn url(tls: bool, addr: SocketAddr) -> String {
+    format!("{}://{addr}", if tls { "https" } else { "http" })
 }
 
 impl Drop for Server {
