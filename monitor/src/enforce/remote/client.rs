@@ -39,6 +39,8 @@ pub struct Remote {
     url: String,
     secret: Vec<u8>,
     tls: Option<Arc<rustls::ClientConfig>>,
+    /// Limit of the connection and of each read and write.
+    timeout: Duration,
 }
 
 impl Remote {
@@ -115,7 +117,15 @@ impl Remote {
             url: url.to_owned(),
             secret,
             tls,
+            timeout: Duration::from_secs(10),
         })
+    }
+
+    /// The same endpoint with another limit for the connection and each
+    /// read and write.
+    pub fn with_timeout(mut self, t: Duration) -> Remote {
+        self.timeout = t;
+        self
     }
 
     /// Whether the endpoint is reached over TLS.
@@ -170,9 +180,9 @@ impl Remote {
             .with_context(ctx)?
             .next()
             .with_context(|| format!("{}: no address", ctx()))?;
-        let s = TcpStream::connect_timeout(&addr, Duration::from_secs(10)).with_context(ctx)?;
-        s.set_read_timeout(Some(Duration::from_secs(10)))?;
-        s.set_write_timeout(Some(Duration::from_secs(10)))?;
+        let s = TcpStream::connect_timeout(&addr, self.timeout).with_context(ctx)?;
+        s.set_read_timeout(Some(self.timeout))?;
+        s.set_write_timeout(Some(self.timeout))?;
         let host = format!("{}:{}", self.host, self.port);
         let (code, body) = match &self.tls {
             None => exchange(s, req, &host),

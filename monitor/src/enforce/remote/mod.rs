@@ -165,7 +165,9 @@ impl ListenArgs {
                     self.approvals_webhook_cacert.as_deref(),
                     "--approvals-webhook-cacert",
                 )
-                .map_err(SetupError::Webhook)?;
+                .map_err(SetupError::Webhook)?
+                // The run's end waits for a delivery under way.
+                .with_timeout(std::time::Duration::from_secs(3));
                 if !hook.is_tls() && !hook.is_loopback() {
                     return Err(SetupError::WebhookNeedsTls(url.clone()));
                 }
