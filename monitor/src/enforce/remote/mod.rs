@@ -93,11 +93,11 @@ pub struct ListenArgs {
 /// and what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum SetupError {
-    #[error("{flag} {}: cannot read it: {source}", path.display())]
+    #[error("{flag} {}: cannot read it: {error}", path.display())]
     Read {
         flag: &'static str,
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("{flag} {}: mode {mode:04o} lets other users read it; run `chmod 600 {}`", path.display(), path.display())]
     Mode {
@@ -186,10 +186,10 @@ impl ListenArgs {
 
 /// Refuses a file group or others may read or write.
 fn check_private(flag: &'static str, path: &Path) -> Result<(), SetupError> {
-    let m = fs::metadata(path).map_err(|source| SetupError::Read {
+    let m = fs::metadata(path).map_err(|error| SetupError::Read {
         flag,
         path: path.to_path_buf(),
-        source,
+        error,
     })?;
     let mode = m.permissions().mode() & 0o7777;
     if mode & 0o077 != 0 {
@@ -205,10 +205,10 @@ fn check_private(flag: &'static str, path: &Path) -> Result<(), SetupError> {
 /// Reads a shared secret file (surrounding whitespace is not part of it).
 pub fn read_secret(flag: &'static str, path: &Path) -> Result<Vec<u8>, SetupError> {
     check_private(flag, path)?;
-    let raw = fs::read(path).map_err(|source| SetupError::Read {
+    let raw = fs::read(path).map_err(|error| SetupError::Read {
         flag,
         path: path.to_path_buf(),
-        source,
+        error,
     })?;
     let s = raw.trim_ascii().to_vec();
     if s.len() < MIN_SECRET {
