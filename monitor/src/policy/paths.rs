@@ -297,8 +297,9 @@ pub(crate) struct PathIndex {
     recent: HitCache,
 }
 
-/// A bounded memory of [`PathIndex::hits`] by path, for one set of roots
-/// (the roots of the last caller: another set starts it afresh). Emptied
+/// A bounded memory of [`PathIndex::hits`] by path, and of the hits of
+/// directories' components by directory, for one set of roots (the roots
+/// of the last caller: another set starts it afresh). Each map is emptied
 /// when full.
 #[derive(Debug, Default)]
 struct HitCache(Mutex<Recent>);
@@ -308,9 +309,14 @@ struct HitCache(Mutex<Recent>);
 struct Recent {
     roots: [Option<String>; 3],
     hits: foldhash::HashMap<String, Hits>,
+    /// By set (0: absolute, then each root) and directory (what the set
+    /// matches, up to its last `/`): the split globs whose directory
+    /// condition it satisfies ([`IndexSet`]). A build writes many files to
+    /// one directory.
+    dirs: foldhash::HashMap<(u8, String), Hits>,
 }
 
-/// Paths [`HitCache`] keeps before it starts again.
+/// Paths (and directories) [`HitCache`] keeps before it starts again.
 const HIT_CACHE_PATHS: usize = 4096;
 
 impl Clone for HitCache {
@@ -320,42 +326,94 @@ impl Clone for HitCache {
 }
 
 impl HitCache {
-    fn get_or(&self, path: &str, roots: &Roots<'_>, compute: impl FnOnce() -> Hits) -> Hits {
+    fn get_or(
+        &self,
+        path: &str,
+        roots: &Roots<'_>,
+        compute: impl FnOnce(&mut DirHits<'_>) -> Hits,
+    ) -> Hits {
         let same_roots =
             |k: &[Option<String>; 3]| k.iter().zip(roots.0).all(|(a, b)| a.as_deref() == b);
-        if let Ok(g) = self.0.lock() {
-            if same_roots(&g.roots) {
-                if let Some(h) = g.hits.get(path) {
-                    return h.clone();
-                }
+        let Ok(mut g) = self.0.lock() else {
+            return compute(&mut DirHits(None));
+        };
+        if same_roots(&g.roots) {
+            if let Some(h) = g.hits.get(path) {
+                return h.clone();
             }
+        } else {
+            g.roots = roots.0.map(|r| r.map(str::to_owned));
+            g.hits.clear();
+            g.dirs.clear();
         }
-        let h = compute();
-        if let Ok(mut g) = self.0.lock() {
-            if !same_roots(&g.roots) {
-                g.roots = roots.0.map(|r| r.map(str::to_owned));
-                g.hits.clear();
-            }
-            if g.hits.len() >= HIT_CACHE_PATHS {
-                g.hits.clear();
-            }
-            g.hits.insert(path.to_owned(), h.clone());
+        let h = compute(&mut DirHits(Some(&mut g.dirs)));
+        if g.hits.len() >= HIT_CACHE_PATHS {
+            g.hits.clear();
         }
+        g.hits.insert(path.to_owned(), h.clone());
         h
     }
 }
 
-/// One merged glob set and, for each of its globs, the test it belongs to.
+/// The directory part of [`HitCache`], lent to one computation of hits.
+struct DirHits<'a>(Option<&'a mut foldhash::HashMap<(u8, String), Hits>>);
+
+/// The globs of a [`PathIndex`] for one root (or for absolute patterns),
+/// merged into glob sets, and for each glob the test it belongs to.
+///
+/// Most path globs are a directory condition and a name: `**/.venv/**` (a
+/// component on the way), `${home}/.ssh/*.pem` (this directory, this kind
+/// of name), `/etc/**/*.dpkg-*` (beneath this directory), `**/*_test.go`
+/// (any directory). Merged whole into one set, they make its automaton
+/// large and every new path costly. Split, the directory conditions depend
+/// on the path's directory alone and are remembered per directory
+/// ([`DirHits`]), and the names are matched against the last component, a
+/// short string. The forms are exact, since `*` does not cross `/`:
+///
+/// | glob | matches a path with directory `D` and last name `N` iff |
+/// |---|---|
+/// | `**/C/**` (`C` one component) | a component of `D` matches `C` |
+/// | `**/B` (`B` one component) | `N` matches `B` |
+/// | `X/**` | `D` or a prefix of it ending before a `/` matches `X` |
+/// | `X/**/B` | the same, and `N` matches `B` |
+/// | `X/B` | `D` matches `X`, and `N` matches `B` |
+///
+/// Globs with no wildcard, and any other form, are matched whole.
 #[derive(Clone, Debug, Default)]
 struct IndexSet {
+    /// Globs matched against the whole path.
+    whole: Merged,
+    /// `C` of each `**/C/**`: matched against each component of `D`.
+    comps: Merged,
+    /// `X` of each `X/**` and `X/**/B`: matched against `D` and its prefixes.
+    under: Merged,
+    /// `X` of each `X/B`: matched against `D`.
+    exact: Merged,
+    /// `B` of each `**/B`, `X/**/B` and `X/B`: matched against `N`.
+    name: Merged,
+    /// Per split glob (numbered as the owners of `comps`, `under`, `exact`
+    /// and `name` are): the test it belongs to.
+    test: Vec<u32>,
+    /// Split globs with a directory condition, and with a name condition.
+    needs_dir: Hits,
+    needs_name: Hits,
+    /// Whether every glob was merged (a set that failed to build leaves its
+    /// tests to their own sets).
+    built: bool,
+}
+
+/// One glob set and, for each of its globs, a number (a test, or a split
+/// glob of an [`IndexSet`]).
+#[derive(Clone, Debug, Default)]
+struct Merged {
     set: Option<GlobSet>,
     owner: Vec<u32>,
 }
 
-impl IndexSet {
-    fn build(globs: Vec<(u32, Glob)>) -> IndexSet {
+impl Merged {
+    fn build(globs: Vec<(u32, Glob)>) -> Option<Merged> {
         if globs.is_empty() {
-            return IndexSet::default();
+            return Some(Merged::default());
         }
         let mut b = GlobSetBuilder::new();
         let mut owner = Vec::with_capacity(globs.len());
@@ -365,21 +423,215 @@ impl IndexSet {
         }
         // Each glob already compiled on its own, and a set of compiled
         // globs always builds.
-        match b.build() {
-            Ok(set) => IndexSet {
-                set: Some(set),
-                owner,
-            },
-            Err(_) => IndexSet::default(),
-        }
+        b.build().ok().map(|set| Merged {
+            set: Some(set),
+            owner,
+        })
     }
 
-    /// Marks the tests of the globs that match `s`.
     fn mark(&self, s: &str, scratch: &mut Vec<usize>, hits: &mut Hits) {
         if let Some(set) = &self.set {
             set.matches_into(s, scratch);
             for &i in scratch.iter() {
                 hits.set(self.owner[i]);
+            }
+        }
+    }
+}
+
+/// How a glob of an [`IndexSet`] is matched: see its table.
+enum Split {
+    Comp(Glob),
+    Name(Glob),
+    Under(Glob, Option<Glob>),
+    Exact(Glob, Glob),
+    Whole(Glob),
+}
+
+/// One path component, as a glob can name it: not empty, no `/`, no `**`.
+fn one_component(c: &str) -> bool {
+    !c.is_empty() && !c.contains('/') && !c.contains("**")
+}
+
+/// Whether `/` at the end of `head` is a separator, not inside `{...}` or
+/// `[...]` or escaped: the split forms are only taken where it is.
+fn plain_head(head: &str) -> bool {
+    let count = |c: char| head.matches(c).count();
+    !head.is_empty() && !head.contains('\\') && count('{') == count('}') && count('[') == count(']')
+}
+
+fn split(g: Glob) -> Split {
+    let text = g.glob();
+    let part = |c: &str| path_glob(c).ok();
+    if !text.contains(['*', '?', '[', '{']) {
+        return Split::Whole(g);
+    }
+    if let Some(c) = text
+        .strip_prefix("**/")
+        .and_then(|r| r.strip_suffix("/**"))
+        .filter(|c| one_component(c))
+    {
+        if let Some(c) = part(c) {
+            return Split::Comp(c);
+        }
+    }
+    if let Some(b) = text.strip_prefix("**/").filter(|b| one_component(b)) {
+        if let Some(b) = part(b) {
+            return Split::Name(b);
+        }
+    }
+    if let Some(x) = text.strip_suffix("/**").filter(|x| plain_head(x)) {
+        if let Some(x) = part(x) {
+            return Split::Under(x, None);
+        }
+    }
+    if let Some((head, b)) = text.rsplit_once('/') {
+        if one_component(b) && plain_head(head) && !b.contains(['}', ']']) {
+            let under = head.strip_suffix("/**").filter(|x| plain_head(x));
+            let parts = match under {
+                Some(x) => part(x).zip(part(b)).map(|(x, b)| Split::Under(x, Some(b))),
+                None if head != "**" => part(head).zip(part(b)).map(|(x, b)| Split::Exact(x, b)),
+                None => None,
+            };
+            if let Some(s) = parts {
+                return s;
+            }
+        }
+    }
+    Split::Whole(g)
+}
+
+impl IndexSet {
+    fn build(globs: Vec<(u32, Glob)>) -> IndexSet {
+        let mut whole = Vec::new();
+        let (mut comps, mut under, mut exact, mut name) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut test = Vec::new();
+        let (mut needs_dir, mut needs_name) = (Hits::default(), Hits::default());
+        for (id, g) in globs {
+            let n = test.len() as u32;
+            let (dir, base) = match split(g) {
+                Split::Whole(g) => {
+                    whole.push((id, g));
+                    continue;
+                }
+                Split::Comp(c) => {
+                    comps.push((n, c));
+                    (true, false)
+                }
+                Split::Name(b) => {
+                    name.push((n, b));
+                    (false, true)
+                }
+                Split::Under(x, b) => {
+                    under.push((n, x));
+                    let named = b.is_some();
+                    name.extend(b.map(|b| (n, b)));
+                    (true, named)
+                }
+                Split::Exact(x, b) => {
+                    exact.push((n, x));
+                    name.push((n, b));
+                    (true, true)
+                }
+            };
+            test.push(id);
+            if dir {
+                needs_dir.set(n);
+            }
+            if base {
+                needs_name.set(n);
+            }
+        }
+        let sets = [whole, comps, under, exact, name].map(Merged::build);
+        let [Some(whole), Some(comps), Some(under), Some(exact), Some(name)] = sets else {
+            return IndexSet::default();
+        };
+        IndexSet {
+            whole,
+            comps,
+            under,
+            exact,
+            name,
+            test,
+            needs_dir,
+            needs_name,
+            built: true,
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.whole.set.is_none() && self.test.is_empty()
+    }
+
+    /// The split globs whose directory condition `dir` satisfies.
+    fn dir_hits(&self, dir: &str, scratch: &mut Vec<usize>) -> Hits {
+        let mut ok = Hits::default();
+        if self.comps.set.is_some() {
+            for c in dir.split('/') {
+                self.comps.mark(c, scratch, &mut ok);
+            }
+        }
+        if self.under.set.is_some() {
+            for (i, _) in dir.match_indices('/') {
+                self.under.mark(&dir[..i], scratch, &mut ok);
+            }
+            self.under.mark(dir, scratch, &mut ok);
+        }
+        self.exact.mark(dir, scratch, &mut ok);
+        ok
+    }
+
+    /// Marks the tests of the globs that match `s`; `set` numbers this
+    /// set in `cache`.
+    fn mark(
+        &self,
+        set: u8,
+        s: &str,
+        cache: &mut DirHits<'_>,
+        scratch: &mut Vec<usize>,
+        hits: &mut Hits,
+    ) {
+        self.whole.mark(s, scratch, hits);
+        if self.test.is_empty() {
+            return;
+        }
+        let (dir, last) = match s.rfind('/') {
+            Some(i) => (Some(&s[..i]), &s[i + 1..]),
+            None => (None, s),
+        };
+        let mut named = Hits::default();
+        self.name.mark(last, scratch, &mut named);
+        let dir_ok = match dir {
+            None => Hits::default(),
+            Some(d) => {
+                let key = (set, d.to_owned());
+                match cache.0.as_ref().and_then(|m| m.get(&key)) {
+                    Some(h) => h.clone(),
+                    None => {
+                        let h = self.dir_hits(d, scratch);
+                        if let Some(m) = cache.0.as_mut() {
+                            if m.len() >= HIT_CACHE_PATHS {
+                                m.clear();
+                            }
+                            m.insert(key, h.clone());
+                        }
+                        h
+                    }
+                }
+            }
+        };
+        let words = self.test.len().div_ceil(64);
+        for w in 0..words {
+            let need_d = self.needs_dir.word(w);
+            let need_n = self.needs_name.word(w);
+            let mut m = (dir_ok.word(w) | !need_d) & (named.word(w) | !need_n) & (need_d | need_n);
+            while m != 0 {
+                let n = w * 64 + m.trailing_zeros() as usize;
+                if let Some(&id) = self.test.get(n) {
+                    hits.set(id);
+                }
+                m &= m - 1;
             }
         }
     }
@@ -396,6 +648,10 @@ impl Hits {
             self.0.resize(w + 1, 0);
         }
         self.0[w] |= 1 << b;
+    }
+
+    fn word(&self, w: usize) -> u64 {
+        self.0.get(w).copied().unwrap_or(0)
     }
 
     pub fn has(&self, id: u32) -> bool {
@@ -427,12 +683,9 @@ impl PathIndex {
                 }
             }
         }
-        let has_abs = !abs.is_empty();
         let abs = IndexSet::build(abs);
-        let has_root: [bool; 3] = std::array::from_fn(|r| !roots[r].is_empty());
         let roots = roots.map(IndexSet::build);
-        let built = (!has_abs || abs.set.is_some())
-            && (0..3).all(|r| !has_root[r] || roots[r].set.is_some());
+        let built = abs.built && roots.iter().all(|r| r.built);
         for (id, t) in tests.iter_mut().enumerate() {
             t.id = built.then_some(id as u32);
         }
@@ -449,17 +702,17 @@ impl PathIndex {
     /// does for each of them.
     pub fn hits(&self, path: &str, roots: &Roots<'_>) -> Hits {
         self.recent
-            .get_or(path, roots, || self.hits_uncached(path, roots))
+            .get_or(path, roots, |dirs| self.hits_uncached(path, roots, dirs))
     }
 
-    fn hits_uncached(&self, path: &str, roots: &Roots<'_>) -> Hits {
+    fn hits_uncached(&self, path: &str, roots: &Roots<'_>, dirs: &mut DirHits<'_>) -> Hits {
         let mut hits = Hits(Vec::with_capacity(self.tests.div_ceil(64)));
         let mut scratch = Vec::new();
-        self.abs.mark(path, &mut scratch, &mut hits);
+        self.abs.mark(0, path, dirs, &mut scratch, &mut hits);
         for r in Root::ALL {
             let i = r as usize;
             let set = &self.roots[i];
-            if set.set.is_none() && self.exact[i].is_empty() {
+            if set.is_empty() && self.exact[i].is_empty() {
                 continue;
             }
             let Some(root) = roots.get(r) else { continue };
@@ -472,7 +725,7 @@ impl PathIndex {
                 }
             }
             if let Some(rel) = beneath(r, rest) {
-                set.mark(rel, &mut scratch, &mut hits);
+                set.mark(i as u8 + 1, rel, dirs, &mut scratch, &mut hits);
             }
         }
         hits

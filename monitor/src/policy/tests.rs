@@ -1022,12 +1022,44 @@ fn compiled_rules_expose_their_patterns() {
 fn merged_path_index_matches_like_each_test() {
     use super::pack_tests::{HOME, TRACE, WS};
     let custom = Policy::load_on_default(&[]).unwrap();
-    let extra = pol(r#"version = 1
+    // One rule per glob of each form the index splits (see IndexSet).
+    let split_forms = [
+        "${workspace}/**/.git/**/*.tmp",
+        "/etc/**/*.dpkg-*",
+        "${home}/.ssh/*.pem",
+        "**/{a,b/c}/*.x",
+        "${workspace}/a*/**",
+        "**/*",
+        "${workspace}/**/src/**",
+        "${home}/.*history",
+        "/usr/lib/p*/**/__pycache__/**",
+        "${workspace}/**/[st]arget/*",
+        r"${workspace}/x\\*/*.rs",
+        "**/.git/hooks/**",
+        "${workspace}/{src,tests/ui}/**",
+        "${workspace}/*/*.c",
+        "**/d?/**",
+        "${workspace}/**/",
+        "/**",
+    ];
+    let split_rules: String = split_forms
+        .iter()
+        .enumerate()
+        .map(|(i, g)| {
+            format!(
+                "[[rule]]\nid = \"split-forms-{i}\"\nreason = \"x\"\ntreatment = \"confirm\"\npaths = [\"{g}\"]\n\n"
+            )
+        })
+        .collect();
+    let extra = pol(&("version = 1\n".to_owned()
+        + &split_rules
+        + r#"
 [[rule]]
 id = "roots"
 reason = "x"
 treatment = "confirm"
 paths = ["${workspace}", "${home}", "${trace}*", "/", "**/*.db", "/etc/{passwd,shadow}"]
+
 
 [[rule]]
 id = "cwd"
@@ -1039,11 +1071,23 @@ when = [
   { field = "cwd", operator = "not_glob", values = ["${home}/ok/**"] },
   { field = "dest", operator = "glob", values = ["${trace}", "${workspace}/**"] },
 ]
-"#);
-    let mut paths: Vec<String> = ["/", "/etc/passwd", "/etc/shadow", "/usr/bin/git", "/tmp/x"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+"#));
+    let mut paths: Vec<String> = [
+        "/",
+        "/etc/passwd",
+        "/etc/shadow",
+        "/usr/bin/git",
+        "/tmp/x",
+        "/etc/apt/a.dpkg-old",
+        "/etc/a.dpkg-new",
+        "/usr/lib/python3/x/__pycache__/a.pyc",
+        "/usr/lib/python3/__pycache__/",
+        "relative/a.x",
+        "q.x",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     for root in [WS, HOME, TRACE, "/home/devx", "/var/log/abm"] {
         for rest in [
             "",
@@ -1063,12 +1107,29 @@ when = [
             "/.bashrc",
             "/ok/x",
             "/Cargo.lock",
+            "//src//a.rs",
+            "/src/",
+            "/a/b/.git/x/y.tmp",
+            "/.git/y.tmp",
+            "/.git/hooks/pre-commit",
+            "/b/c/q.x",
+            "/a/q.x",
+            "/target/q",
+            "/tests/ui/x/y",
+            "/x*/m.rs",
+            "/ab/cd/e.c",
+            "/d1/",
+            "/d1/z",
+            "/.zsh_history",
+            "/.ssh/k.pem",
         ] {
             paths.push(format!("{root}{rest}"));
         }
     }
     let c = ctx();
     let mut compared = 0;
+    // How often the split forms' rule matched and did not.
+    let mut split_seen = [0; 2];
     for policy in [custom, extra] {
         let indexed: usize = policy
             .rules()
@@ -1089,6 +1150,9 @@ when = [
                 let without = View::new(&a, op, roots, |x| policy.value_options(x));
                 for r in policy.rules() {
                     for cond in &r.conditions {
+                        if r.id.starts_with("split-forms") {
+                            split_seen[usize::from(cond.matches(&with))] += 1;
+                        }
                         assert_eq!(
                             cond.matches(&with),
                             cond.matches(&without),
@@ -1108,6 +1172,7 @@ when = [
         }
     }
     assert!(compared > 10_000, "{compared}");
+    assert!(split_seen.iter().all(|n| *n > 100), "{split_seen:?}");
 }
 
 /// Root-relative globs are compiled without the `/` after the root, and
