@@ -63,6 +63,9 @@ pub enum Note {
     /// pattern; its read-only opens are recorded from this record on
     /// (`full`: the kernel's set was full, so they are not).
     SensitiveAdded { path: String, full: bool },
+    /// The daemon: a trace file's anchor could not be created, so the
+    /// file has none (docs/daemon.md).
+    Warning { anchor: String, error: String },
     /// `preserve` refused a call whose copy would exceed
     /// `--quarantine-limit` (docs/enforcement.md); written once per run.
     QuarantineLimit(Value),
