@@ -200,7 +200,7 @@ impl Daemon {
             .collect();
         for note in notes {
             let pid = match &note {
-                Note::Enforcement(v) => v["pid"].as_u64().map(|p| p as u32),
+                Note::Enforcement(d) => d.pid,
                 _ => None,
             };
             let owner = pid.and_then(|p| self.attr.owner(p, 0));

@@ -408,7 +408,7 @@ impl LsmBackend {
                         "enforcement": { "backend": "lsm", "decision": "confirm_requested", "request": id, "rule": rule },
                         "what": what, "op": a.op, "path": a.path, "argv": a.argv, "cwd": a.cwd, "pid": a.pid,
                     });
-                    st.notes.push(Note::Enforcement(note));
+                    st.notes.push(Note::enforcement(note));
                     enf["request"] = json!(id);
                     "pending_confirmation"
                 }

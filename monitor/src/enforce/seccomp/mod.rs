@@ -246,7 +246,7 @@ impl Guard for SeccompGuard {
                             .map_or(0, |e| e.len() as u64);
                     }
                     *self.counts.entry(decision).or_default() += 1;
-                    trace.note(&Note::Enforcement(note))?;
+                    trace.note(&Note::enforcement(note))?;
                     self.annotations.entry(tid).or_default().push(Annotation {
                         syscall,
                         ktime_ns,
@@ -254,10 +254,8 @@ impl Guard for SeccompGuard {
                     });
                 }
                 Msg::Note(note) => {
-                    if let Note::Enforcement(body) = &note {
-                        if body["decision"] == "abandoned"
-                            || body["enforcement"]["decision"] == "abandoned"
-                        {
+                    if let Note::Enforcement(d) = &note {
+                        if d.decision() == Some("abandoned") {
                             *self.counts.entry("abandoned".into()).or_default() += 1;
                         }
                     }

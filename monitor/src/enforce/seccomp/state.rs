@@ -130,7 +130,7 @@ impl State {
             enf["decision"] = json!("abandoned");
             enf["reason"] =
                 json!("the waiting call went away (the process exited or was interrupted)");
-            let _ = self.tx.send(Msg::Note(Note::Enforcement(
+            let _ = self.tx.send(Msg::Note(Note::enforcement(
                 json!({ "enforcement": enf, "path": p.action.path, "pid": p.action.pid }),
             )));
             return Err(format!(
@@ -145,7 +145,7 @@ impl State {
     fn reconsider(&self, id: u64, approve: bool, by: &str) -> Result<(), String> {
         match self.core.answers.reconsider(id, approve) {
             Some(_) => {
-                let _ = self.tx.send(Msg::Note(Note::Enforcement(
+                let _ = self.tx.send(Msg::Note(Note::enforcement(
                     json!({ "backend": "seccomp", "decision": if approve { "approved_for_retry" } else { "denied_for_retry" },
                             "request": id, "decided_by": by, "decided_at": rfc3339(SystemTime::now()) }),
                 )));

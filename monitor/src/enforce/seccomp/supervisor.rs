@@ -181,7 +181,7 @@ impl Supervisor {
                 for f in self.shared.core.answers.abandoned(id) {
                     self.reask(f);
                 }
-                let _ = self.shared.tx.send(Msg::Note(Note::Enforcement(json!({
+                let _ = self.shared.tx.send(Msg::Note(Note::enforcement(json!({
                     "backend": "seccomp",
                     "decision": "abandoned",
                     "request": id,
@@ -665,7 +665,7 @@ impl Supervisor {
             "timeout_secs": timeout.as_secs_f64(),
             "control_socket": self.shared.core.socket_path.to_string_lossy(),
         });
-        let _ = self.shared.tx.send(Msg::Note(Note::Enforcement(note)));
+        let _ = self.shared.tx.send(Msg::Note(Note::enforcement(note)));
         if !self.shared.quiet && leader.is_none() {
             eprintln!(
                 "abm: request #{id} waits for confirmation: {what} (rule {}: {}){}; answer with `abm approve {id}` or `abm deny {id}` (denied after {}s)",
