@@ -62,8 +62,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
     let anchor = args
         .anchor_fd
         .map(crate::trace::anchor::AnchorWriter::from_fd)
-        .transpose()
-        .map_err(anyhow::Error::msg)?;
+        .transpose()?;
     let key = match (&args.sign_key, args.sign_key_fd) {
         (Some(k), _) if k.as_os_str() == "-" => Some(
             crate::trace::read_key_from(std::io::stdin().lock(), "stdin")
@@ -73,8 +72,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
             Some(crate::trace::read_key(k).with_context(|| format!("--sign-key {}", k.display()))?)
         }
         (None, Some(fd)) => {
-            let f =
-                crate::trace::anchor::take_fd(fd, "--sign-key-fd").map_err(anyhow::Error::msg)?;
+            let f = crate::trace::anchor::take_fd(fd, "--sign-key-fd")?;
             Some(
                 crate::trace::read_key_from(f, &format!("descriptor {fd}"))
                     .with_context(|| format!("--sign-key-fd {fd}"))?,
