@@ -62,12 +62,6 @@ impl Cause {
     }
 }
 
-impl std::fmt::Display for Cause {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
 impl Loss {
     /// A loss record of `count` records lost for `cause` in the
     /// CLOCK_MONOTONIC window `window` (`cpu`: where it was counted).

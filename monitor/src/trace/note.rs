@@ -52,7 +52,7 @@ pub enum Note {
     /// The end of an enforcing run: decisions by kind, what was preserved.
     EnforcementSummary(EnforcementSummary),
     /// The BPF LSM backend at the end of the run.
-    LsmSummary(Value),
+    LsmSummary(LsmSummary),
     /// A container whose cgroup was created while the run followed
     /// containers is in scope from its first process (docs/harness.md).
     ContainerFollowed(ContainerFollowed),
@@ -121,6 +121,18 @@ pub struct CoverageLate {
 pub struct TargetEnd {
     pub target: String,
     pub reason: String,
+}
+
+/// Body of `lsm_summary`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LsmSummary {
+    /// `lsm`.
+    pub backend: &'static str,
+    /// Decisions by name.
+    pub decisions: BTreeMap<String, u64>,
+    /// Confirm requests still waiting when the run ended (refused).
+    pub unanswered_requests: Vec<u64>,
+    pub quarantine: String,
 }
 
 /// Body of `quarantine_limit`.
@@ -256,6 +268,17 @@ mod tests {
                 "enforcement_summary",
                 json!({ "backend": "seccomp", "decisions": { "denied": 1 },
                         "preserved_entries": 0, "quarantine": null, "notified": { "sent": 1 } }),
+            ),
+            (
+                Note::LsmSummary(LsmSummary {
+                    backend: "lsm",
+                    decisions: BTreeMap::from([("denied".into(), 2)]),
+                    unanswered_requests: vec![4],
+                    quarantine: "/q".into(),
+                }),
+                "lsm_summary",
+                json!({ "backend": "lsm", "decisions": { "denied": 2 },
+                        "unanswered_requests": [4], "quarantine": "/q" }),
             ),
         ];
         for (note, kind, body) in cases {
