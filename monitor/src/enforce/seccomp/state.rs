@@ -104,19 +104,12 @@ impl State {
             return self.reconsider(id, approve, by);
         };
         self.core.answers.record(&p.action, approve, id);
-        let now = SystemTime::now();
         let waited_ms = p.requested.elapsed().as_millis() as u64;
-        let mut enf = json!({
-            "backend": "seccomp",
-            "decision": if approve { "approved" } else { decision },
-            "rule": p.verdict.rule,
-            "treatment": p.verdict.treatment,
-            "decided_by": by,
-            "decided_at": rfc3339(now),
-            "requested_at": p.requested_at,
-            "request": id,
-            "waited_ms": waited_ms,
-        });
+        let name = if approve { "approved" } else { decision };
+        let mut enf = super::verdicts::decided(name, &p.verdict, by);
+        enf["requested_at"] = json!(p.requested_at);
+        enf["request"] = json!(id);
+        enf["waited_ms"] = json!(waited_ms);
         // The answer is for the action: identical calls waiting on this
         // one get it too, even when this caller went away meanwhile.
         let followers = self
