@@ -12,14 +12,15 @@
 //!   BPF LSM backends, confirmation, preservation, undo.
 //! - [`pipeline`]: from kernel record to judged action record: path
 //!   resolution, mount-namespace views, pairing and ordering, judging; the
-//!   event loop `abm run` and the daemon both drive.
+//!   event loop `abm run` and the daemon both drive; the `Recorder`, the
+//!   sink of one trace file, and the end-of-run summary.
 //! - [`kernel`]: loading and attaching the kernel programs, scope, the
 //!   ring buffer, decoding, loss accounting, cgroups.
 //! - [`action`]: logical actions, measured recoverability, one decision
 //!   per action (used by the pipeline and the enforcement backends).
 //! - [`policy`]: policy files and verdicts;
 //!   [`trace`]: the tamper-evident trace writer and `abm verify`;
-//!   [`summary`]: the end-of-run summary; [`protect`]: keeping the trace
+//!   [`protect`]: keeping the trace
 //!   out of the watched tree's reach; [`lifeline`]: the watched tree dies
 //!   with abm.
 //! - [`record`]: the action record shared by the trace, policy and oracle;
@@ -42,5 +43,4 @@ pub mod protect;
 pub mod record;
 pub mod report;
 pub mod run;
-pub mod summary;
 pub mod trace;

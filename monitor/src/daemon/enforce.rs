@@ -18,13 +18,14 @@ use std::path::PathBuf;
 use anyhow::bail;
 use serde_json::{json, Value};
 
-use super::{config::TargetSpec, Daemon};
+use super::{attribute::Attribution, config::TargetSpec, Daemon};
 use crate::{
     core::monotonic_ns,
     enforce::lsm::{self, LsmBackend},
+    pipeline::{Pipeline, Recorder, Stage},
     policy::Context,
     record::Action,
-    trace::{note::Note, Header, Loss},
+    trace::{note::Note, Cause, Header, Loss},
 };
 
 /// The BPF LSM backend of the daemon.
@@ -38,6 +39,28 @@ pub(super) struct Enforcing {
     pub(super) pending: bool,
     /// Start of the window of the next `lsm_decode_error` loss.
     losses_ns: u64,
+}
+
+/// The decisions of one enforcing target's processes, attached to its
+/// released records. The daemon absorbs the decisions of every target at
+/// once ([`Daemon::absorb_decisions`]), before the release.
+pub(super) struct TargetDecisions<'a> {
+    pub(super) lsm: &'a mut Enforcing,
+    pub(super) attr: &'a Attribution,
+    pub(super) id: u32,
+}
+
+impl Stage for TargetDecisions<'_> {
+    fn absorb(&mut self, _: &mut Pipeline, _: &mut Recorder) -> anyhow::Result<()> {
+        Ok(())
+    }
+
+    fn annotate(&mut self, acts: &mut Vec<Action>, force: bool) {
+        let (attr, id) = (self.attr, self.id);
+        self.lsm
+            .backend
+            .fixup_for(acts, force, |a| attr.owner(a.pid, a.cgroup_id) == Some(id));
+    }
 }
 
 /// The roots a target's policy is judged with (as [`super::target::Target`]).
@@ -177,7 +200,7 @@ impl Daemon {
             .collect();
         for note in notes {
             let pid = match &note {
-                Note::Enforcement(v) => v["pid"].as_u64().map(|p| p as u32),
+                Note::Enforcement(d) => d.pid,
                 _ => None,
             };
             let owner = pid.and_then(|p| self.attr.owner(p, 0));
@@ -192,13 +215,7 @@ impl Daemon {
             }
         }
         if undecodable > 0 {
-            let loss = Loss {
-                cause: "lsm_decode_error".into(),
-                count: undecodable,
-                cpu: None,
-                window_start_ns: window.0,
-                window_end_ns: window.1,
-            };
+            let loss = Loss::new(Cause::LsmDecodeError, undecodable, None, window);
             for id in &enforcing {
                 if let Some(t) = self.targets.get_mut(id) {
                     t.append_loss(&loss)?;
@@ -220,16 +237,6 @@ impl Daemon {
             }
         }
         Ok(())
-    }
-
-    /// Attaches the decisions of target `id`'s processes to its released
-    /// records.
-    pub(super) fn annotate(&mut self, id: u32, acts: &mut Vec<Action>, force: bool) {
-        let attr = &self.attr;
-        if let Some(e) = self.lsm.as_mut() {
-            e.backend
-                .fixup_for(acts, force, |a| attr.owner(a.pid, a.cgroup_id) == Some(id));
-        }
     }
 
     /// `pending`: the enforcing targets' requests waiting for an answer.

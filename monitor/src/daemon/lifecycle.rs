@@ -287,7 +287,7 @@ impl Daemon {
         self.attr.watch_cgroup(id, cg.id, path);
         self.announce(id);
         if dropped > 0 {
-            let l = self.losses.userspace("pending_overflow", dropped);
+            let l = self.losses.userspace(Cause::PendingOverflow, dropped);
             if let Some(t) = self.targets.get_mut(&id) {
                 let _ = t.append_loss(&l);
             }

@@ -51,13 +51,13 @@ use crate::{
     },
     pipeline::{
         driver::{self, Driver, Flow},
-        load_policy, Intake, Views,
+        load_policy, Intake, Stage, Views,
     },
     policy::Policy,
     record::Action,
     trace::{
         note::{Note, TargetEnd},
-        Header, Loss,
+        Cause, Header, Loss,
     },
 };
 
@@ -146,12 +146,6 @@ struct Daemon {
     attr: Attribution,
     intake: Intake,
     losses: LossTracker,
-    reported_decode: u64,
-    reported_unattributed: u64,
-    /// Records the ring's full userspace queue dropped (read at each turn),
-    /// and how many of them are written as losses.
-    queue_dropped: u64,
-    reported_queue_dropped: u64,
     /// cgroup level -> number of watched cgroups there.
     levels: BTreeMap<u32, u32>,
     tail: broadcast::Sender<Arc<TailLine>>,
@@ -249,10 +243,6 @@ async fn run(cfg: Config, config_path: PathBuf, policy: Policy) -> anyhow::Resul
         attr: Attribution::default(),
         intake: Intake::new(Views::new()),
         losses,
-        reported_decode: 0,
-        reported_unattributed: 0,
-        queue_dropped: 0,
-        reported_queue_dropped: 0,
         levels: BTreeMap::new(),
         tail,
         started: Instant::now(),
@@ -310,8 +300,7 @@ async fn run(cfg: Config, config_path: PathBuf, policy: Policy) -> anyhow::Resul
     drain(&mut ring, &mut d);
     d.absorb_decisions()?;
     d.release(true)?;
-    d.queue_dropped = ring.dropped();
-    d.account_losses()?;
+    d.account_losses(&ring)?;
     let ids: Vec<u32> = d.targets.keys().copied().collect();
     let mut failed = false;
     for id in ids {
@@ -401,8 +390,7 @@ impl Driver for Loop {
         d.release(false)?;
         d.switch_policy();
         if self.last_flush.elapsed() >= Duration::from_millis(500) {
-            d.queue_dropped = ring.dropped();
-            d.account_losses()?;
+            d.account_losses(ring)?;
             d.flush();
             d.refresh_metrics();
             self.last_flush = Instant::now();
@@ -464,18 +452,22 @@ impl Daemon {
         let Some(t) = self.targets.get_mut(&id) else {
             return Ok(());
         };
-        if t.writer.is_none() || t.pipeline.orderer.is_empty() {
+        if t.recorder.is_none() || t.pipeline.orderer.is_empty() {
             return Ok(());
         }
-        let mut acts = t.pipeline.release(force);
-        if acts.is_empty() {
+        let mut decisions = match (self.lsm.as_mut(), t.spec.enforce) {
+            (Some(lsm), true) => Some(enforce::TargetDecisions {
+                lsm,
+                attr: &self.attr,
+                id,
+            }),
+            _ => None,
+        };
+        let stage = decisions.as_mut().map(|d| d as &mut dyn Stage);
+        let written = t.release(force, stage)?;
+        if written.is_empty() {
             return Ok(());
         }
-        if t.spec.enforce {
-            self.annotate(id, &mut acts, force);
-        }
-        let t = self.targets.get_mut(&id).expect("target");
-        let written = t.write(acts)?;
         if let Some(m) = &self.metrics {
             m.written(t.name(), &written, crate::core::monotonic_ns());
         }
@@ -521,32 +513,16 @@ impl Daemon {
             .collect()
     }
 
-    /// Kernel loss counters, undecodable and unattributed records: written
-    /// to every live trace (the kernel does not know whose they were).
-    fn account_losses(&mut self) -> anyhow::Result<()> {
-        let mut all = self.losses.poll(&self.probes);
-        let decode_errors = self.intake.decode_errors;
-        if decode_errors > self.reported_decode {
-            all.push(
-                self.losses
-                    .userspace("decode_error", decode_errors - self.reported_decode),
-            );
-            self.reported_decode = decode_errors;
-        }
-        if self.attr.unattributed > self.reported_unattributed {
-            all.push(self.losses.userspace(
-                "unattributed",
-                self.attr.unattributed - self.reported_unattributed,
-            ));
-            self.reported_unattributed = self.attr.unattributed;
-        }
-        if self.queue_dropped > self.reported_queue_dropped {
-            all.push(self.losses.userspace(
-                ring::QUEUE_FULL,
-                self.queue_dropped - self.reported_queue_dropped,
-            ));
-            self.reported_queue_dropped = self.queue_dropped;
-        }
+    /// Kernel loss counters, undecodable and unattributed records, records
+    /// the ring's full queue dropped: written to every live trace (the
+    /// kernel does not know whose they were).
+    fn account_losses(&mut self, ring: &Ring) -> anyhow::Result<()> {
+        let counted = [
+            (Cause::DecodeError, self.intake.decode_errors),
+            (Cause::Unattributed, self.attr.unattributed),
+            (Cause::QueueFull, ring.dropped()),
+        ];
+        let all = self.losses.poll(&self.probes, &counted);
         if all.is_empty() {
             return Ok(());
         }

@@ -35,7 +35,7 @@ impl Daemon {
         let live: Vec<PathBuf> = self
             .targets
             .values()
-            .filter(|t| t.writer.is_some())
+            .filter(|t| t.recorder.is_some())
             .filter_map(|t| t.trace.clone())
             .collect();
         let Ok(rd) = std::fs::read_dir(&self.cfg.trace_dir) else {

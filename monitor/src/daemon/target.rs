@@ -11,10 +11,10 @@ use serde_json::{json, Value};
 use super::config::TargetSpec;
 use crate::{
     core::rfc3339,
-    pipeline::Pipeline,
+    pipeline::{Pipeline, Recorder, Stage},
     policy::{Context, Policy},
     record::Action,
-    trace::{note::Note, Header, Loss, SealInfo, SealSummary, TraceWriter},
+    trace::{note::Note, Cause, Header, Loss, SealSummary, TraceWriter},
 };
 
 /// Where a target is in its life.
@@ -87,7 +87,8 @@ pub struct Target {
     pub state: State,
     /// The watched cgroup (cgroup, container and pod targets).
     pub cgroup: Option<(PathBuf, u64)>,
-    pub writer: Option<TraceWriter>,
+    /// The open trace file.
+    pub recorder: Option<Recorder>,
     pub trace: Option<PathBuf>,
     pub pipeline: Pipeline,
     pub events: u64,
@@ -101,8 +102,6 @@ pub struct Target {
     opened: Option<(PathBuf, Option<Vec<u8>>, Header)>,
     /// The current file's number in its rotated sequence (0: the first).
     part: u32,
-    /// Losses recorded in the current file (its seal counts these).
-    file_lost: BTreeMap<String, u64>,
     /// After a rotation sealed a file and the next could not be opened:
     /// how to open it, retried at every flush.
     next: Option<(PathBuf, Option<Vec<u8>>, Header)>,
@@ -132,9 +131,6 @@ fn open_anchor(path: &Path) -> std::io::Result<std::fs::File> {
     Ok(f)
 }
 
-/// Loss cause of records that had no open trace file to go to.
-pub const LOSS_TRACE_UNWRITABLE: &str = "trace_unwritable";
-
 impl Target {
     pub fn new(id: u32, spec: TargetSpec, policy: Policy) -> Target {
         let ctx = Context {
@@ -142,14 +138,16 @@ impl Target {
             home: spec.home.clone().unwrap_or_else(|| PathBuf::from("/root")),
             trace_path: None,
         };
+        let mut pipeline = Pipeline::new(policy, ctx);
+        pipeline.target = Some(spec.name.clone());
         Target {
             id,
             spec,
             state: State::Waiting,
             cgroup: None,
-            writer: None,
+            recorder: None,
             trace: None,
-            pipeline: Pipeline::new(policy, ctx),
+            pipeline,
             events: 0,
             lost: BTreeMap::new(),
             rate: Rate::default(),
@@ -158,7 +156,6 @@ impl Target {
             seal: None,
             opened: None,
             part: 0,
-            file_lost: BTreeMap::new(),
             next: None,
             unwritten: None,
             held_losses: Vec::new(),
@@ -195,10 +192,10 @@ impl Target {
     /// with their loss record (`trace_unwritable`) and the kernel losses
     /// held.
     pub fn rotate_if_over(&mut self, limit: u64) -> anyhow::Result<Option<PathBuf>> {
-        if self.writer.is_none() {
+        if self.recorder.is_none() {
             return self.open_next();
         }
-        let (Some(path), Some(_)) = (&self.trace, &self.writer) else {
+        let (Some(path), Some(_)) = (&self.trace, &self.recorder) else {
             return Ok(None);
         };
         if limit == 0 || std::fs::metadata(path).map(|m| m.len()).unwrap_or(0) < limit {
@@ -251,13 +248,9 @@ impl Target {
         }
         let first = actions.iter().map(|a| a.ktime_ns).min().unwrap_or(0);
         let last = actions.iter().map(|a| a.ktime_ns).max().unwrap_or(0);
-        let u = self.unwritten.get_or_insert_with(|| Loss {
-            cause: LOSS_TRACE_UNWRITABLE.to_owned(),
-            count: 0,
-            cpu: None,
-            window_start_ns: first,
-            window_end_ns: last,
-        });
+        let u = self
+            .unwritten
+            .get_or_insert_with(|| Loss::new(Cause::TraceUnwritable, 0, None, (first, last)));
         u.count += actions.len() as u64;
         u.window_start_ns = u.window_start_ns.min(first);
         u.window_end_ns = u.window_end_ns.max(last);
@@ -270,7 +263,6 @@ impl Target {
         mut header: Header,
     ) -> anyhow::Result<()> {
         self.opened = Some((dir.to_path_buf(), key.clone(), header.clone()));
-        self.file_lost.clear();
         let stamp = humantime::format_rfc3339_seconds(SystemTime::now())
             .to_string()
             .replace(':', "");
@@ -350,18 +342,16 @@ impl Target {
                                     a.display(),
                                     path.display()
                                 );
-                                w.append_note(
-                                    "warning",
-                                    json!({
-                                        "anchor": a.to_string_lossy(),
-                                        "error": format!("cannot create the anchor: {e}"),
-                                    }),
-                                )?;
+                                Note::Warning {
+                                    anchor: a.to_string_lossy().into_owned(),
+                                    error: format!("cannot create the anchor: {e}"),
+                                }
+                                .append_to(&mut w)?;
                             }
                         }
                     }
                     self.pipeline.ctx.trace_path = Some(path.clone());
-                    self.writer = Some(w);
+                    self.recorder = Some(Recorder::new(w));
                     self.trace = Some(path);
                     self.started = Some(rfc3339(SystemTime::now()));
                     self.state = State::Active;
@@ -375,28 +365,27 @@ impl Target {
     }
 
     /// Writes released actions; returns them with their seqs.
-    pub fn write(&mut self, actions: Vec<Action>) -> anyhow::Result<Vec<(u64, Action)>> {
-        let Some(w) = self.writer.as_mut() else {
-            self.count_unwritten(&actions);
+    /// Releases ordered records to the trace (`stage`: the enforcing
+    /// target's decisions); returns them with their seqs.
+    pub fn release(
+        &mut self,
+        force: bool,
+        stage: Option<&mut dyn Stage>,
+    ) -> anyhow::Result<Vec<(u64, Action)>> {
+        let Some(r) = self.recorder.as_mut() else {
+            let acts = self.pipeline.release(force);
+            self.count_unwritten(&acts);
             return Ok(Vec::new());
         };
-        let mut out = Vec::with_capacity(actions.len());
-        for mut a in actions {
-            a.target = Some(self.spec.name.clone());
-            self.pipeline.judge.bind(&mut a, w.records_written());
-            let seq = w.append_event(&a)?;
-            self.events += 1;
-            out.push((seq, a));
-        }
-        crate::action::write_ended(&mut self.pipeline.judge, w, false)?;
+        let out = r.release(&mut self.pipeline, force, stage)?;
+        self.events += out.len() as u64;
         Ok(out)
     }
 
     pub fn append_loss(&mut self, loss: &Loss) -> anyhow::Result<()> {
-        if let Some(w) = self.writer.as_mut() {
-            w.append_loss(loss)?;
+        if let Some(r) = self.recorder.as_mut() {
+            r.loss(loss)?;
             *self.lost.entry(loss.cause.clone()).or_default() += loss.count;
-            *self.file_lost.entry(loss.cause.clone()).or_default() += loss.count;
         } else if self.next.is_some() {
             self.held_losses.push(loss.clone());
         }
@@ -404,15 +393,15 @@ impl Target {
     }
 
     pub fn note(&mut self, note: &Note) -> anyhow::Result<()> {
-        if let Some(w) = self.writer.as_mut() {
-            note.append_to(w)?;
+        if let Some(r) = self.recorder.as_mut() {
+            r.note(note)?;
         }
         Ok(())
     }
 
     pub fn flush(&mut self) -> anyhow::Result<()> {
-        if let Some(w) = self.writer.as_mut() {
-            w.flush()?;
+        if let Some(r) = self.recorder.as_mut() {
+            r.flush()?;
         }
         Ok(())
     }
@@ -420,7 +409,7 @@ impl Target {
     /// Seals the trace (after the caller released the pipeline) and moves
     /// to `state`.
     pub fn seal(&mut self, state: State) -> anyhow::Result<()> {
-        if self.writer.is_none() && self.next.is_some() {
+        if self.recorder.is_none() && self.next.is_some() {
             // A last try, so the losses are written and sealed.
             if let Err(e) = self.open_next() {
                 let n = self.unwritten.as_ref().map_or(0, |u| u.count);
@@ -430,18 +419,9 @@ impl Target {
                 );
             }
         }
-        if let Some(w) = self.writer.as_mut() {
-            if self.pipeline.unpaired_exits > 0 {
-                // Results whose syscall entry record was lost (counted as a
-                // loss already), as `abm run` writes them.
-                crate::trace::note::Note::UnpairedResults {
-                    count: self.pipeline.unpaired_exits,
-                }
-                .append_to(w)?;
-            }
-        }
-        if self.writer.is_some() {
-            let summary = self.seal_file()?;
+        if let Some(r) = self.recorder.take() {
+            let summary = r.finish(&self.pipeline, None)?;
+            self.release_files();
             self.seal = Some(summary);
         }
         self.ended = Some(rfc3339(SystemTime::now()));
@@ -451,16 +431,17 @@ impl Target {
 
     /// Seals the current file with the losses it records.
     fn seal_file(&mut self) -> anyhow::Result<SealSummary> {
-        let w = self.writer.take().context("no trace is open")?;
-        let summary = w.seal(SealInfo {
-            end_time: rfc3339(SystemTime::now()),
-            lost_by_cause: std::mem::take(&mut self.file_lost),
-            exit_code: None,
-        })?;
+        let r = self.recorder.take().context("no trace is open")?;
+        let summary = r.seal(None)?;
+        self.release_files();
+        Ok(summary)
+    }
+
+    /// A sealed file and its anchor are no longer append-only.
+    fn release_files(&self) {
         for p in [&self.trace, &self.anchor].into_iter().flatten() {
             crate::protect::release_trace(p);
         }
-        Ok(summary)
     }
 
     /// The target's line in `abm status`.
@@ -532,6 +513,14 @@ mod tests {
             .collect()
     }
 
+    /// Released through the target's pipeline (judged), to its trace.
+    fn write(t: &mut Target, acts: Vec<Action>) {
+        for a in acts {
+            t.pipeline.orderer.ready(a);
+        }
+        t.release(true, None).unwrap();
+    }
+
     fn lost_of(path: &Path) -> Vec<Loss> {
         read_trace(path)
             .unwrap()
@@ -554,7 +543,7 @@ mod tests {
         };
         let mut t = Target::new(1, spec, Policy::default_pack());
         t.open_trace(&dir, None, Header::default()).unwrap();
-        t.write(unlinks(100, 1_000)).unwrap();
+        write(&mut t, unlinks(100, 1_000));
         t.flush().unwrap();
         let first = t.trace.clone().unwrap();
         // The next file is to go to a directory that does not exist (yet).
@@ -562,8 +551,8 @@ mod tests {
         t.opened.as_mut().unwrap().0 = later.clone();
         // (Any size is over a limit of 1 byte.)
         assert!(t.rotate_if_over(1).is_err());
-        assert!(t.writer.is_none());
-        t.write(unlinks(30, 5_000)).unwrap();
+        assert!(t.recorder.is_none());
+        write(&mut t, unlinks(30, 5_000));
         t.append_loss(&Loss {
             cause: "ringbuf_full".into(),
             count: 2,
@@ -573,7 +562,7 @@ mod tests {
         })
         .unwrap();
         assert!(t.rotate_if_over(4096).is_err(), "still no directory");
-        t.write(unlinks(12, 9_000)).unwrap();
+        write(&mut t, unlinks(12, 9_000));
         std::fs::create_dir(&later).unwrap();
         let next = t.rotate_if_over(4096).unwrap().expect("reopened");
         t.seal(State::Removed).unwrap();
@@ -584,14 +573,14 @@ mod tests {
         assert_eq!(report.status, VerifyStatus::Intact);
         let lost = lost_of(&next);
         assert_eq!(lost.len(), 2, "{lost:?}");
-        assert_eq!(lost[0].cause, LOSS_TRACE_UNWRITABLE);
+        assert_eq!(lost[0].cause, Cause::TraceUnwritable.name());
         assert_eq!(lost[0].count, 42, "30 + 12 records had no file");
         assert_eq!(
             (lost[0].window_start_ns, lost[0].window_end_ns),
             (5_000, 9_011)
         );
         assert_eq!((lost[1].cause.as_str(), lost[1].count), ("ringbuf_full", 2));
-        assert_eq!(report.lost.get(LOSS_TRACE_UNWRITABLE), Some(&42));
-        assert_eq!(t.lost.get(LOSS_TRACE_UNWRITABLE), Some(&42));
+        assert_eq!(report.lost.get(Cause::TraceUnwritable.name()), Some(&42));
+        assert_eq!(t.lost.get(Cause::TraceUnwritable.name()), Some(&42));
     }
 }

@@ -19,12 +19,9 @@ use super::{
 use crate::{
     core::absolute,
     kernel::Probes,
-    pipeline::Pipeline,
+    pipeline::{Pipeline, Recorder, Stage},
     record::Action,
-    trace::{
-        note::{EnforcementSummary, Note},
-        TraceWriter,
-    },
+    trace::note::{EnforcementSummary, Note},
 };
 
 /// State shared by the run loop, the control socket's thread and the
@@ -237,28 +234,10 @@ impl Enforcer {
         m
     }
 
-    /// [`Pipeline::release`] with the guard's records merged in.
-    pub fn release(
-        &mut self,
-        pipeline: &mut Pipeline,
-        writer: &mut TraceWriter,
-        force: bool,
-    ) -> anyhow::Result<Vec<Action>> {
-        self.guard.absorb(pipeline, writer)?;
-        let mut acts = pipeline.release(force);
-        self.guard.annotate(&mut acts, force);
-        self.shared.recent.record(&acts);
-        Ok(acts)
-    }
-
     /// At the end of the run, before the final drain: stops the guard
     /// (refusing what still waits) and the control socket; records what is
     /// left and a summary note.
-    pub fn stop(
-        &mut self,
-        pipeline: &mut Pipeline,
-        writer: &mut TraceWriter,
-    ) -> anyhow::Result<()> {
+    pub fn stop(&mut self, pipeline: &mut Pipeline, trace: &mut Recorder) -> anyhow::Result<()> {
         self.shared.stop.store(true, Ordering::Relaxed);
         self.guard.halt();
         if let Some(c) = self.control.take() {
@@ -267,17 +246,16 @@ impl Enforcer {
         if let Some(a) = self.approvals.take() {
             a.stop();
         }
-        self.guard.stop(pipeline, writer)?;
+        self.guard.stop(pipeline, trace)?;
         let preserved_entries = self.guard.preserved_entries();
-        Note::EnforcementSummary(EnforcementSummary {
+        trace.note(&Note::EnforcementSummary(EnforcementSummary {
             backend: self.backend_name().to_owned(),
             decisions: self.guard.counts().clone(),
             preserved_entries,
             quarantine: (preserved_entries > 0)
                 .then(|| self.quarantine_dir.to_string_lossy().into_owned()),
             notified: self.shared.notify.counts(),
-        })
-        .append_to(writer)?;
+        }))?;
         Ok(())
     }
 
@@ -323,6 +301,19 @@ impl Enforcer {
             .iter()
             .map(|k| counts.get(*k).copied().unwrap_or(0))
             .sum()
+    }
+}
+
+/// The guard's records merged into the pipeline's release, its decisions
+/// attached to the released records.
+impl Stage for Enforcer {
+    fn absorb(&mut self, pipeline: &mut Pipeline, trace: &mut Recorder) -> anyhow::Result<()> {
+        self.guard.absorb(pipeline, trace)
+    }
+
+    fn annotate(&mut self, acts: &mut Vec<Action>, force: bool) {
+        self.guard.annotate(acts, force);
+        self.shared.recent.record(acts);
     }
 }
 

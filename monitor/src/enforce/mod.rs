@@ -35,10 +35,9 @@ use serde_json::Value;
 
 use crate::{
     kernel::Capability,
-    pipeline::Pipeline,
+    pipeline::{Pipeline, Recorder},
     policy::{Context, Policy},
     record::{Action, Op},
-    trace::TraceWriter,
 };
 
 pub mod answers;
@@ -262,7 +261,7 @@ pub(crate) trait Guard: Send {
     /// Takes in the decisions made since the last call: refused calls
     /// become records in the pipeline (ordered with the tracepoint
     /// records), the rest notes in the trace.
-    fn absorb(&mut self, pipeline: &mut Pipeline, writer: &mut TraceWriter) -> anyhow::Result<()>;
+    fn absorb(&mut self, pipeline: &mut Pipeline, trace: &mut Recorder) -> anyhow::Result<()>;
 
     /// Attaches the decisions to the released records of the calls they
     /// concern. `force`: the run is over, nothing more will come.
@@ -274,7 +273,7 @@ pub(crate) trait Guard: Send {
 
     /// After the control socket stopped: the last decisions and the
     /// backend's closing notes.
-    fn stop(&mut self, pipeline: &mut Pipeline, writer: &mut TraceWriter) -> anyhow::Result<()>;
+    fn stop(&mut self, pipeline: &mut Pipeline, trace: &mut Recorder) -> anyhow::Result<()>;
 
     /// Decisions so far, by decision name.
     fn counts(&self) -> &BTreeMap<String, u64>;

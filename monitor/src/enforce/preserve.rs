@@ -63,6 +63,7 @@ use sha2::{Digest as _, Sha256};
 use crate::{
     core::rfc3339,
     record::{text_fields, Action, Op},
+    trace::note::QuarantineLimit,
 };
 
 /// Files up to this size get a sha256 in the manifest.
@@ -92,7 +93,7 @@ pub struct Quarantine {
     used: u64,
     /// Whether the limit was reported already.
     limit_reported: bool,
-    notes: Vec<Value>,
+    notes: Vec<QuarantineLimit>,
     /// The last copy of each inode (dev, ino): data file, and the file's
     /// size, times and sha256 then; a later copy of an unchanged file
     /// hard-links it instead of copying again.
@@ -264,7 +265,7 @@ impl Quarantine {
     }
 
     /// Notes for the trace queued since the last call (`quarantine_limit`).
-    pub fn take_notes(&mut self) -> Vec<Value> {
+    pub fn take_notes(&mut self) -> Vec<QuarantineLimit> {
         std::mem::take(&mut self.notes)
     }
 
@@ -284,14 +285,14 @@ impl Quarantine {
         if !self.limit_reported {
             self.limit_reported = true;
             eprintln!("abm: {msg}");
-            self.notes.push(json!({
-                "quarantine": self.dir.to_string_lossy(),
-                "limit_bytes": self.limit,
-                "used_bytes": self.used,
-                "path": String::from_utf8_lossy(path),
-                "size": size,
-                "rule": "calls whose copy does not fit are refused (EPERM) until the run ends",
-            }));
+            self.notes.push(QuarantineLimit {
+                quarantine: self.dir.to_string_lossy().into_owned(),
+                limit_bytes: self.limit,
+                used_bytes: self.used,
+                path: String::from_utf8_lossy(path).into_owned(),
+                size,
+                rule: QuarantineLimit::RULE,
+            });
         }
         Err(io::Error::new(io::ErrorKind::StorageFull, msg))
     }

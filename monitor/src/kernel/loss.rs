@@ -2,35 +2,19 @@
 //! sees itself) turned into loss records for the trace.
 use std::collections::BTreeMap;
 
-use monitor_common::{LossCause, ReadFailure};
-
 use super::probes::Probes;
-use crate::{core::monotonic_ns, trace::Loss};
-
-/// The kernel's counters as loss causes, in the order
-/// [`Probes::loss_counters`] reads them: events not delivered
-/// ([`LossCause`]), then reads that failed where a program carried on with
-/// a zero or an empty value ([`ReadFailure`]), so that no such failure is
-/// silent in the trace.
-pub const KERNEL_COUNTERS: [&str; LossCause::ALL.len() + ReadFailure::ALL.len()] = {
-    let mut names = [""; LossCause::ALL.len() + ReadFailure::ALL.len()];
-    let mut i = 0;
-    while i < LossCause::ALL.len() {
-        names[i] = LossCause::ALL[i].name();
-        i += 1;
-    }
-    let mut j = 0;
-    while j < ReadFailure::ALL.len() {
-        names[i + j] = ReadFailure::ALL[j].name();
-        j += 1;
-    }
-    names
+use crate::{
+    core::monotonic_ns,
+    trace::{Cause, Loss},
 };
 
 /// Tracks per-CPU loss counters and turns increases into loss records.
 pub struct LossTracker {
     last: Vec<Vec<u64>>,
     last_poll_ns: u64,
+    /// Userspace counts already written as losses, by cause.
+    reported: Vec<(Cause, u64)>,
+    /// Every loss so far, by cause name (`abm status`).
     pub total: BTreeMap<String, u64>,
 }
 
@@ -39,70 +23,84 @@ impl LossTracker {
         LossTracker {
             last: probes.loss_counters(),
             last_poll_ns: monotonic_ns(),
+            reported: Vec::new(),
             total: BTreeMap::new(),
         }
     }
 
-    /// Loss records for the counters that grew since the last poll.
-    pub fn poll(&mut self, probes: &Probes) -> Vec<Loss> {
+    /// Loss records for everything lost since the last poll: the kernel's
+    /// counters that grew, then, in the order given, the userspace counts
+    /// in `counted` (running totals by cause: undecodable records, the
+    /// ring's full queue, ...) beyond what was written already.
+    pub fn poll(&mut self, probes: &Probes, counted: &[(Cause, u64)]) -> Vec<Loss> {
         // The kernel programs' log lines, at the same cadence.
         probes.flush_kernel_log();
         let now = monotonic_ns();
         let cur = probes.loss_counters();
-        let out = self.diff(&cur, now);
+        let mut out = self.diff(&cur, now);
         self.last = cur;
         self.last_poll_ns = now;
+        for &(cause, total) in counted {
+            let at = match self.reported.iter().position(|(c, _)| *c == cause) {
+                Some(at) => at,
+                None => {
+                    self.reported.push((cause, 0));
+                    self.reported.len() - 1
+                }
+            };
+            let done = self.reported[at].1;
+            if total > done {
+                self.reported[at].1 = total;
+                out.push(self.userspace(cause, total - done));
+            }
+        }
         out
     }
 
     fn diff(&mut self, cur: &[Vec<u64>], now: u64) -> Vec<Loss> {
         let mut out = Vec::new();
-        for (ci, cause) in KERNEL_COUNTERS.iter().enumerate() {
+        for (ci, cause) in Cause::KERNEL.iter().enumerate() {
             let (Some(c), Some(l)) = (cur.get(ci), self.last.get(ci)) else {
                 continue;
             };
             for (cpu, v) in c.iter().enumerate() {
                 let d = v.saturating_sub(l.get(cpu).copied().unwrap_or(0));
                 if d > 0 {
-                    *self.total.entry((*cause).to_owned()).or_default() += d;
-                    out.push(Loss {
-                        cause: (*cause).to_owned(),
-                        count: d,
-                        cpu: Some(cpu as u32),
-                        window_start_ns: self.last_poll_ns,
-                        window_end_ns: now,
-                    });
+                    *self.total.entry(cause.name().to_owned()).or_default() += d;
+                    out.push(Loss::new(
+                        *cause,
+                        d,
+                        Some(cpu as u32),
+                        (self.last_poll_ns, now),
+                    ));
                 }
             }
         }
         out
     }
 
-    /// A userspace-side loss (decode errors, unattributed records).
-    pub fn userspace(&mut self, cause: &str, count: u64) -> Loss {
-        *self.total.entry(cause.to_owned()).or_default() += count;
-        Loss {
-            cause: cause.to_owned(),
-            count,
-            cpu: None,
-            window_start_ns: self.last_poll_ns,
-            window_end_ns: monotonic_ns(),
-        }
+    /// A userspace-side loss of `count` records, counted once.
+    pub fn userspace(&mut self, cause: Cause, count: u64) -> Loss {
+        *self.total.entry(cause.name().to_owned()).or_default() += count;
+        Loss::new(cause, count, None, (self.last_poll_ns, monotonic_ns()))
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use monitor_common::{LossCause, ReadFailure};
+
     use super::*;
 
     #[test]
     fn counter_increases_become_per_cpu_losses() {
         let mut t = LossTracker {
-            last: vec![vec![0, 5]; KERNEL_COUNTERS.len()],
+            last: vec![vec![0, 5]; Cause::KERNEL.len()],
             last_poll_ns: 10,
+            reported: Vec::new(),
             total: BTreeMap::new(),
         };
-        let mut cur = vec![vec![0, 5]; KERNEL_COUNTERS.len()];
+        let mut cur = vec![vec![0, 5]; Cause::KERNEL.len()];
         cur[0] = vec![3, 5];
         let out = t.diff(&cur, 20);
         assert_eq!(out.len(), 1);
@@ -114,10 +112,11 @@ mod tests {
 
     #[test]
     fn read_failures_become_losses_named_by_their_kind() {
-        let n = KERNEL_COUNTERS.len();
+        let n = Cause::KERNEL.len();
         let mut t = LossTracker {
             last: vec![vec![0, 0]; n],
             last_poll_ns: 10,
+            reported: Vec::new(),
             total: BTreeMap::new(),
         };
         let mut cur = vec![vec![0, 0]; n];
@@ -128,12 +127,5 @@ mod tests {
         assert_eq!(out[0].cause, "user_read_failed");
         assert_eq!((out[0].count, out[0].cpu), (2, Some(1)));
         assert_eq!(t.total["user_read_failed"], 2);
-    }
-
-    #[test]
-    fn kernel_counter_names_are_distinct() {
-        let set: std::collections::BTreeSet<_> = KERNEL_COUNTERS.iter().collect();
-        assert_eq!(set.len(), KERNEL_COUNTERS.len());
-        assert!(KERNEL_COUNTERS.iter().all(|n| !n.is_empty()));
     }
 }

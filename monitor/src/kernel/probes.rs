@@ -318,7 +318,7 @@ impl Probes {
         }
     }
 
-    /// The kernel's per-CPU counters, in [`super::loss::KERNEL_COUNTERS`]
+    /// The kernel's per-CPU counters, in [`crate::trace::Cause::KERNEL`]
     /// order: `LOSSES` by [`LossCause`], then `ERRORS` by [`ReadFailure`].
     pub fn loss_counters(&self) -> Vec<Vec<u64>> {
         let per_cpu = |map: &PerCpuArray<MapData, u64>, i: u32| -> Vec<u64> {

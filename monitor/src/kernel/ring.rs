@@ -11,7 +11,7 @@
 //! The queue is bounded ([`MAX_QUEUE_BYTES`]): a record that arrives while
 //! it is full is consumed from the kernel ring and counted
 //! ([`Ring::dropped`]), and the commands write the count as a loss of cause
-//! [`QUEUE_FULL`], like the kernel's own `ringbuf_full`.
+//! [`crate::trace::Cause::QueueFull`], like the kernel's own `ringbuf_full`.
 use std::{
     collections::VecDeque,
     os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd},
@@ -34,10 +34,8 @@ pub const DRAIN_BATCH: usize = 1024;
 /// full), and at which the event loop looks at the queue.
 pub const DRAIN_INTERVAL_MS: u64 = 25;
 /// Most bytes of records the userspace queue holds (records that arrive
-/// while it is full are lost, cause [`QUEUE_FULL`]).
+/// while it is full are lost, cause [`crate::trace::Cause::QueueFull`]).
 pub const MAX_QUEUE_BYTES: usize = 64 << 20;
-/// Loss cause of records dropped because the userspace queue was full.
-pub const QUEUE_FULL: &str = "queue_full";
 /// Size of one block of the queue (records are copied in blocks, not one
 /// allocation each).
 const CHUNK: usize = 64 << 10;

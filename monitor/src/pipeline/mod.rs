@@ -6,7 +6,8 @@
 //! resolved paths ([`resolve`]), mapped to the host view when it was made
 //! in another mount namespace ([`mounts`]), then paired with its result
 //! and held for ordering ([`order`])) → [`Pipeline::release`] (in kernel
-//! timestamp order: wall time, executable, the policy's verdict).
+//! timestamp order: wall time, executable, the policy's verdict), called
+//! by [`Recorder::release`], which writes the records to the trace.
 //! [`driver`] is the event loop both commands drive: it drains the ring
 //! buffer into the pipeline and hands every other wake-up to the command.
 //!
@@ -14,6 +15,10 @@
 //! - [`mounts`]: host and container views of paths in mount namespaces.
 //! - [`order`]: pairing entries with results, timestamp order.
 //! - [`driver`]: the shared event loop.
+//! - [`recorder`]: the [`Recorder`], the sink of one trace file: releasing
+//!   records to it bound to their actions, the notes of ended actions,
+//!   losses by cause, new sensitive names; a guard joins as a [`Stage`].
+//! - [`summary`]: the end-of-run summary of `abm run`.
 use std::collections::HashMap;
 
 use monitor_common::EventKind;
@@ -28,10 +33,13 @@ use crate::{
 pub mod driver;
 pub mod mounts;
 pub mod order;
+pub mod recorder;
 pub mod resolve;
+pub mod summary;
 
 pub use mounts::Views;
 use order::Orderer;
+pub use recorder::{Recorder, Stage};
 
 /// The policy files given, merged in order; none: the built-in default pack.
 pub fn load_policy(files: &[std::path::PathBuf]) -> anyhow::Result<Policy> {
@@ -135,10 +143,13 @@ pub struct Pipeline {
     exes: HashMap<u32, String>,
     pub policy: Policy,
     pub ctx: Context,
-    /// Groups records into actions, measures and judges them.
-    pub judge: crate::action::Judge,
+    /// Groups records into actions, measures and judges them; driven by
+    /// the pipeline and its [`Recorder`] only.
+    judge: crate::action::Judge,
     /// Results whose entry record was not there (lost).
     pub unpaired_exits: u64,
+    /// The daemon's target whose records these are (their `target`).
+    pub target: Option<String>,
     /// Directories canonicalised for recent records.
     dirs: resolve::DirCache,
 }
@@ -158,6 +169,7 @@ impl Pipeline {
             policy,
             ctx,
             unpaired_exits: 0,
+            target: None,
             dirs: resolve::DirCache::default(),
         }
     }
@@ -216,6 +228,9 @@ impl Pipeline {
         for a in &mut out {
             // Its result was lost: canonicalised now.
             resolve::settle_path(a, None);
+            if self.target.is_some() {
+                a.target.clone_from(&self.target);
+            }
             a.time = self.clock.wall(a.ktime_ns);
             match a.op {
                 Some(Op::Fork) => {

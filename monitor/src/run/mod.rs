@@ -6,7 +6,6 @@
 //! and drives the shared event loop ([`crate::pipeline::driver`]) until the
 //! command's tree has ended.
 use std::{
-    collections::BTreeMap,
     os::unix::process::ExitStatusExt,
     path::{Path, PathBuf},
     time::{Duration, Instant, SystemTime},
@@ -34,12 +33,13 @@ use crate::{
     },
     pipeline::{
         driver::{self, Driver, Flow},
-        load_policy, Intake, Pipeline, Views,
+        load_policy,
+        summary::one_line,
+        Intake, Pipeline, Recorder, Stage, Views,
     },
     policy::Context,
     record::Treatment,
-    summary::Summary,
-    trace::{note::Note, Header, SealInfo, TraceWriter},
+    trace::{note::Note, Cause, Header, TraceWriter},
 };
 
 /// Runs `abm run`. Returns the command's exit code.
@@ -62,8 +62,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
     let anchor = args
         .anchor_fd
         .map(crate::trace::anchor::AnchorWriter::from_fd)
-        .transpose()
-        .map_err(anyhow::Error::msg)?;
+        .transpose()?;
     let key = match (&args.sign_key, args.sign_key_fd) {
         (Some(k), _) if k.as_os_str() == "-" => Some(
             crate::trace::read_key_from(std::io::stdin().lock(), "stdin")
@@ -73,8 +72,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
             Some(crate::trace::read_key(k).with_context(|| format!("--sign-key {}", k.display()))?)
         }
         (None, Some(fd)) => {
-            let f =
-                crate::trace::anchor::take_fd(fd, "--sign-key-fd").map_err(anyhow::Error::msg)?;
+            let f = crate::trace::anchor::take_fd(fd, "--sign-key-fd")?;
             Some(
                 crate::trace::read_key_from(f, &format!("descriptor {fd}"))
                     .with_context(|| format!("--sign-key-fd {fd}"))?,
@@ -254,6 +252,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
     if let Some(a) = anchor {
         writer.set_anchor(a);
     }
+    let mut trace = Recorder::new(writer).summing().watching(sensitive_watch);
     lifeline.trace_created();
     let protection = crate::protect::protect_trace(&trace_abs);
     if let Err(e) = &protection {
@@ -318,15 +317,10 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
             } else {
                 126
             };
-            let _ = Note::SpawnFailed {
+            let _ = trace.note(&Note::SpawnFailed {
                 error: e.to_string(),
-            }
-            .append_to(&mut writer);
-            let _ = writer.seal(SealInfo {
-                end_time: rfc3339(SystemTime::now()),
-                lost_by_cause: BTreeMap::new(),
-                exit_code: Some(code),
             });
+            let _ = trace.seal(Some(code));
             crate::protect::release_trace(&trace_abs);
             bail!("cannot run {}: {e}", args.command[0].to_string_lossy());
         }
@@ -340,10 +334,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
         intake: Intake::new(Views::own()),
         pipeline,
         enforcer,
-        writer,
+        trace,
         losses,
-        summary: Summary::default(),
-        sensitive: sensitive_watch,
         child,
         sigint: tokio::signal::unix::signal(SignalKind::interrupt())?,
         sigterm: tokio::signal::unix::signal(SignalKind::terminate())?,
@@ -353,8 +345,6 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
         deadline: None,
         interrupted: false,
         last_flush: Instant::now(),
-        reported_decode: 0,
-        reported_dropped: 0,
         clients: std::collections::HashSet::new(),
         discarded: std::collections::HashSet::new(),
     };
@@ -407,11 +397,8 @@ struct Session<'a> {
     intake: Intake,
     pipeline: Pipeline,
     enforcer: Option<Enforcer>,
-    writer: TraceWriter,
+    trace: Recorder,
     losses: LossTracker,
-    summary: Summary,
-    /// The kernel's sensitive set, which files the tree creates can join.
-    sensitive: crate::kernel::sensitive::Watcher,
     child: tokio::process::Child,
     sigint: tokio::signal::unix::Signal,
     sigterm: tokio::signal::unix::Signal,
@@ -424,9 +411,6 @@ struct Session<'a> {
     deadline: Option<Instant>,
     interrupted: bool,
     last_flush: Instant,
-    reported_decode: u64,
-    /// Records the full userspace queue dropped, already written as losses.
-    reported_dropped: u64,
     /// Processes of the watched tree running a container client.
     clients: std::collections::HashSet<u32>,
     /// New container cgroups that are not the run's.
@@ -505,16 +489,15 @@ impl Driver for Session<'_> {
         self.release(false)?;
         if self.last_flush.elapsed() >= Duration::from_millis(500) {
             self.account_losses(ring)?;
-            self.writer.flush()?;
+            self.trace.flush()?;
             self.last_flush = Instant::now();
         }
         if self.interrupted {
             let pids = self.scoped_pids();
-            Note::Interrupted {
+            self.trace.note(&Note::Interrupted {
                 terminated_pids: pids,
                 signal: self.signal_name,
-            }
-            .append_to(&mut self.writer)?;
+            })?;
             self.terminate(libc::SIGTERM);
             if self.exit_code.is_none() {
                 if let Ok(Ok(s)) =
@@ -537,9 +520,11 @@ impl Driver for Session<'_> {
             }
             if Instant::now() >= d {
                 if self.args.keep_orphans {
-                    Note::OrphansLeftRunning { pids: remaining }.append_to(&mut self.writer)?;
+                    self.trace
+                        .note(&Note::OrphansLeftRunning { pids: remaining })?;
                 } else {
-                    Note::OrphansTerminated { pids: remaining }.append_to(&mut self.writer)?;
+                    self.trace
+                        .note(&Note::OrphansTerminated { pids: remaining })?;
                     self.terminate(libc::SIGTERM);
                     tokio::time::sleep(Duration::from_millis(300)).await;
                     self.terminate(libc::SIGKILL);
@@ -576,7 +561,7 @@ impl Session<'_> {
                     cgroup_id: cg.id,
                     reason,
                 });
-                if let Err(e) = note.append_to(&mut self.writer) {
+                if let Err(e) = self.trace.note(&note) {
                     tracing::warn!("trace note: {e}");
                 }
             }
@@ -589,62 +574,13 @@ impl Session<'_> {
 
     /// Released records (with the guard's records merged in) to the trace.
     fn release(&mut self, force: bool) -> anyhow::Result<()> {
-        let acts = match self.enforcer.as_mut() {
-            Some(e) => e.release(&mut self.pipeline, &mut self.writer, force)?,
-            None => self.pipeline.release(force),
-        };
-        for mut a in acts {
-            self.pipeline
-                .judge
-                .bind(&mut a, self.writer.records_written());
-            let seq = self.writer.append_event(&a)?;
-            self.watch_created(&a)?;
-            if self.args.verbose {
+        let stage = self.enforcer.as_mut().map(|e| e as &mut dyn Stage);
+        let written = self.trace.release(&mut self.pipeline, force, stage)?;
+        if self.args.verbose {
+            for (seq, a) in &written {
                 // A closed terminal must not stop the run: errors ignored.
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "abm: {}",
-                    crate::summary::one_line(seq, &a)
-                );
+                let _ = writeln!(std::io::stderr(), "abm: {}", one_line(*seq, a));
             }
-            self.summary.add(&a);
-        }
-        crate::action::write_ended(&mut self.pipeline.judge, &mut self.writer, false)?;
-        Ok(())
-    }
-
-    /// A successful create, write-open, rename or link: a new name that
-    /// may be sensitive (a `.env`, a key) joins the kernel's set, and the
-    /// trace says so.
-    fn watch_created(&mut self, a: &crate::record::Action) -> anyhow::Result<()> {
-        use crate::record::Op;
-        if a.result.is_none_or(|r| r < 0) {
-            return Ok(());
-        }
-        if a.op == Some(Op::Exec) {
-            // A sandbox's or container's own secrets (another mount
-            // namespace or root): resolved in its view, then watched.
-            if let Some(v) = self.sensitive.entered(a.pid) {
-                for path in v.paths() {
-                    let full = self.sensitive.full;
-                    Note::SensitiveAdded { path, full }.append_to(&mut self.writer)?;
-                }
-            }
-            return Ok(());
-        }
-        let path = match a.op {
-            Some(Op::Write | Op::Truncate) => a.path.as_deref(),
-            Some(Op::Rename | Op::Link) => a.path2.as_deref(),
-            _ => None,
-        };
-        let Some(path) = path else { return Ok(()) };
-        let was_full = self.sensitive.full;
-        if self.sensitive.created(path) || self.sensitive.full != was_full {
-            Note::SensitiveAdded {
-                path: path.to_owned(),
-                full: self.sensitive.full,
-            }
-            .append_to(&mut self.writer)?;
         }
         Ok(())
     }
@@ -652,24 +588,12 @@ impl Session<'_> {
     /// Kernel losses, records the full userspace queue dropped and
     /// undecodable records since the last call.
     fn account_losses(&mut self, ring: &Ring) -> anyhow::Result<()> {
-        for loss in self.losses.poll(&self.probes) {
-            self.writer.append_loss(&loss)?;
-        }
-        let dropped = ring.dropped();
-        if dropped > self.reported_dropped {
-            let l = self
-                .losses
-                .userspace(ring::QUEUE_FULL, dropped - self.reported_dropped);
-            self.reported_dropped = dropped;
-            self.writer.append_loss(&l)?;
-        }
-        let decode_errors = self.intake.decode_errors;
-        if decode_errors > self.reported_decode {
-            let l = self
-                .losses
-                .userspace("decode_error", decode_errors - self.reported_decode);
-            self.reported_decode = decode_errors;
-            self.writer.append_loss(&l)?;
+        let counted = [
+            (Cause::QueueFull, ring.dropped()),
+            (Cause::DecodeError, self.intake.decode_errors),
+        ];
+        for loss in self.losses.poll(&self.probes, &counted) {
+            self.trace.loss(&loss)?;
         }
         Ok(())
     }
@@ -684,31 +608,19 @@ impl Session<'_> {
         trace_abs: &Path,
     ) -> anyhow::Result<i32> {
         if let Some(e) = self.enforcer.as_mut() {
-            e.stop(&mut self.pipeline, &mut self.writer)?;
+            e.stop(&mut self.pipeline, &mut self.trace)?;
         }
         // Final drain: everything the kernel produced before the tree ended.
         ring::drain_all(ring, |b| self.push(b));
         self.release(true)?;
-        crate::action::write_ended(&mut self.pipeline.judge, &mut self.writer, true)?;
+        self.trace.close_actions(&mut self.pipeline)?;
         self.account_losses(ring)?;
-        if self.pipeline.unpaired_exits > 0 {
-            // Results whose syscall entry record was lost (counted as a loss
-            // already): kept so a reader can reconcile kernel record counts.
-            Note::UnpairedResults {
-                count: self.pipeline.unpaired_exits,
-            }
-            .append_to(&mut self.writer)?;
-        }
         let exit_code = self.exit_code;
-        let seal = self.writer.seal(SealInfo {
-            end_time: rfc3339(SystemTime::now()),
-            lost_by_cause: self.losses.total.clone(),
-            exit_code,
-        })?;
+        let mut summary = self.trace.summary().map(std::mem::take).unwrap_or_default();
+        let seal = self.trace.finish(&self.pipeline, exit_code)?;
         crate::protect::release_trace(trace_abs);
         let code = exit_code.unwrap_or(1);
         let args = self.args;
-        let summary = &mut self.summary;
         if !args.quiet {
             summary.finish(
                 command,
@@ -745,18 +657,13 @@ impl Session<'_> {
     ) -> anyhow::Error {
         self.terminate(libc::SIGKILL);
         let _ = self.child.start_kill();
-        let _ = Note::RunError {
+        let _ = self.trace.note(&Note::RunError {
             error: format!("{e:#}"),
-        }
-        .append_to(&mut self.writer);
-        if let Some(enf) = self.enforcer.as_mut() {
-            let _ = enf.stop(&mut self.pipeline, &mut self.writer);
-        }
-        let sealed = self.writer.seal(SealInfo {
-            end_time: rfc3339(SystemTime::now()),
-            lost_by_cause: self.losses.total.clone(),
-            exit_code: None,
         });
+        if let Some(enf) = self.enforcer.as_mut() {
+            let _ = enf.stop(&mut self.pipeline, &mut self.trace);
+        }
+        let sealed = self.trace.seal(None);
         crate::protect::release_trace(trace_abs);
         // Whatever is still in scope is killed by the lifeline.
         drop(lifeline);

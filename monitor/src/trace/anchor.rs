@@ -25,6 +25,52 @@ use serde::{Deserialize, Serialize};
 
 use super::format::{self, DIGEST_LEN};
 
+/// Why an anchor cannot be taken or read.
+#[derive(Debug, thiserror::Error)]
+pub enum AnchorError {
+    #[error(
+        "{flag} {fd}: descriptors 0-2 are the command's stdin, stdout and stderr; give \
+         another descriptor (e.g. `{flag} 3 3>FILE`)"
+    )]
+    StandardDescriptor { flag: &'static str, fd: RawFd },
+    #[error(
+        "{flag} {fd}: descriptor {fd} is not open; open it in the calling shell (e.g. \
+         `{flag} {fd} {fd}>FILE`)"
+    )]
+    NotOpen { flag: &'static str, fd: RawFd },
+    #[error("{flag} {fd}: cannot set close-on-exec: {source}")]
+    CloseOnExec {
+        flag: &'static str,
+        fd: RawFd,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "--anchor-fd {fd}: descriptor {fd} is open read-only; open it for writing \
+         (`{fd}>FILE` or a pipe's write end)"
+    )]
+    ReadOnly { fd: RawFd },
+    #[error("{}: cannot {action} the anchor: {source}", .path.display())]
+    Io {
+        path: PathBuf,
+        action: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}:{line}: {reason}", .path.display())]
+    Line {
+        path: PathBuf,
+        line: u64,
+        reason: String,
+    },
+    #[error(
+        "{}: the anchor holds no chain head (abm wrote nothing to it: was it given to \
+         `abm run --anchor-fd`, and did the run get as far as its first flush?)",
+        .path.display()
+    )]
+    Empty { path: PathBuf },
+}
+
 /// Writes the chain head to the caller's descriptor.
 pub struct AnchorWriter {
     file: File,
@@ -38,28 +84,23 @@ pub struct AnchorWriter {
 /// it from the watched command: close-on-exec is set at once.
 ///
 /// Refused when `fd` is not open, is one of 0-2, or is not writable.
-pub fn take_fd(fd: RawFd, flag: &str) -> Result<File, String> {
+pub fn take_fd(fd: RawFd, flag: &'static str) -> Result<File, AnchorError> {
     if fd <= 2 {
-        return Err(format!(
-            "{flag} {fd}: descriptors 0-2 are the command's stdin, stdout and stderr; give \
-             another descriptor (e.g. `{flag} 3 3>FILE`)"
-        ));
+        return Err(AnchorError::StandardDescriptor { flag, fd });
     }
     // SAFETY: fcntl on an integer descriptor has no memory effects; a closed
     // descriptor returns -1 (EBADF).
     let fl = unsafe { libc::fcntl(fd, libc::F_GETFL) };
     if fl < 0 {
-        return Err(format!(
-            "{flag} {fd}: descriptor {fd} is not open; open it in the calling shell (e.g. \
-             `{flag} {fd} {fd}>FILE`)"
-        ));
+        return Err(AnchorError::NotOpen { flag, fd });
     }
     // SAFETY: as above; sets FD_CLOEXEC so no child of abm inherits it.
     if unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) } < 0 {
-        return Err(format!(
-            "{flag} {fd}: cannot set close-on-exec: {}",
-            std::io::Error::last_os_error()
-        ));
+        return Err(AnchorError::CloseOnExec {
+            flag,
+            fd,
+            source: std::io::Error::last_os_error(),
+        });
     }
     // SAFETY: the descriptor is open (F_GETFL succeeded), and the caller gave
     // it to abm for this purpose: abm owns it from here on and nothing else
@@ -69,14 +110,11 @@ pub fn take_fd(fd: RawFd, flag: &str) -> Result<File, String> {
 
 impl AnchorWriter {
     /// An anchor on descriptor `fd` (see [`take_fd`]); it must be writable.
-    pub fn from_fd(fd: RawFd) -> Result<AnchorWriter, String> {
+    pub fn from_fd(fd: RawFd) -> Result<AnchorWriter, AnchorError> {
         // SAFETY: fcntl on an integer descriptor has no memory effects.
         let fl = unsafe { libc::fcntl(fd, libc::F_GETFL) };
         if fl >= 0 && fl & libc::O_ACCMODE == libc::O_RDONLY {
-            return Err(format!(
-                "--anchor-fd {fd}: descriptor {fd} is open read-only; open it for writing \
-                 (`{fd}>FILE` or a pipe's write end)"
-            ));
+            return Err(AnchorError::ReadOnly { fd });
         }
         Ok(AnchorWriter {
             file: take_fd(fd, "--anchor-fd")?,
@@ -176,21 +214,29 @@ fn hex_digest<S: serde::Serializer>(d: &[u8; DIGEST_LEN], s: S) -> Result<S::Ok,
 
 /// Reads the last head of an anchor file. A last line without a newline
 /// (abm stopped while writing it) is left out. Errors name the line.
-pub fn read_anchor(path: &Path) -> Result<AnchorPoint, String> {
-    let f =
-        File::open(path).map_err(|e| format!("{}: cannot open the anchor: {e}", path.display()))?;
+pub fn read_anchor(path: &Path) -> Result<AnchorPoint, AnchorError> {
+    let io = |action| {
+        move |source| AnchorError::Io {
+            path: path.to_owned(),
+            action,
+            source,
+        }
+    };
+    let f = File::open(path).map_err(io("open"))?;
     let mut last: Option<AnchorPoint> = None;
     let mut r = std::io::BufReader::new(f);
     let mut buf = Vec::new();
     for line_no in 1u64.. {
         buf.clear();
-        let n = r
-            .read_until(b'\n', &mut buf)
-            .map_err(|e| format!("{}: cannot read the anchor: {e}", path.display()))?;
+        let n = r.read_until(b'\n', &mut buf).map_err(io("read"))?;
         if n == 0 || buf.last() != Some(&b'\n') {
             break;
         }
-        let at = |why: String| format!("{}:{line_no}: {why}", path.display());
+        let at = |reason: String| AnchorError::Line {
+            path: path.to_owned(),
+            line: line_no,
+            reason,
+        };
         if let Some(p) = &last {
             if p.seal {
                 return Err(at(format!(
@@ -224,12 +270,8 @@ pub fn read_anchor(path: &Path) -> Result<AnchorPoint, String> {
             seal: l.seal,
         });
     }
-    last.ok_or_else(|| {
-        format!(
-            "{}: the anchor holds no chain head (abm wrote nothing to it: was it given to \
-             `abm run --anchor-fd`, and did the run get as far as its first flush?)",
-            path.display()
-        )
+    last.ok_or_else(|| AnchorError::Empty {
+        path: path.to_owned(),
     })
 }
 
@@ -442,7 +484,7 @@ mod tests {
         ];
         for (text, want) in cases {
             std::fs::write(&p, &text).unwrap();
-            let e = read_anchor(&p).unwrap_err();
+            let e = read_anchor(&p).unwrap_err().to_string();
             assert!(e.contains(want), "{text:?}: {e}");
         }
         // A last line cut short is left out.
@@ -457,13 +499,13 @@ mod tests {
     #[test]
     fn descriptors_that_cannot_be_an_anchor_are_refused() {
         assert!(AnchorWriter::from_fd(1).is_err());
-        let e = AnchorWriter::from_fd(987).err().unwrap();
+        let e = AnchorWriter::from_fd(987).err().unwrap().to_string();
         assert!(e.contains("is not open"), "{e}");
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("r");
         std::fs::write(&p, b"").unwrap();
         let fd = File::open(&p).unwrap().into_raw_fd();
-        let e = AnchorWriter::from_fd(fd).err().unwrap();
+        let e = AnchorWriter::from_fd(fd).err().unwrap().to_string();
         assert!(e.contains("read-only"), "{e}");
         // SAFETY: fd was opened above and is not used elsewhere.
         drop(unsafe { File::from_raw_fd(fd) });

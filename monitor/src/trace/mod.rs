@@ -29,6 +29,7 @@ pub mod cmd;
 pub mod compact;
 mod event_check;
 pub mod format;
+pub mod loss;
 pub mod note;
 pub mod ocsf;
 mod packer;
@@ -43,6 +44,7 @@ mod writer;
 mod tests;
 
 pub use format::{key_id, ChainAlg, SCHEMA};
+pub use loss::Cause;
 pub use read::{read_header, read_trace};
 pub use report::{Authentication, EventTime, Problem, ProblemKind, VerifyReport, VerifyStatus};
 pub use source::{read_canonical, Damage, Next, TraceFormat, TraceReader, TruncatedTail};
@@ -95,7 +97,7 @@ impl std::ops::Deref for HeaderRecord {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Loss {
-    /// Why they were lost: `ringbuf_full`, `reorder_window`, `decode`, ...
+    /// Why they were lost: a [`Cause`]'s name (`ringbuf_full`, ...).
     pub cause: String,
     /// Number of events lost.
     pub count: u64,

@@ -46,13 +46,13 @@ pub enum Note {
     /// The target's cgroup could not be watched.
     WatchFailed(TargetEnd),
     /// A decision of the guard (docs/enforcement.md, docs/lsm.md).
-    Enforcement(Value),
+    Enforcement(Decision),
     /// The seccomp supervisor's handling cost.
     EnforcementStats(EnforcementStats),
     /// The end of an enforcing run: decisions by kind, what was preserved.
     EnforcementSummary(EnforcementSummary),
     /// The BPF LSM backend at the end of the run.
-    LsmSummary(Value),
+    LsmSummary(LsmSummary),
     /// A container whose cgroup was created while the run followed
     /// containers is in scope from its first process (docs/harness.md).
     ContainerFollowed(ContainerFollowed),
@@ -63,9 +63,35 @@ pub enum Note {
     /// pattern; its read-only opens are recorded from this record on
     /// (`full`: the kernel's set was full, so they are not).
     SensitiveAdded { path: String, full: bool },
+    /// The daemon: a trace file's anchor could not be created, so the
+    /// file has none (docs/daemon.md).
+    Warning { anchor: String, error: String },
     /// `preserve` refused a call whose copy would exceed
     /// `--quarantine-limit` (docs/enforcement.md); written once per run.
-    QuarantineLimit(Value),
+    QuarantineLimit(QuarantineLimit),
+}
+
+/// Body of `enforcement`: a decision of the guard. Its fields depend on
+/// the backend and the decision (docs/enforcement.md, docs/lsm.md); the
+/// process it concerns is a typed field, by which the daemon sorts the
+/// note to that process's target.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Decision {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    #[serde(flatten)]
+    pub fields: serde_json::Map<String, Value>,
+}
+
+impl Decision {
+    /// The decision's name: its `decision`, or that of the record's
+    /// `enforcement` object it carries.
+    pub fn decision(&self) -> Option<&str> {
+        self.fields
+            .get("decision")
+            .or_else(|| self.fields.get("enforcement")?.get("decision"))
+            .and_then(Value::as_str)
+    }
 }
 
 /// Body of `container_followed`.
@@ -97,6 +123,39 @@ pub struct TargetEnd {
     pub reason: String,
 }
 
+/// Body of `lsm_summary`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LsmSummary {
+    /// `lsm`.
+    pub backend: &'static str,
+    /// Decisions by name.
+    pub decisions: BTreeMap<String, u64>,
+    /// Confirm requests still waiting when the run ended (refused).
+    pub unanswered_requests: Vec<u64>,
+    pub quarantine: String,
+}
+
+/// Body of `quarantine_limit`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct QuarantineLimit {
+    /// The quarantine directory.
+    pub quarantine: String,
+    /// `--quarantine-limit`.
+    pub limit_bytes: u64,
+    /// Bytes kept when the call came.
+    pub used_bytes: u64,
+    /// The file whose copy did not fit, and its size.
+    pub path: String,
+    pub size: u64,
+    /// What happens from then on: [`QuarantineLimit::RULE`].
+    pub rule: &'static str,
+}
+
+impl QuarantineLimit {
+    pub const RULE: &'static str =
+        "calls whose copy does not fit are refused (EPERM) until the run ends";
+}
+
 /// Body of `enforcement_stats`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct EnforcementStats {
@@ -118,6 +177,25 @@ pub struct EnforcementSummary {
 }
 
 impl Note {
+    /// An `enforcement` note of the fields of `body` (an object).
+    pub fn enforcement(body: Value) -> Note {
+        let mut fields = match body {
+            Value::Object(m) => m,
+            other => {
+                debug_assert!(false, "an enforcement note is an object: {other}");
+                serde_json::Map::new()
+            }
+        };
+        let pid = fields
+            .get("pid")
+            .and_then(Value::as_u64)
+            .and_then(|p| u32::try_from(p).ok());
+        if pid.is_some() {
+            fields.remove("pid");
+        }
+        Note::Enforcement(Decision { pid, fields })
+    }
+
     /// The note's kind and body, as written.
     pub fn parts(&self) -> (String, Value) {
         match serde_json::to_value(self) {
@@ -175,9 +253,9 @@ mod tests {
                 json!({ "target": "a", "reason": "daemon_stopped" }),
             ),
             (
-                Note::Enforcement(json!({ "decision": "denied" })),
+                Note::enforcement(json!({ "decision": "denied", "pid": 7 })),
                 "enforcement",
-                json!({ "decision": "denied" }),
+                json!({ "decision": "denied", "pid": 7 }),
             ),
             (
                 Note::EnforcementSummary(EnforcementSummary {
@@ -191,9 +269,80 @@ mod tests {
                 json!({ "backend": "seccomp", "decisions": { "denied": 1 },
                         "preserved_entries": 0, "quarantine": null, "notified": { "sent": 1 } }),
             ),
+            (
+                Note::LsmSummary(LsmSummary {
+                    backend: "lsm",
+                    decisions: BTreeMap::from([("denied".into(), 2)]),
+                    unanswered_requests: vec![4],
+                    quarantine: "/q".into(),
+                }),
+                "lsm_summary",
+                json!({ "backend": "lsm", "decisions": { "denied": 2 },
+                        "unanswered_requests": [4], "quarantine": "/q" }),
+            ),
         ];
         for (note, kind, body) in cases {
             assert_eq!(note.parts(), (kind.to_owned(), body));
+        }
+    }
+
+    /// The body of each line written: what follows the chain fields, up to
+    /// the hash.
+    fn bodies(trace: &str) -> Vec<String> {
+        trace
+            .lines()
+            .skip(1)
+            .map(|l| {
+                let from = l.find("\"prev\":\"").expect("prev") + "\"prev\":\"".len() + 65;
+                let to = l.rfind(",\"hash\":").expect("hash");
+                l[from + 1..to].to_owned()
+            })
+            .collect()
+    }
+
+    /// The note and loss lines the docs show are what the types write,
+    /// byte for byte (their chain fields aside).
+    #[test]
+    fn documented_lines_are_written_byte_for_byte() {
+        use monitor_common::LossCause;
+
+        use crate::trace::{Cause, Header, Loss, TraceFormat};
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let mut w =
+            TraceWriter::create_as(&path, None, Header::default(), TraceFormat::Jsonl).unwrap();
+        // docs/enforcement.md, "Quarantine limit".
+        Note::QuarantineLimit(QuarantineLimit {
+            quarantine: "/tmp/demo2/q".into(),
+            limit_bytes: 4096,
+            used_bytes: 3000,
+            path: "/tmp/demo2/ws/b".into(),
+            size: 3000,
+            rule: QuarantineLimit::RULE,
+        })
+        .append_to(&mut w)
+        .unwrap();
+        // docs/trace.md, the example trace.
+        w.append_loss(&Loss::new(
+            Cause::Kernel(LossCause::RingbufFull),
+            12,
+            Some(1),
+            (5_200_000_000, 5_300_000_000),
+        ))
+        .unwrap();
+        w.flush().unwrap();
+        let written = bodies(&std::fs::read_to_string(&path).unwrap());
+        assert_eq!(written.len(), 2);
+        assert!(written[0].starts_with("\"kind\":\"quarantine_limit\",\"body\":{"));
+        assert!(written[1].starts_with("\"cause\":\"ringbuf_full\","));
+        let docs = [
+            include_str!("../../../docs/enforcement.md"),
+            include_str!("../../../docs/trace.md"),
+        ]
+        .concat();
+        for body in &written {
+            assert!(docs.contains(body.as_str()), "the docs show {body}");
         }
     }
 }

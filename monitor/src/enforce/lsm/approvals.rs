@@ -190,7 +190,7 @@ impl Approvals {
         *st.counts.entry(decision.into()).or_default() += 1;
         let enf = json!({ "backend": "lsm", "decision": decision, "request": id, "rule": p.rule, "decided_by": by });
         let note = json!({ "enforcement": enf, "what": p.what, "op": p.action.op, "path": p.action.path, "pid": p.action.pid });
-        st.notes.push(Note::Enforcement(note));
+        st.notes.push(Note::enforcement(note));
         Ok(())
     }
 
@@ -238,7 +238,7 @@ impl ApprovalState {
             "denied_for_retry"
         };
         let note = json!({ "enforcement": { "backend": "lsm", "decision": decision, "request": id, "decided_by": by } });
-        self.notes.push(Note::Enforcement(note));
+        self.notes.push(Note::enforcement(note));
         Ok(())
     }
 }
@@ -295,9 +295,7 @@ mod tests {
         let refused = st
             .notes
             .iter()
-            .filter(
-                |n| matches!(n, Note::Enforcement(v) if v["enforcement"]["decision"] == "refused"),
-            )
+            .filter(|n| matches!(n, Note::Enforcement(d) if d.decision() == Some("refused")))
             .count();
         assert_eq!(refused, 1);
         drop(st);

@@ -1,6 +1,7 @@
 //! The running BPF LSM backend: maps filled, programs attached, decision
 //! records turned into trace records.
 use crate::enforce::notify::Outcome;
+use crate::trace::note::LsmSummary;
 
 use super::*;
 
@@ -408,7 +409,7 @@ impl LsmBackend {
                         "enforcement": { "backend": "lsm", "decision": "confirm_requested", "request": id, "rule": rule },
                         "what": what, "op": a.op, "path": a.path, "argv": a.argv, "cwd": a.cwd, "pid": a.pid,
                     });
-                    st.notes.push(Note::Enforcement(note));
+                    st.notes.push(Note::enforcement(note));
                     enf["request"] = json!(id);
                     "pending_confirmation"
                 }
@@ -596,13 +597,17 @@ impl LsmBackend {
     }
 
     /// Closes what still waits; returns the summary note.
-    pub fn stop(&mut self) -> Value {
+    pub fn stop(&mut self) -> LsmSummary {
         self.quarantine.seal();
         let mut st = self.approvals.lock();
         let left: Vec<u64> = st.pending.keys().copied().collect();
         st.pending.clear();
-        json!({ "backend": "lsm", "decisions": st.counts, "unanswered_requests": left,
-                "quarantine": self.quarantine.dir().to_string_lossy() })
+        LsmSummary {
+            backend: "lsm",
+            decisions: st.counts.clone(),
+            unanswered_requests: left,
+            quarantine: self.quarantine.dir().to_string_lossy().into_owned(),
+        }
     }
 
     /// Decision counts so far, by decision name.

@@ -3,8 +3,8 @@
 //! records, and `abm approve|deny` answers through [`Approvals`].
 use crate::{
     enforce::{Backend, Guard, Requests, Shared, Start},
-    pipeline::Pipeline,
-    trace::TraceWriter,
+    pipeline::{Pipeline, Recorder},
+    trace::{Cause, Loss},
 };
 
 use super::*;
@@ -119,23 +119,22 @@ impl Guard for LsmGuard {
 
     /// The kernel's decision records and the answers given since the last
     /// call; undecodable records are written as `lsm_decode_error` losses.
-    fn absorb(&mut self, pipeline: &mut Pipeline, writer: &mut TraceWriter) -> anyhow::Result<()> {
+    fn absorb(&mut self, pipeline: &mut Pipeline, trace: &mut Recorder) -> anyhow::Result<()> {
         let l = &mut self.backend;
         let execs = &self.execs;
         let exec_of = |a: &Action| LsmGuard::exec_of(pipeline, execs, a);
         for note in l.absorb_with(&exec_of) {
-            note.append_to(writer)?;
+            trace.note(&note)?;
         }
         let undecodable = l.take_undecodable();
         if undecodable > 0 {
             let now = monotonic_ns();
-            writer.append_loss(&crate::trace::Loss {
-                cause: "lsm_decode_error".into(),
-                count: undecodable,
-                cpu: None,
-                window_start_ns: self.losses_ns,
-                window_end_ns: now,
-            })?;
+            trace.loss(&Loss::new(
+                Cause::LsmDecodeError,
+                undecodable,
+                None,
+                (self.losses_ns, now),
+            ))?;
             self.losses_ns = now;
         }
         self.counts = l.counts();
@@ -152,10 +151,10 @@ impl Guard for LsmGuard {
         self.backend.fixup(acts, force);
     }
 
-    fn stop(&mut self, pipeline: &mut Pipeline, writer: &mut TraceWriter) -> anyhow::Result<()> {
+    fn stop(&mut self, pipeline: &mut Pipeline, trace: &mut Recorder) -> anyhow::Result<()> {
         self.backend.expire_deferred();
-        self.absorb(pipeline, writer)?;
-        Note::LsmSummary(self.backend.stop()).append_to(writer)?;
+        self.absorb(pipeline, trace)?;
+        trace.note(&Note::LsmSummary(self.backend.stop()))?;
         Ok(())
     }
 

@@ -33,9 +33,9 @@ use serde_json::Value;
 use super::{default_socket_dir, self_guard::TraceGuard, Backend, Guard, Start};
 use crate::{
     core::monotonic_ns,
-    pipeline::Pipeline,
+    pipeline::{Pipeline, Recorder},
     record::{Action, Op, Treatment, Verdict},
-    trace::{note::Note, TraceWriter},
+    trace::note::Note,
 };
 
 pub mod filter;
@@ -216,7 +216,7 @@ impl Guard for SeccompGuard {
 
     /// Moves the supervisor's records into the pipeline (denials, ordered
     /// with the tracepoint records) and the trace (notes).
-    fn absorb(&mut self, pipeline: &mut Pipeline, writer: &mut TraceWriter) -> anyhow::Result<()> {
+    fn absorb(&mut self, pipeline: &mut Pipeline, trace: &mut Recorder) -> anyhow::Result<()> {
         while let Ok(m) = self.rx.try_recv() {
             match m {
                 Msg::Denied(a) => {
@@ -246,7 +246,7 @@ impl Guard for SeccompGuard {
                             .map_or(0, |e| e.len() as u64);
                     }
                     *self.counts.entry(decision).or_default() += 1;
-                    Note::Enforcement(note).append_to(writer)?;
+                    trace.note(&Note::enforcement(note))?;
                     self.annotations.entry(tid).or_default().push(Annotation {
                         syscall,
                         ktime_ns,
@@ -254,14 +254,12 @@ impl Guard for SeccompGuard {
                     });
                 }
                 Msg::Note(note) => {
-                    if let Note::Enforcement(body) = &note {
-                        if body["decision"] == "abandoned"
-                            || body["enforcement"]["decision"] == "abandoned"
-                        {
+                    if let Note::Enforcement(d) = &note {
+                        if d.decision() == Some("abandoned") {
                             *self.counts.entry("abandoned".into()).or_default() += 1;
                         }
                     }
-                    note.append_to(writer)?;
+                    trace.note(&note)?;
                 }
             }
         }
@@ -318,11 +316,11 @@ impl Guard for SeccompGuard {
         }
     }
 
-    fn stop(&mut self, pipeline: &mut Pipeline, writer: &mut TraceWriter) -> anyhow::Result<()> {
+    fn stop(&mut self, pipeline: &mut Pipeline, trace: &mut Recorder) -> anyhow::Result<()> {
         if let Some(p) = self.prompt.take() {
             let _ = p.join();
         }
-        self.absorb(pipeline, writer)
+        self.absorb(pipeline, trace)
     }
 
     fn counts(&self) -> &BTreeMap<String, u64> {

@@ -125,19 +125,12 @@ impl State {
             return self.reconsider(id, approve, by);
         };
         self.core.answers.record(&p.action, approve, id);
-        let now = SystemTime::now();
         let waited_ms = p.requested.elapsed().as_millis() as u64;
-        let mut enf = json!({
-            "backend": "seccomp",
-            "decision": if approve { "approved" } else { decision },
-            "rule": p.verdict.rule,
-            "treatment": p.verdict.treatment,
-            "decided_by": by,
-            "decided_at": rfc3339(now),
-            "requested_at": p.requested_at,
-            "request": id,
-            "waited_ms": waited_ms,
-        });
+        let name = if approve { "approved" } else { decision };
+        let mut enf = super::verdicts::decided(name, &p.verdict, by);
+        enf["requested_at"] = json!(p.requested_at);
+        enf["request"] = json!(id);
+        enf["waited_ms"] = json!(waited_ms);
         // The answer is for the action: identical calls waiting on this
         // one get it too, even when this caller went away meanwhile.
         let followers = self
@@ -151,7 +144,7 @@ impl State {
             enf["decision"] = json!("abandoned");
             enf["reason"] =
                 json!("the waiting call went away (the process exited or was interrupted)");
-            let _ = self.tx.send(Msg::Note(Note::Enforcement(
+            let _ = self.tx.send(Msg::Note(Note::enforcement(
                 json!({ "enforcement": enf, "path": p.action.path, "pid": p.action.pid }),
             )));
             return Err(format!(
@@ -166,7 +159,7 @@ impl State {
     fn reconsider(&self, id: u64, approve: bool, by: &str) -> Result<(), String> {
         match self.core.answers.reconsider(id, approve) {
             Some(_) => {
-                let _ = self.tx.send(Msg::Note(Note::Enforcement(
+                let _ = self.tx.send(Msg::Note(Note::enforcement(
                     json!({ "backend": "seccomp", "decision": if approve { "approved_for_retry" } else { "denied_for_retry" },
                             "request": id, "decided_by": by, "decided_at": rfc3339(SystemTime::now()) }),
                 )));

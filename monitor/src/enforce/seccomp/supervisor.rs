@@ -181,7 +181,7 @@ impl Supervisor {
                 for f in self.shared.core.answers.abandoned(id) {
                     self.reask(f);
                 }
-                let _ = self.shared.tx.send(Msg::Note(Note::Enforcement(json!({
+                let _ = self.shared.tx.send(Msg::Note(Note::enforcement(json!({
                     "backend": "seccomp",
                     "decision": "abandoned",
                     "request": id,
@@ -567,16 +567,9 @@ impl Supervisor {
                 let _ = l.allow(id);
             }
             Ok(entries) => {
-                let enf = json!({
-                    "backend": "seccomp",
-                    "decision": "preserved",
-                    "rule": v.rule,
-                    "treatment": v.treatment,
-                    "decided_by": "policy",
-                    "decided_at": rfc3339(SystemTime::now()),
-                    "quarantine": self.quarantine.dir().to_string_lossy(),
-                    "entries": entries.iter().map(|e| e["id"].clone()).collect::<Vec<_>>(),
-                });
+                let mut enf = super::verdicts::decided("preserved", &v, "policy");
+                enf["quarantine"] = json!(self.quarantine.dir().to_string_lossy());
+                enf["entries"] = entries.iter().map(|e| e["id"].clone()).collect();
                 let note = json!({
                     "enforcement": enf,
                     "op": a.op, "syscall": a.syscall, "path": a.path, "path2": a.path2,
@@ -665,7 +658,7 @@ impl Supervisor {
             "timeout_secs": timeout.as_secs_f64(),
             "control_socket": self.shared.core.socket_path.to_string_lossy(),
         });
-        let _ = self.shared.tx.send(Msg::Note(Note::Enforcement(note)));
+        let _ = self.shared.tx.send(Msg::Note(Note::enforcement(note)));
         if !self.shared.quiet && leader.is_none() {
             eprintln!(
                 "abm: request #{id} waits for confirmation: {what} (rule {}: {}){}; answer with `abm approve {id}` or `abm deny {id}` (denied after {}s)",
@@ -711,15 +704,8 @@ impl Supervisor {
     ) {
         let by = format!("request:{first}");
         if approved {
-            let enf = json!({
-                "backend": "seccomp",
-                "decision": "approved",
-                "rule": v.rule,
-                "treatment": v.treatment,
-                "decided_by": by,
-                "decided_at": rfc3339(SystemTime::now()),
-                "request": first,
-            });
+            let mut enf = super::verdicts::decided("approved", &v, &by);
+            enf["request"] = json!(first);
             let note = json!({
                 "enforcement": enf,
                 "op": a.op, "syscall": a.syscall, "path": a.path, "path2": a.path2, "argv": a.argv,

@@ -11,16 +11,24 @@ use crate::{
     record::{Action, PathIssue, ResultNote, Treatment, Verdict},
 };
 
-/// The `enforcement` of a call the supervisor refused.
-pub(crate) fn denied_enforcement(v: &Verdict, by: &str) -> serde_json::Value {
+/// The `enforcement` object of a call the supervisor decided
+/// (docs/enforcement.md): the decision, the deciding rule and its
+/// treatment, who decided and now; the caller adds what its decision has
+/// besides (a request, a quarantine).
+pub(crate) fn decided(decision: &str, v: &Verdict, by: &str) -> serde_json::Value {
     json!({
         "backend": "seccomp",
-        "decision": "denied",
+        "decision": decision,
         "rule": v.rule,
         "treatment": v.treatment,
         "decided_by": by,
         "decided_at": rfc3339(SystemTime::now()),
     })
+}
+
+/// The `enforcement` of a call the supervisor refused.
+pub(crate) fn denied_enforcement(v: &Verdict, by: &str) -> serde_json::Value {
+    decided("denied", v, by)
 }
 
 /// Under `--enforce` a path that is not known exactly (`path_issues`: cut,
