@@ -168,6 +168,9 @@ const TEST_PACKAGES: &[&str] = &[
     "python3-pip",
     "python3-venv",
     "bubblewrap",
+    // The remote approvals test runs its client in another network
+    // namespace (`ip netns`, a veth pair).
+    "iproute2",
     // The Harbor test debootstraps a Debian trixie root (Python 3.12+).
     "debootstrap",
     // Container tests: a real dockerd, podman and their runtimes.
