@@ -52,6 +52,15 @@ struct Info {
     worst: Option<Verdict>,
     cost_ns: u64,
     seq: Option<u64>,
+    /// The exec record that began the action, and the count of
+    /// irreversible objects its verdict was last decided on: a git
+    /// command's file effects are judged by its command line, and when
+    /// they destroy more than its preview counted (after the call, the
+    /// preview can come too late to see what the command removed), the
+    /// command is judged again on what they destroyed
+    /// ([`Judge::command_again`]).
+    exec: Option<Box<Action>>,
+    exec_irreversible: u64,
 }
 
 impl Info {
@@ -374,6 +383,10 @@ impl Judge {
                 {
                     self.measurer.invalidate(&root);
                 }
+                if let Some(info) = key.and_then(|k| self.info.get_mut(&k)) {
+                    info.exec = Some(Box::new(a.clone()));
+                    info.exec_irreversible = facts.irreversible;
+                }
             }
             return self.with_blast(v, key);
         }
@@ -437,7 +450,52 @@ impl Judge {
         a.measured = Some(m);
         let facts = self.facts(key, state(self, key));
         let v = policy.evaluate_with(a, ctx, &facts);
+        let v = match by_git {
+            true => self.command_again(v, key, policy, ctx, &facts),
+            false => v,
+        };
         self.with_blast(v, key)
+    }
+
+    /// A git command's file effect `v`, when the effects so far destroyed
+    /// more irreversible objects than the command's verdict was decided on:
+    /// the command judged again on them, if that treats it more severely.
+    /// After the call, the preview taken when the exec record arrives can
+    /// be too late (a fast `git clean -fdx` has removed the untracked
+    /// files by then, and its preview counts nothing); the judge before the
+    /// call counted them and asked. Judged again when the count first
+    /// grows and each time it doubles, until the command is treated more
+    /// severely than accept.
+    fn command_again(
+        &mut self,
+        v: Verdict,
+        key: Option<u64>,
+        policy: &Policy,
+        ctx: &Context,
+        facts: &Facts,
+    ) -> Verdict {
+        let Some(info) = key.and_then(|k| self.info.get_mut(&k)) else {
+            return v;
+        };
+        let seen = info.exec_irreversible;
+        let due = facts.irreversible > seen
+            && (seen == 0 || facts.irreversible >= seen.saturating_mul(2));
+        if seen == u64::MAX || !due {
+            return v;
+        }
+        let Some(exec) = &info.exec else {
+            return v;
+        };
+        info.exec_irreversible = facts.irreversible;
+        let again = policy.evaluate_with(exec, ctx, facts);
+        if again.treatment > Treatment::Accept {
+            info.exec_irreversible = u64::MAX;
+        }
+        if again.treatment > v.treatment {
+            again
+        } else {
+            v
+        }
     }
 
     fn facts(&self, key: Option<u64>, st: Option<&group::ActionState>) -> Facts {
@@ -537,6 +595,15 @@ impl Judge {
         }
         let facts = self.facts(key, state.as_ref());
         let mut v = policy.evaluate_with(a, ctx, &facts);
+        let by_git = state.as_ref().is_some_and(|s| s.is_git());
+        if by_git && a.op == Some(Op::Exec) && self.role != Some(ExecRole::Inside) {
+            if let Some(info) = key.and_then(|k| self.info.get_mut(&k)) {
+                info.exec = Some(Box::new(a.clone()));
+                info.exec_irreversible = facts.irreversible;
+            }
+        } else if by_git && a.op != Some(Op::Exec) {
+            v = self.command_again(v, key, policy, ctx, &facts);
+        }
         if a.op == Some(Op::Exec)
             && self.role == Some(ExecRole::Inside)
             && v.treatment != Treatment::Deny

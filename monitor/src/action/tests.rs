@@ -543,8 +543,45 @@ fn an_exec_previewed_on_arrival_is_judged_by_what_was_there() {
     );
     // The same command judged only late: nothing untracked is left to count.
     let mut late = clean(200);
-    Judge::new(&ctx).judge(&mut late, &policy, &ctx);
+    let mut lj = Judge::new(&ctx);
+    lj.judge(&mut late, &policy, &ctx);
     assert_eq!(late.verdict.as_ref().unwrap().treatment, Treatment::Accept);
+    // Its record of the removal measures what the preview came too late to
+    // count, and the command is judged again on it, as the judge before
+    // the call judged it: once.
+    let removed = |name: &str| Action {
+        pid: 40,
+        tid: 40,
+        result: Some(0),
+        ..file_effect(Op::Unlink, &r.join(name), &[])
+    };
+    let mut gone = removed("notes.txt");
+    lj.judge(&mut gone, &policy, &ctx);
+    let m = gone.measured.as_ref().unwrap();
+    assert_eq!(
+        (m.recovery, m.object),
+        (Recovery::Irreversible, ObjectKind::Untracked)
+    );
+    let v = gone.verdict.as_ref().unwrap();
+    assert_eq!(
+        (v.rule.as_str(), v.treatment),
+        ("repo.clean-force", Treatment::Confirm),
+        "{v:?}"
+    );
+    assert!(v.reason.contains("git clean -fd: 1 file"), "{}", v.reason);
+    let mut next = removed("other.txt");
+    lj.judge(&mut next, &policy, &ctx);
+    assert_eq!(next.verdict.as_ref().unwrap().rule, "action.git-effects");
+    // A replay of the three records decides the same.
+    let mut rj = Judge::new(&ctx);
+    for (rec, want) in [(&late, Treatment::Accept), (&gone, Treatment::Confirm)] {
+        let mut again = Action {
+            verdict: None,
+            ..rec.clone()
+        };
+        rj.rejudge(&mut again, &policy, &ctx);
+        assert_eq!(again.verdict.as_ref().unwrap().treatment, want);
+    }
     // An early preview is used once, by the record it was taken for.
     assert!(j.early.is_empty());
 }
