@@ -2,7 +2,9 @@
 //!
 //! Layers, each using only the ones below it (docs/architecture.md):
 //!
-//! - commands: [`cli`]; [`run`] (`abm run`) and [`daemon`] (`abm daemon`),
+//! - commands: [`cli`]; [`cmd`] (`abm verify`, `abm trace`, `abm pending`,
+//!   `abm approve`, `abm deny`, `abm undo`, `abm doctor`, one file each);
+//!   [`run`] (`abm run`) and [`daemon`] (`abm daemon`),
 //!   leaves that use nothing of each other; [`oracle`] (`abm oracle`,
 //!   `abm score`); [`hook`] (`abm hook`, agent harnesses); [`report`]
 //!   (`abm report`, an HTML page of runs); [`policy_cmd`] (`abm policy`,
@@ -18,7 +20,7 @@
 //! - [`action`]: logical actions, measured recoverability, one decision
 //!   per action (used by the pipeline and the enforcement backends).
 //! - [`policy`]: policy files and verdicts;
-//!   [`trace`]: the tamper-evident trace writer and `abm verify`;
+//!   [`trace`]: the tamper-evident trace writer and its verification;
 //!   [`summary`]: the end-of-run summary; [`protect`]: keeping the trace
 //!   out of the watched tree's reach; [`lifeline`]: the watched tree dies
 //!   with abm.
@@ -28,6 +30,7 @@
 pub mod action;
 pub mod cli;
 pub mod cli_gen;
+pub mod cmd;
 pub mod core;
 pub mod daemon;
 pub mod enforce;
