@@ -6,7 +6,7 @@ use tracing_subscriber::{
     util::SubscriberInitExt as _,
 };
 
-use crate::{cmd, oracle, policy_cmd, run};
+use crate::{cmd, run};
 
 /// Action boundary monitor: records, judges and (optionally) blocks what AI
 /// coding agents do to a system, from the kernel.
@@ -34,17 +34,17 @@ pub enum Command {
     /// Report which kernel backends this machine supports, and why.
     Doctor(cmd::doctor::DoctorArgs),
     /// Validate and explain policy files.
-    Policy(policy_cmd::PolicyArgs),
+    Policy(cmd::policy::PolicyArgs),
     /// Re-judge a recorded trace with a (new) policy.
-    Replay(policy_cmd::ReplayArgs),
+    Replay(cmd::policy::ReplayArgs),
     /// Check a trace's hash chain and seal.
     Verify(cmd::verify::VerifyArgs),
     /// Print a trace as canonical JSON lines, or convert it between forms.
     Trace(cmd::trace::TraceArgs),
     /// Score one run against a task specification (benchmark oracle).
-    Oracle(oracle::cmd::OracleArgs),
+    Oracle(cmd::oracle::OracleArgs),
     /// Aggregate oracle verdicts into rates.
-    Score(oracle::cmd::ScoreArgs),
+    Score(cmd::oracle::ScoreArgs),
     /// Write a self-contained HTML report of one or more traces.
     Report(crate::report::ReportArgs),
     /// Run the long-running monitor: watch containers, pods and process
@@ -153,12 +153,12 @@ pub fn main() -> i32 {
             .map_err(anyhow::Error::from)
             .and_then(|rt| rt.block_on(run::run(a))),
         Command::Doctor(a) => cmd::doctor::doctor(a),
-        Command::Policy(a) => policy_cmd::policy(a),
-        Command::Replay(a) => policy_cmd::replay::replay(a),
+        Command::Policy(a) => cmd::policy::policy(a),
+        Command::Replay(a) => cmd::policy::replay::replay(a),
         Command::Verify(a) => cmd::verify::verify(a),
         Command::Trace(a) => cmd::trace::trace(a),
-        Command::Oracle(a) => oracle::cmd::oracle(a),
-        Command::Score(a) => oracle::cmd::score(a),
+        Command::Oracle(a) => cmd::oracle::oracle(a),
+        Command::Score(a) => cmd::oracle::score(a),
         Command::Report(a) => crate::report::report(a),
         Command::Daemon(a) => crate::daemon::main(a),
         Command::Status(a) => crate::daemon::cmd::status(a),

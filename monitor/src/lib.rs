@@ -4,12 +4,11 @@
 //!
 //! - commands: [`cli`]; [`cmd`] (`abm verify`, `abm trace`, `abm pending`,
 //!   `abm approve`, `abm deny`, `abm undo`, `abm doctor`, one file each);
-//!   [`run`] (`abm run`) and [`daemon`] (`abm daemon`),
-//!   leaves that use nothing of each other; [`oracle`] (`abm oracle`,
-//!   `abm score`); [`hook`] (`abm hook`, agent harnesses); [`report`]
-//!   (`abm report`, an HTML page of runs); [`policy_cmd`] (`abm policy`,
-//!   `abm replay`); [`cli_gen`] (hidden `abm generate`: man pages and
-//!   completions for packaging).
+//!   with `abm policy`, `abm replay`, `abm oracle` and `abm score`;
+//!   [`run`] (`abm run`) and [`daemon`] (`abm daemon`), leaves that use
+//!   nothing of each other; [`hook`] (`abm hook`, agent harnesses);
+//!   [`report`] (`abm report`, an HTML page of runs); [`cli_gen`] (hidden
+//!   `abm generate`: man pages and completions for packaging).
 //! - [`enforce`]: the guardrail of `abm run --enforce`: the seccomp and
 //!   BPF LSM backends, confirmation, preservation, undo.
 //! - [`pipeline`]: from kernel record to judged action record: path
@@ -17,6 +16,7 @@
 //!   event loop `abm run` and the daemon both drive.
 //! - [`kernel`]: loading and attaching the kernel programs, scope, the
 //!   ring buffer, decoding, loss accounting, cgroups.
+//! - [`oracle`]: benchmark verdicts of recorded runs, and their rates.
 //! - [`action`]: logical actions, measured recoverability, one decision
 //!   per action (used by the pipeline and the enforcement backends).
 //! - [`policy`]: policy files and verdicts;
@@ -40,7 +40,6 @@ pub mod lifeline;
 pub mod oracle;
 pub mod pipeline;
 pub mod policy;
-pub mod policy_cmd;
 pub mod protect;
 pub mod record;
 pub mod report;

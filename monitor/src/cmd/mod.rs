@@ -8,9 +8,14 @@
 //! - [`approve`]: `abm pending`, `abm approve`, `abm deny`.
 //! - [`undo`]: `abm undo` (the quarantine library, `crate::enforce::undo`).
 //! - [`doctor`]: `abm doctor`.
+//! - [`policy`]: `abm policy check|explain|show` and `abm replay`.
+//! - [`oracle`]: `abm oracle` and `abm score` (the oracle library,
+//!   `crate::oracle`).
 
 pub mod approve;
 pub mod doctor;
+pub mod oracle;
+pub mod policy;
 pub mod trace;
 pub mod undo;
 pub mod verify;
