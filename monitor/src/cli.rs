@@ -6,7 +6,7 @@ use tracing_subscriber::{
     util::SubscriberInitExt as _,
 };
 
-use crate::{kernel::probes, oracle, policy_cmd, run, trace};
+use crate::{cmd, run};
 
 /// Action boundary monitor: records, judges and (optionally) blocks what AI
 /// coding agents do to a system, from the kernel.
@@ -32,19 +32,19 @@ pub enum Command {
     /// Run a command under the monitor and record what its process tree does.
     Run(run::RunArgs),
     /// Report which kernel backends this machine supports, and why.
-    Doctor(DoctorArgs),
+    Doctor(cmd::doctor::DoctorArgs),
     /// Validate and explain policy files.
-    Policy(policy_cmd::PolicyArgs),
+    Policy(cmd::policy::PolicyArgs),
     /// Re-judge a recorded trace with a (new) policy.
-    Replay(policy_cmd::ReplayArgs),
+    Replay(cmd::policy::ReplayArgs),
     /// Check a trace's hash chain and seal.
-    Verify(trace::cmd::VerifyArgs),
+    Verify(cmd::verify::VerifyArgs),
     /// Print a trace as canonical JSON lines, or convert it between forms.
-    Trace(trace::cat::TraceArgs),
+    Trace(cmd::trace::TraceArgs),
     /// Score one run against a task specification (benchmark oracle).
-    Oracle(oracle::cmd::OracleArgs),
+    Oracle(cmd::oracle::OracleArgs),
     /// Aggregate oracle verdicts into rates.
-    Score(oracle::cmd::ScoreArgs),
+    Score(cmd::oracle::ScoreArgs),
     /// Write a self-contained HTML report of one or more traces.
     Report(crate::report::ReportArgs),
     /// Run the long-running monitor: watch containers, pods and process
@@ -57,58 +57,19 @@ pub enum Command {
     /// Stream the daemon's events as JSON lines.
     Tail(crate::daemon::cmd::TailArgs),
     /// Let a call waiting for confirmation (`abm run --enforce`) through.
-    Approve(crate::enforce::control::DecideArgs),
+    Approve(cmd::approve::DecideArgs),
     /// Refuse a call waiting for confirmation (it fails with EPERM).
-    Deny(crate::enforce::control::DecideArgs),
+    Deny(cmd::approve::DecideArgs),
     /// List calls waiting for confirmation in enforcing runs.
-    Pending(crate::enforce::control::PendingArgs),
+    Pending(cmd::approve::PendingArgs),
     /// Restore what `preserve` kept during an enforcing run.
-    Undo(crate::enforce::undo::UndoArgs),
+    Undo(cmd::undo::UndoArgs),
     /// Agent-harness hook: judge a shell command before it runs, report
     /// what abm decided after (docs/agents.md).
     Hook(crate::hook::HookArgs),
     /// Write man pages and shell completions (packaging, see cli_gen).
     #[command(hide = true)]
     Generate(crate::cli_gen::GenerateArgs),
-}
-
-#[derive(Debug, clap::Args)]
-pub struct DoctorArgs {
-    /// Print JSON instead of text.
-    #[arg(long)]
-    pub json: bool,
-}
-
-pub fn doctor(a: DoctorArgs) -> anyhow::Result<i32> {
-    let mut caps = probes::capabilities();
-    caps.extend(crate::enforce::capabilities());
-    // `--enforce` records too: without the tracepoint backend no enforcing
-    // run starts, whatever the guard backends say.
-    let backend = caps
-        .iter()
-        .find(|c| c.name == "tracepoint_backend")
-        .filter(|c| !c.available)
-        .map(|c| c.detail.clone());
-    if let (Some(why), Some(e)) = (backend, caps.iter_mut().find(|c| c.name == "enforce")) {
-        e.available = false;
-        e.detail = format!("--enforce cannot run: it needs the tracepoint backend: {why}");
-    }
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&caps)?);
-    } else {
-        for c in &caps {
-            println!(
-                "{:<20} {:<4} {}",
-                c.name,
-                if c.available { "yes" } else { "no" },
-                c.detail
-            );
-        }
-    }
-    let tp = caps
-        .iter()
-        .any(|c| c.name == "tracepoint_backend" && c.available);
-    Ok(if tp { 0 } else { 1 })
 }
 
 /// Parses a `--log` / `ABM_LOG` filter: a level, or `target=level` pairs.
@@ -191,22 +152,22 @@ pub fn main() -> i32 {
             .build()
             .map_err(anyhow::Error::from)
             .and_then(|rt| rt.block_on(run::run(a))),
-        Command::Doctor(a) => doctor(a),
-        Command::Policy(a) => policy_cmd::policy(a),
-        Command::Replay(a) => policy_cmd::replay::replay(a),
-        Command::Verify(a) => trace::cmd::verify(a),
-        Command::Trace(a) => trace::cat::trace(a),
-        Command::Oracle(a) => oracle::cmd::oracle(a),
-        Command::Score(a) => oracle::cmd::score(a),
+        Command::Doctor(a) => cmd::doctor::doctor(a),
+        Command::Policy(a) => cmd::policy::policy(a),
+        Command::Replay(a) => cmd::policy::replay::replay(a),
+        Command::Verify(a) => cmd::verify::verify(a),
+        Command::Trace(a) => cmd::trace::trace(a),
+        Command::Oracle(a) => cmd::oracle::oracle(a),
+        Command::Score(a) => cmd::oracle::score(a),
         Command::Report(a) => crate::report::report(a),
         Command::Daemon(a) => crate::daemon::main(a),
         Command::Status(a) => crate::daemon::cmd::status(a),
         Command::Watch(a) => crate::daemon::cmd::watch(a),
         Command::Tail(a) => crate::daemon::cmd::tail(a),
-        Command::Approve(a) => crate::enforce::control::decide(a, true),
-        Command::Deny(a) => crate::enforce::control::decide(a, false),
-        Command::Pending(a) => crate::enforce::control::pending(a),
-        Command::Undo(a) => crate::enforce::undo::undo(a),
+        Command::Approve(a) => cmd::approve::decide(a, true),
+        Command::Deny(a) => cmd::approve::decide(a, false),
+        Command::Pending(a) => cmd::approve::pending(a),
+        Command::Undo(a) => cmd::undo::undo(a),
         Command::Hook(a) => crate::hook::hook(a),
         Command::Generate(a) => {
             crate::cli_gen::generate(a, <Cli as clap::CommandFactory>::command())

@@ -2,12 +2,13 @@
 //!
 //! Layers, each using only the ones below it (docs/architecture.md):
 //!
-//! - commands: [`cli`]; [`run`] (`abm run`) and [`daemon`] (`abm daemon`),
-//!   leaves that use nothing of each other; [`oracle`] (`abm oracle`,
-//!   `abm score`); [`hook`] (`abm hook`, agent harnesses); [`report`]
-//!   (`abm report`, an HTML page of runs); [`policy_cmd`] (`abm policy`,
-//!   `abm replay`); [`cli_gen`] (hidden `abm generate`: man pages and
-//!   completions for packaging).
+//! - commands: [`cli`]; [`cmd`] (`abm verify`, `abm trace`, `abm pending`,
+//!   `abm approve`, `abm deny`, `abm undo`, `abm doctor`, one file each);
+//!   with `abm policy`, `abm replay`, `abm oracle` and `abm score`;
+//!   [`run`] (`abm run`) and [`daemon`] (`abm daemon`), leaves that use
+//!   nothing of each other; [`hook`] (`abm hook`, agent harnesses);
+//!   [`report`] (`abm report`, an HTML page of runs); [`cli_gen`] (hidden
+//!   `abm generate`: man pages and completions for packaging).
 //! - [`enforce`]: the guardrail of `abm run --enforce`: the seccomp and
 //!   BPF LSM backends, confirmation, preservation, undo.
 //! - [`pipeline`]: from kernel record to judged action record: path
@@ -16,10 +17,11 @@
 //!   sink of one trace file, and the end-of-run summary.
 //! - [`kernel`]: loading and attaching the kernel programs, scope, the
 //!   ring buffer, decoding, loss accounting, cgroups.
+//! - [`oracle`]: benchmark verdicts of recorded runs, and their rates.
 //! - [`action`]: logical actions, measured recoverability, one decision
 //!   per action (used by the pipeline and the enforcement backends).
 //! - [`policy`]: policy files and verdicts;
-//!   [`trace`]: the tamper-evident trace writer and `abm verify`;
+//!   [`trace`]: the tamper-evident trace writer and its verification;
 //!   [`protect`]: keeping the trace
 //!   out of the watched tree's reach; [`lifeline`]: the watched tree dies
 //!   with abm.
@@ -29,6 +31,7 @@
 pub mod action;
 pub mod cli;
 pub mod cli_gen;
+pub mod cmd;
 pub mod core;
 pub mod daemon;
 pub mod enforce;
@@ -38,7 +41,6 @@ pub mod lifeline;
 pub mod oracle;
 pub mod pipeline;
 pub mod policy;
-pub mod policy_cmd;
 pub mod protect;
 pub mod record;
 pub mod report;

@@ -1,5 +1,5 @@
 //! The benchmark oracle: judges a recorded run against a task specification
-//! (`abm oracle`) and aggregates verdicts into rates (`abm score`).
+//! and aggregates verdicts into rates.
 //!
 //! - [`spec`]: the task spec format ([`TaskSpec::load`]) and its validation;
 //!   [`pattern`]: path and object patterns; [`condition`]: combined
@@ -12,11 +12,11 @@
 //! - [`score()`]: rates over many verdicts ([`ScoreTable`]).
 //! - [`reward`]: harness outputs (`reward.json`, exit status).
 //! - [`input`]: reading and verifying traces.
-//! - [`cmd`]: the two subcommands.
+//!
+//! `abm oracle` and `abm score` are in `crate::cmd::oracle`.
 //!
 //! The format and the definitions are documented in `docs/oracle.md`.
 
-pub mod cmd;
 pub mod command;
 pub mod condition;
 pub mod input;

@@ -1,5 +1,5 @@
 //! Policy engine: policy files and verdicts (the commands `abm policy`
-//! and `abm replay` are in [`crate::policy_cmd`]).
+//! and `abm replay` are in `crate::cmd::policy`).
 //!
 //! A policy is an ordered list of rules loaded from one or more TOML files
 //! (format: docs/policy.md). [`Policy::evaluate`] gives each traced

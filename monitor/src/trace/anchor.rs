@@ -433,12 +433,12 @@ mod tests {
             r.anchor,
             Some(AnchorCheck::Unanchored { seq: 5, records: 3 })
         );
-        assert_eq!(r.exit_code(), crate::trace::cmd::EXIT_UNSEALED);
+        assert_eq!(r.exit_code(), crate::trace::EXIT_UNSEALED);
         // A different digest at the anchored seq: rewritten.
         a.hash[0] ^= 1;
         let r = verify_anchored(&trace, None, &a).unwrap();
         assert!(r.anchor.as_ref().unwrap().is_rejected(), "{:?}", r.anchor);
-        assert_eq!(r.exit_code(), crate::trace::cmd::EXIT_BROKEN);
+        assert_eq!(r.exit_code(), crate::trace::EXIT_BROKEN);
         // A head beyond the end: anchored records were removed.
         a.seq = 40;
         let r = verify_anchored(&trace, None, &a).unwrap();

@@ -9,7 +9,7 @@
 //!   every reader below goes through it.
 //! - [`read_trace`] parses a trace without verifying it.
 //! - [`verify`] checks a trace and returns a [`VerifyReport`];
-//!   [`cmd::verify`] is `abm verify`.
+//!   [`render`] is its text form (`abm verify` is in `crate::cmd::verify`).
 //!
 //! The format, the exact hashing rule and the guarantees are documented in
 //! `docs/trace.md`; [`format`] implements the hashing rule over the
@@ -24,8 +24,6 @@ use serde::{Deserialize, Serialize};
 use crate::record::Action;
 
 pub mod anchor;
-pub mod cat;
-pub mod cmd;
 pub mod compact;
 mod event_check;
 pub mod format;
@@ -37,6 +35,7 @@ mod read;
 mod report;
 pub mod sequence;
 mod source;
+mod text;
 mod verify;
 mod writer;
 
@@ -46,8 +45,12 @@ mod tests;
 pub use format::{key_id, ChainAlg, SCHEMA};
 pub use loss::Cause;
 pub use read::{read_header, read_trace};
-pub use report::{Authentication, EventTime, Problem, ProblemKind, VerifyReport, VerifyStatus};
+pub use report::{
+    Authentication, EventTime, Problem, ProblemKind, VerifyReport, VerifyStatus, EXIT_BROKEN,
+    EXIT_ERROR, EXIT_INTACT, EXIT_UNAUTHENTICATED, EXIT_UNSEALED,
+};
 pub use source::{read_canonical, Damage, Next, TraceFormat, TraceReader, TruncatedTail};
+pub use text::render;
 pub use verify::{verify, verify_anchored};
 pub use writer::TraceWriter;
 

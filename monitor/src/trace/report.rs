@@ -6,6 +6,21 @@ use serde::Serialize;
 
 use super::{ChainAlg, Header, SealRecord, TraceFormat, TruncatedTail};
 
+// The exit codes of `abm verify`, from [`VerifyReport::exit_code`].
+
+/// Every record checks out and the trace is sealed.
+pub const EXIT_INTACT: i32 = 0;
+/// A record was modified, deleted, inserted, reordered, the seal is forged,
+/// or the key does not fit.
+pub const EXIT_BROKEN: i32 = 1;
+/// No seal (the run was killed, or the end was cut off); the records present
+/// check out.
+pub const EXIT_UNSEALED: i32 = 2;
+/// The trace is keyed and no `--key` was given: contents not authenticated.
+pub const EXIT_UNAUTHENTICATED: i32 = 3;
+/// The trace or key file could not be read.
+pub const EXIT_ERROR: i32 = 4;
+
 /// Overall result of a verification.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
@@ -194,7 +209,6 @@ impl VerifyReport {
     /// The `abm verify` exit code: 1 broken, 3 keyed trace checked without
     /// the key, 2 unsealed, 0 intact (first match wins).
     pub fn exit_code(&self) -> i32 {
-        use super::cmd::{EXIT_BROKEN, EXIT_INTACT, EXIT_UNAUTHENTICATED, EXIT_UNSEALED};
         if self.anchor.as_ref().is_some_and(|a| a.is_rejected()) {
             return EXIT_BROKEN;
         }

@@ -228,7 +228,7 @@ fn intact_trace_verifies_with_counts() {
 
     let r = verify(&path, None).unwrap();
     assert_eq!(r.status, VerifyStatus::Intact, "{:?}", r.first_bad);
-    assert_eq!(r.exit_code(), cmd::EXIT_INTACT);
+    assert_eq!(r.exit_code(), EXIT_INTACT);
     assert_eq!(r.authentication, Authentication::Unkeyed);
     assert_eq!(r.records, 9);
     assert_eq!(r.events, 5);
@@ -253,7 +253,7 @@ fn intact_trace_verifies_with_counts() {
     assert_eq!((seal.records, seal.events, seal.exit_code), (8, 5, Some(0)));
     assert_eq!(r.ktime_span_ns, Some((1_000_000_000, 1_000_004_000)));
 
-    let text = cmd::render(&path, &r);
+    let text = render(&path, &r);
     assert!(text.contains("status: INTACT"), "{text}");
     assert!(
         text.contains("events by op: exec 1, rename 1, unlink 2, write 1"),
@@ -372,7 +372,7 @@ fn flipped_byte_is_reported_as_modified() {
         assert_eq!(r.status, VerifyStatus::Broken { intact_records: 3 });
         let p = problem(&r);
         assert_eq!((p.kind, p.line, p.seq), (ProblemKind::Modified, 4, Some(3)));
-        assert_eq!(r.exit_code(), cmd::EXIT_BROKEN);
+        assert_eq!(r.exit_code(), EXIT_BROKEN);
     }
 }
 
@@ -510,8 +510,8 @@ fn truncation_mid_line_is_unsealed_with_intact_prefix() {
         })
     );
     assert_eq!(r.first_bad, None);
-    assert_eq!(r.exit_code(), cmd::EXIT_UNSEALED);
-    let text = cmd::render(&path, &r);
+    assert_eq!(r.exit_code(), EXIT_UNSEALED);
+    let text = render(&path, &r);
     assert!(text.contains("UNSEALED"), "{text}");
     assert!(text.contains("line 6 is incomplete"), "{text}");
     // read_trace skips the incomplete line too.
@@ -614,8 +614,8 @@ fn keyed_trace_without_key_cannot_be_authenticated() {
             key_id: key_id(KEY)
         }
     );
-    assert_eq!(r.exit_code(), cmd::EXIT_UNAUTHENTICATED);
-    let text = cmd::render(&path, &r);
+    assert_eq!(r.exit_code(), EXIT_UNAUTHENTICATED);
+    let text = render(&path, &r);
     assert!(text.contains("status: NOT AUTHENTICATED"), "{text}");
     assert!(!text.contains("INTACT"), "{text}");
 
@@ -625,7 +625,7 @@ fn keyed_trace_without_key_cannot_be_authenticated() {
     write_lines(&path, &ls);
     let r = verify(&path, None).unwrap();
     assert_eq!(problem(&r).kind, ProblemKind::Missing);
-    assert_eq!(r.exit_code(), cmd::EXIT_BROKEN);
+    assert_eq!(r.exit_code(), EXIT_BROKEN);
 }
 
 fn unkeyed_trace_with_key_is_rejected() {
@@ -867,51 +867,6 @@ fn not_a_trace_is_malformed() {
 }
 
 #[test]
-fn cli_parses_and_returns_exit_codes() {
-    use clap::Parser as _;
-    #[derive(clap::Parser)]
-    struct Cli {
-        #[command(flatten)]
-        args: cmd::VerifyArgs,
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let (path, _) = write_sample(dir.path(), "t.jsonl", Some(KEY));
-    let key = dir.path().join("key");
-    std::fs::write(&key, KEY).unwrap();
-    let run = |argv: &[&str]| {
-        let cli =
-            Cli::try_parse_from(std::iter::once("verify").chain(argv.iter().copied())).unwrap();
-        cmd::verify(cli.args).unwrap()
-    };
-    let p = path.to_str().unwrap();
-    let k = key.to_str().unwrap();
-    assert_eq!(run(&[p, "--key", k, "--json"]), 0);
-    assert_eq!(run(&[p, "--json"]), 3);
-    let other = dir.path().join("other");
-    std::fs::write(&other, b"other key").unwrap();
-    assert_eq!(run(&[p, "--key", other.to_str().unwrap(), "--json"]), 1);
-    assert_eq!(
-        run(&[dir.path().join("none").to_str().unwrap(), "--json"]),
-        4
-    );
-    assert!(
-        Cli::try_parse_from(["verify"]).is_err(),
-        "TRACE is required"
-    );
-    assert_eq!(run(&["--bench-hashing", "10"]), 0);
-    assert!(Cli::try_parse_from(["verify", p, "--bench-hashing", "10"]).is_err());
-
-    use clap::CommandFactory as _;
-    let command = Cli::command();
-    command.clone().debug_assert();
-    for arg in command.get_arguments() {
-        if arg.get_id() != "help" {
-            assert!(arg.get_help().is_some(), "{} has no help", arg.get_id());
-        }
-    }
-}
-
-#[test]
 fn throughput_helper_reports_positive_rates() {
     let (sha, hmac) = hashing_throughput(200);
     assert!(sha > 0.0 && hmac > 0.0);
@@ -1062,8 +1017,8 @@ fn compact_truncated_mid_block_is_unsealed_with_intact_prefix() {
         let t = r.truncated_tail.clone().expect("truncated tail");
         assert_eq!((t.line, t.block_offset), (8, Some(sizes[1])));
         assert_eq!(t.bytes, (cut as u64) - sizes[1]);
-        assert_eq!(r.exit_code(), cmd::EXIT_UNSEALED);
-        let text = cmd::render(&path, &r);
+        assert_eq!(r.exit_code(), EXIT_UNSEALED);
+        let text = render(&path, &r);
         assert!(text.contains("the last block (at byte"), "{text}");
         // The readers skip the incomplete end.
         assert_eq!(read_trace(&path).unwrap().len(), 7);

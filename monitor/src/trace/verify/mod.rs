@@ -92,7 +92,7 @@ pub fn verify(path: &Path, key: Option<&[u8]>) -> Result<VerifyReport, TraceErro
 
 /// [`verify`], then the trace compared with the last head of an anchor
 /// (`abm run --anchor-fd`): the result is in [`VerifyReport::anchor`], and a
-/// rejection makes the exit code [`EXIT_BROKEN`](super::cmd::EXIT_BROKEN).
+/// rejection makes the exit code [`EXIT_BROKEN`](crate::trace::EXIT_BROKEN).
 pub fn verify_anchored(
     path: &Path,
     key: Option<&[u8]>,

@@ -5,12 +5,12 @@ use std::path::PathBuf;
 
 use anyhow::{anyhow, Context as _};
 
-use super::input::{load_trace, InputError};
-use super::judge::{judge, JudgeContext};
-use super::pattern::Roots;
-use super::reward::{exit_status, reward_json, Expr, NON_ACTIONS};
-use super::score::{parse_verdicts, read_verdict_path, score as score_verdicts};
-use super::spec::TaskSpec;
+use crate::oracle::input::{load_trace, InputError};
+use crate::oracle::judge::{judge, JudgeContext};
+use crate::oracle::pattern::Roots;
+use crate::oracle::reward::{exit_status, reward_json, Expr, NON_ACTIONS};
+use crate::oracle::score::{parse_verdicts, read_verdict_path, score as score_verdicts};
+use crate::oracle::spec::TaskSpec;
 
 /// Exit code of `abm oracle` when the trace is refused because it did not
 /// verify (see `--unverified`).

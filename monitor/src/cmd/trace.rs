@@ -3,7 +3,8 @@
 use std::io::Write as _;
 use std::path::PathBuf;
 
-use super::{compact, Next, TraceFormat, TraceReader};
+use crate::trace::ocsf::CatFormat;
+use crate::trace::{compact, Next, TraceFormat, TraceReader};
 
 /// Print or convert trace files.
 #[derive(Debug, clap::Args)]
@@ -57,15 +58,6 @@ pub struct CatArgs {
     pub format: CatFormat,
 }
 
-/// Output of `abm trace cat`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum CatFormat {
-    /// The canonical JSON lines.
-    Jsonl,
-    /// OCSF events, one JSON object per line (docs/ocsf.md).
-    Ocsf,
-}
-
 #[derive(Debug, clap::Args)]
 pub struct ConvertArgs {
     /// Trace file to read (compact or JSON lines).
@@ -89,7 +81,7 @@ pub fn trace(a: TraceArgs) -> anyhow::Result<i32> {
 }
 
 fn synth(a: SynthArgs) -> anyhow::Result<i32> {
-    use super::{read_trace, SealInfo, TraceRecord, TraceWriter};
+    use crate::trace::{read_trace, SealInfo, TraceRecord, TraceWriter};
     let records = read_trace(&a.trace)?;
     let mut header = None;
     let mut events = Vec::new();
@@ -125,7 +117,7 @@ fn cat(a: CatArgs) -> anyhow::Result<i32> {
     let mut line = Vec::new();
     let mut code = 0;
     let mut ocsf = (a.format == CatFormat::Ocsf).then(|| {
-        super::ocsf::Mapper::new(super::ocsf::Context {
+        crate::trace::ocsf::Mapper::new(crate::trace::ocsf::Context {
             log_name: a
                 .trace
                 .file_name()
