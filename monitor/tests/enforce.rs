@@ -484,16 +484,6 @@ treatment = "deny"
     assert_trace_sound(&run);
 }
 
-const CONFIRM: &str = r#"
-version = 1
-
-[[rule]]
-id = "test.ask"
-reason = "a human decides about victim files"
-paths = ["${workspace}/victim*"]
-treatment = "confirm"
-"#;
-
 /// Starts `abm run` in the background; returns the child and the trace path.
 fn spawn_enforced(
     t: &TempDir,

@@ -21,16 +21,6 @@ use std::{
 use common::*;
 use serde_json::Value;
 
-const CONFIRM: &str = r#"
-version = 1
-
-[[rule]]
-id = "test.ask"
-reason = "a human decides about victim files"
-paths = ["${workspace}/victim*"]
-treatment = "confirm"
-"#;
-
 /// A perl grandchild (it outlives the first child, `sh`) that opens
 /// `res` first, then unlinks `victim` (asked, waits) and `victim2`,
 /// writing each result: `ok` or the errno.

@@ -24,16 +24,6 @@ use monitor::enforce::remote::{
 };
 use serde_json::{json, Value};
 
-const CONFIRM: &str = r#"
-version = 1
-
-[[rule]]
-id = "test.ask"
-reason = "a human decides about victim files"
-paths = ["${workspace}/victim*"]
-treatment = "confirm"
-"#;
-
 const SECRET: &str = "test-secret-0123456789abcdef";
 
 /// A free TCP port on `ip` (bound, then released for abm to take).

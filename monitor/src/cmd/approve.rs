@@ -30,17 +30,7 @@ impl Target {
         if let Some(r) = &self.run {
             return Ok(vec![default_socket_dir().join(format!("{r}.sock"))]);
         }
-        let dir = default_socket_dir();
-        let mut out: Vec<PathBuf> = std::fs::read_dir(&dir)
-            .map(|d| {
-                d.filter_map(Result::ok)
-                    .map(|e| e.path())
-                    .filter(|p| p.extension().is_some_and(|x| x == "sock"))
-                    .collect()
-            })
-            .unwrap_or_default();
-        out.sort();
-        Ok(out)
+        Ok(crate::enforce::live_sockets())
     }
 }
 

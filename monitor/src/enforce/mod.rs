@@ -67,6 +67,21 @@ pub fn default_socket_dir() -> PathBuf {
     PathBuf::from("/run/abm")
 }
 
+/// The control sockets of the runs alive now (`*.sock` in
+/// [`default_socket_dir`]), sorted.
+pub fn live_sockets() -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(default_socket_dir())
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "sock"))
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out
+}
+
 /// Where quarantines live by default.
 pub fn default_quarantine_root() -> PathBuf {
     PathBuf::from("/var/lib/abm/quarantine")

@@ -482,7 +482,7 @@ fn post(call: &Call, opts: &Opts, claude: bool) -> anyhow::Result<Value> {
         .unwrap_or_else(|| now.saturating_sub((opts.window.max(0.0) * 1e9) as u64));
     let sockets = match &opts.socket {
         Some(s) => vec![s.clone()],
-        None => live_sockets(),
+        None => crate::enforce::live_sockets(),
     };
     let mut records = Vec::new();
     let mut pending = Vec::new();
@@ -533,20 +533,6 @@ fn post(call: &Call, opts: &Opts, claude: bool) -> anyhow::Result<Value> {
             "block_reason": report.block,
         })
     })
-}
-
-fn live_sockets() -> Vec<PathBuf> {
-    let dir = crate::enforce::default_socket_dir();
-    let mut out: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map(|d| {
-            d.filter_map(Result::ok)
-                .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|x| x == "sock"))
-                .collect()
-        })
-        .unwrap_or_default();
-    out.sort();
-    out
 }
 
 struct Report {

@@ -245,3 +245,14 @@ pub fn have(prog: &str) -> bool {
         .output()
         .is_ok_and(|o| o.status.success())
 }
+
+/// A policy that confirms any change to `victim*` files in the workspace.
+pub const CONFIRM: &str = r#"
+version = 1
+
+[[rule]]
+id = "test.ask"
+reason = "a human decides about victim files"
+paths = ["${workspace}/victim*"]
+treatment = "confirm"
+"#;
