@@ -313,7 +313,7 @@ struct Recent {
     /// matches, up to its last `/`): the split globs whose directory
     /// condition it satisfies ([`IndexSet`]). A build writes many files to
     /// one directory.
-    dirs: foldhash::HashMap<(u8, String), Hits>,
+    dirs: [foldhash::HashMap<String, (Hits, Hits)>; 4],
 }
 
 /// Paths (and directories) [`HitCache`] keeps before it starts again.
@@ -344,7 +344,7 @@ impl HitCache {
         } else {
             g.roots = roots.0.map(|r| r.map(str::to_owned));
             g.hits.clear();
-            g.dirs.clear();
+            g.dirs.iter_mut().for_each(|m| m.clear());
         }
         let h = compute(&mut DirHits(Some(&mut g.dirs)));
         if g.hits.len() >= HIT_CACHE_PATHS {
@@ -356,7 +356,7 @@ impl HitCache {
 }
 
 /// The directory part of [`HitCache`], lent to one computation of hits.
-struct DirHits<'a>(Option<&'a mut foldhash::HashMap<(u8, String), Hits>>);
+struct DirHits<'a>(Option<&'a mut [foldhash::HashMap<String, (Hits, Hits)>; 4]>);
 
 /// The globs of a [`PathIndex`] for one root (or for absolute patterns),
 /// merged into glob sets, and for each glob the test it belongs to.
@@ -564,22 +564,40 @@ impl IndexSet {
         self.whole.set.is_none() && self.test.is_empty()
     }
 
-    /// The split globs whose directory condition `dir` satisfies.
-    fn dir_hits(&self, dir: &str, scratch: &mut Vec<usize>) -> Hits {
-        let mut ok = Hits::default();
-        if self.comps.set.is_some() {
-            for c in dir.split('/') {
-                self.comps.mark(c, scratch, &mut ok);
-            }
+    /// The split globs whose directory condition `dir` satisfies: those
+    /// it passes on to the directories beneath it (a component matches
+    /// `C`, it or a prefix matches `X` of `X/**`), built on its parent's,
+    /// and those of `X/B` it matches itself. Remembered per directory in
+    /// `cache` (set number `set`).
+    fn dir_hits(
+        &self,
+        set: u8,
+        dir: &str,
+        cache: &mut DirHits<'_>,
+        scratch: &mut Vec<usize>,
+    ) -> (Hits, Hits) {
+        if let Some(e) = cache.0.as_ref().and_then(|m| m[set as usize].get(dir)) {
+            return e.clone();
         }
-        if self.under.set.is_some() {
-            for (i, _) in dir.match_indices('/') {
-                self.under.mark(&dir[..i], scratch, &mut ok);
+        let (mut passed, last) = match dir.rfind('/') {
+            Some(i) => (
+                self.dir_hits(set, &dir[..i], cache, scratch).0,
+                &dir[i + 1..],
+            ),
+            None => (Hits::default(), dir),
+        };
+        self.comps.mark(last, scratch, &mut passed);
+        self.under.mark(dir, scratch, &mut passed);
+        let mut own = Hits::default();
+        self.exact.mark(dir, scratch, &mut own);
+        if let Some(m) = cache.0.as_mut() {
+            let m = &mut m[set as usize];
+            if m.len() >= HIT_CACHE_PATHS {
+                m.clear();
             }
-            self.under.mark(dir, scratch, &mut ok);
+            m.insert(dir.to_owned(), (passed.clone(), own.clone()));
         }
-        self.exact.mark(dir, scratch, &mut ok);
-        ok
+        (passed, own)
     }
 
     /// Marks the tests of the globs that match `s`; `set` numbers this
@@ -605,20 +623,9 @@ impl IndexSet {
         let dir_ok = match dir {
             None => Hits::default(),
             Some(d) => {
-                let key = (set, d.to_owned());
-                match cache.0.as_ref().and_then(|m| m.get(&key)) {
-                    Some(h) => h.clone(),
-                    None => {
-                        let h = self.dir_hits(d, scratch);
-                        if let Some(m) = cache.0.as_mut() {
-                            if m.len() >= HIT_CACHE_PATHS {
-                                m.clear();
-                            }
-                            m.insert(key, h.clone());
-                        }
-                        h
-                    }
-                }
+                let (mut ok, own) = self.dir_hits(set, d, cache, scratch);
+                ok.or(&own);
+                ok
             }
         };
         let words = self.test.len().div_ceil(64);
@@ -648,6 +655,15 @@ impl Hits {
             self.0.resize(w + 1, 0);
         }
         self.0[w] |= 1 << b;
+    }
+
+    fn or(&mut self, other: &Hits) {
+        if self.0.len() < other.0.len() {
+            self.0.resize(other.0.len(), 0);
+        }
+        for (a, b) in self.0.iter_mut().zip(&other.0) {
+            *a |= b;
+        }
     }
 
     fn word(&self, w: usize) -> u64 {
