@@ -25,7 +25,8 @@
 //!   [`trace`]: the tamper-evident trace writer and its verification;
 //!   [`protect`]: keeping the trace
 //!   out of the watched tree's reach; [`lifeline`]: the watched tree dies
-//!   with abm; [`target_spec`]: what a daemon target is, for the daemon
+//!   with abm; [`self_guard`]: the watched tree cannot signal, trace or
+//!   read abm; [`target_spec`]: what a daemon target is, for the daemon
 //!   and its clients.
 //! - [`record`]: the action record shared by the trace, policy and oracle;
 //!   [`core`]: clocks and system facts.
@@ -47,5 +48,6 @@ pub mod protect;
 pub mod record;
 pub mod report;
 pub mod run;
+pub mod self_guard;
 pub mod target_spec;
 pub mod trace;
