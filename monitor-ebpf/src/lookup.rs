@@ -159,7 +159,7 @@ pub fn set_root(root: u64, root_mnt: u64) {
 
 /// Looks the path at user address `path` (from byte `skip`) up from the
 /// directory `dentry` in mount `mnt`, with the root [`set_root`] gave; the result is in the state's `out`
-/// for [`crate::record::put_lookup`]. `mode`: [`FOLLOW`] or 0. A global
+/// for [`crate::walk::put_lookup`]. `mode`: [`FOLLOW`] or 0. A global
 /// function, verified once.
 // SAFETY: a symbol name used once in the object.
 #[unsafe(no_mangle)]

@@ -8,12 +8,14 @@
 #![no_std]
 #![no_main]
 
+mod env;
 mod lookup;
 mod maps;
 mod probes;
 mod proc_link;
 mod record;
 mod shim;
+mod walk;
 
 #[cfg(not(test))]
 #[panic_handler]

@@ -51,11 +51,11 @@ pub enum Command {
     /// trees from a config file, one trace per target (docs/daemon.md).
     Daemon(crate::daemon::DaemonArgs),
     /// Show the daemon's targets, event rates, losses and policy.
-    Status(crate::daemon::cmd::StatusArgs),
+    Status(cmd::daemon::StatusArgs),
     /// Add or remove a target of the running daemon.
-    Watch(crate::daemon::cmd::WatchArgs),
+    Watch(cmd::daemon::WatchArgs),
     /// Stream the daemon's events as JSON lines.
-    Tail(crate::daemon::cmd::TailArgs),
+    Tail(cmd::daemon::TailArgs),
     /// Let a call waiting for confirmation (`abm run --enforce`) through.
     Approve(cmd::approve::DecideArgs),
     /// Refuse a call waiting for confirmation (it fails with EPERM).
@@ -161,9 +161,9 @@ pub fn main() -> i32 {
         Command::Score(a) => cmd::oracle::score(a),
         Command::Report(a) => crate::report::report(a),
         Command::Daemon(a) => crate::daemon::main(a),
-        Command::Status(a) => crate::daemon::cmd::status(a),
-        Command::Watch(a) => crate::daemon::cmd::watch(a),
-        Command::Tail(a) => crate::daemon::cmd::tail(a),
+        Command::Status(a) => cmd::daemon::status(a),
+        Command::Watch(a) => cmd::daemon::watch(a),
+        Command::Tail(a) => cmd::daemon::tail(a),
         Command::Approve(a) => cmd::approve::decide(a, true),
         Command::Deny(a) => cmd::approve::decide(a, false),
         Command::Pending(a) => cmd::approve::pending(a),

@@ -3,7 +3,8 @@
 //! Layers, each using only the ones below it (docs/architecture.md):
 //!
 //! - commands: [`cli`]; [`cmd`] (`abm verify`, `abm trace`, `abm pending`,
-//!   `abm approve`, `abm deny`, `abm undo`, `abm doctor`, one file each);
+//!   `abm approve`, `abm deny`, `abm undo`, `abm doctor`, one file each;
+//!   `abm status`, `abm watch`, `abm tail`, the daemon's clients);
 //!   with `abm policy`, `abm replay`, `abm oracle` and `abm score`;
 //!   [`run`] (`abm run`) and [`daemon`] (`abm daemon`), leaves that use
 //!   nothing of each other; [`hook`] (`abm hook`, agent harnesses);
@@ -24,7 +25,9 @@
 //!   [`trace`]: the tamper-evident trace writer and its verification;
 //!   [`protect`]: keeping the trace
 //!   out of the watched tree's reach; [`lifeline`]: the watched tree dies
-//!   with abm.
+//!   with abm; [`self_guard`]: the watched tree cannot signal, trace or
+//!   read abm; [`target_spec`]: what a daemon target is, for the daemon
+//!   and its clients.
 //! - [`record`]: the action record shared by the trace, policy and oracle;
 //!   [`core`]: clocks and system facts.
 
@@ -45,4 +48,6 @@ pub mod protect;
 pub mod record;
 pub mod report;
 pub mod run;
+pub mod self_guard;
+pub mod target_spec;
 pub mod trace;

@@ -22,8 +22,9 @@ use monitor_common::ReadFailure;
 use super::syscalls::Args;
 use crate::maps::count_failure;
 use crate::{
-    record::{Record, TaskFs, AT_FDCWD, BASE1_TAGS},
+    record::Record,
     shim::shim_task_in_compat,
+    walk::{TaskFs, AT_FDCWD, BASE1_TAGS},
 };
 
 /// Offsets in `struct pt_regs` (x86_64 layout, arch/x86/include/asm/

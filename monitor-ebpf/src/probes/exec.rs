@@ -12,7 +12,7 @@ use monitor_common::ReadFailure;
 
 use super::syscalls::{nr, Args};
 use crate::maps::or_count;
-use crate::record::{scan_env, Record, AT_FDCWD};
+use crate::{env::scan_env, record::Record, walk::AT_FDCWD};
 
 use monitor_common::at_flags::AT_EMPTY_PATH;
 

@@ -23,7 +23,8 @@ use aya_ebpf::{
 
 use crate::{
     lookup::{sample, tail, CALIBRATE_TGID, FOLLOW},
-    record::{Record, TaskFs, AT_FDCWD, BASE1_TAGS, BASE2_TAGS},
+    record::Record,
+    walk::{TaskFs, AT_FDCWD, BASE1_TAGS, BASE2_TAGS},
 };
 
 // SAFETY: the C shim's accessor takes a kernel pointer and reads through CO-RE relocated bpf_probe_read_kernel; a bad pointer yields 0, never a fault.

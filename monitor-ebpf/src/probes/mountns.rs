@@ -32,8 +32,9 @@ use monitor_common::{
 };
 
 use crate::{
-    record::{walk_path, Record},
+    record::Record,
     shim::{shim_mnt_mountpoint, shim_mnt_parent, shim_mnt_root, shim_task_pid},
+    walk::walk_path,
 };
 
 // CO-RE accessors of this family (appended to shim/shim.c).

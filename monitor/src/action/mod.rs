@@ -18,10 +18,11 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime};
 
-use serde_json::{json, Value};
-
 use crate::policy::{Context, Facts, Policy};
-use crate::record::{Action, Measured, ObjectKind, Op, Recovery, Treatment, Verdict};
+use crate::record::{
+    Action, ActionCounts, ActionNote, ActionStats, Measured, ObjectKind, Op, Recovery, Treatment,
+    Verdict,
+};
 
 pub mod blast;
 pub mod git;
@@ -635,7 +636,7 @@ impl Judge {
 
     /// Summary records of the actions that ended (their process trees
     /// exited), or of all remaining actions when `all`.
-    pub fn ended(&mut self, all: bool) -> Vec<Value> {
+    pub fn ended(&mut self, all: bool) -> Vec<ActionNote> {
         let mut keys = std::mem::take(&mut self.ended);
         if all {
             let mut rest: Vec<u64> = self
@@ -753,66 +754,52 @@ pub fn standalone(a: &mut Action, ctx: &Context) -> (Facts, Option<Blast>) {
     (j.facts(key, st.as_ref()), blast)
 }
 
-/// Write the `action` notes of ended actions (all remaining ones and the
-/// run's decision cost when `all`, at the end of the run).
-pub fn write_ended(
-    judge: &mut Judge,
-    writer: &mut crate::trace::TraceWriter,
-    all: bool,
-) -> Result<(), crate::trace::TraceError> {
-    for body in judge.ended(all) {
-        writer.append_note("action", body)?;
-    }
-    if all {
-        writer.append_note(
-            "action_stats",
-            json!({
-                "actions": judge.actions_judged,
-                "decision_us_total": judge.cost_ns as f64 / 1000.0,
-                "decision_us_per_action": if judge.actions_judged > 0 {
-                    judge.cost_ns as f64 / 1000.0 / judge.actions_judged as f64
-                } else {
-                    0.0
-                },
-            }),
-        )?;
-    }
-    Ok(())
+/// The `action` notes of ended actions (of all remaining ones, and the
+/// run's decision cost, when `all`, at the end of the run), for the
+/// trace.
+pub fn ended_notes(judge: &mut Judge, all: bool) -> (Vec<ActionNote>, Option<ActionStats>) {
+    let notes = judge.ended(all);
+    let stats = all.then(|| ActionStats {
+        actions: judge.actions_judged,
+        decision_us_total: judge.cost_ns as f64 / 1000.0,
+        decision_us_per_action: if judge.actions_judged > 0 {
+            judge.cost_ns as f64 / 1000.0 / judge.actions_judged as f64
+        } else {
+            0.0
+        },
+    });
+    (notes, stats)
 }
 
 /// The `action` note that closes an action (docs/trace.md).
-fn summary(seq: u64, st: &group::ActionState, info: &Info) -> Value {
+fn summary(seq: u64, st: &group::ActionState, info: &Info) -> ActionNote {
     let b = info.blast();
     let (treatment, rule, reason) = match &info.worst {
-        Some(v) => (json!(v.treatment), json!(v.rule), json!(v.reason)),
-        None => (
-            json!(Treatment::Accept),
-            json!("default"),
-            json!("no effects"),
-        ),
+        Some(v) => (v.treatment, v.rule.clone(), v.reason.clone()),
+        None => (Treatment::Accept, "default".into(), "no effects".into()),
     };
-    json!({
-        "action": seq,
-        "argv": &st.argv[..],
-        "cwd": st.cwd,
-        "counts": {
-            "records": info.records,
-            "files": b.files,
-            "irreversible": b.irreversible,
-            "untracked": b.untracked,
-            "modified": b.modified,
-            "git_internal": b.git_internal,
-            "outside": b.outside,
-            "recoverable": b.recoverable,
-            "reversible": b.reversible,
-            "unmeasured": b.unmeasured,
+    ActionNote {
+        action: seq,
+        argv: st.argv.to_vec(),
+        cwd: st.cwd.clone(),
+        counts: ActionCounts {
+            records: info.records,
+            files: b.files,
+            irreversible: b.irreversible,
+            untracked: b.untracked,
+            modified: b.modified,
+            git_internal: b.git_internal,
+            outside: b.outside,
+            recoverable: b.recoverable,
+            reversible: b.reversible,
+            unmeasured: b.unmeasured,
         },
-        "previewed": info.preview.is_some(),
-        "treatment": treatment,
-        "rule": rule,
-        "reason": reason,
-        "decision_us": info.cost_ns as f64 / 1000.0,
-    })
+        previewed: info.preview.is_some(),
+        treatment,
+        rule,
+        reason,
+        decision_us: info.cost_ns as f64 / 1000.0,
+    }
 }
 
 /// Before the call (`result` unknown), a creating open of a name where

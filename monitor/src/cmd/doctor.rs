@@ -12,6 +12,10 @@ pub struct DoctorArgs {
 pub fn doctor(a: DoctorArgs) -> anyhow::Result<i32> {
     let mut caps = probes::capabilities();
     caps.extend(crate::enforce::capabilities());
+    caps.push(probes::Capability::from_result(
+        "self_guard",
+        crate::self_guard::check(),
+    ));
     // `--enforce` records too: without the tracepoint backend no enforcing
     // run starts, whatever the guard backends say.
     let backend = caps

@@ -11,8 +11,11 @@
 //! - [`policy`]: `abm policy check|explain|show` and `abm replay`.
 //! - [`oracle`]: `abm oracle` and `abm score` (the oracle library,
 //!   `crate::oracle`).
+//! - [`daemon`]: `abm status`, `abm watch`, `abm tail`, clients of the
+//!   daemon's control socket (`abm daemon` itself is `crate::daemon`).
 
 pub mod approve;
+pub mod daemon;
 pub mod doctor;
 pub mod oracle;
 pub mod policy;

@@ -7,8 +7,7 @@ use std::{
 use anyhow::{bail, Context as _};
 use serde::{Deserialize, Serialize};
 
-/// Default control socket.
-pub const DEFAULT_SOCKET: &str = "/run/abm/daemon.sock";
+pub use crate::target_spec::{TargetSpec, DEFAULT_SOCKET};
 /// Default trace directory; the daemon owns it (retention prunes it).
 pub const DEFAULT_TRACE_DIR: &str = "/var/lib/abm/daemon";
 pub const DEFAULT_ANCHOR_DIR: &str = "/var/lib/abm/anchors";
@@ -89,44 +88,6 @@ pub struct Retention {
     /// Keep at most this many traces (oldest deleted first).
     #[serde(default)]
     pub max_files: Option<usize>,
-}
-
-/// One thing to watch. Exactly one of `cgroup`, `container`, `pid`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct TargetSpec {
-    /// Unique name: in the trace header, each event's `target` and the
-    /// trace's file name.
-    pub name: String,
-    /// A cgroup v2 directory: absolute, or relative to the cgroup root.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cgroup: Option<PathBuf>,
-    /// A container id (or a unique prefix of at least 12 hex digits), a
-    /// container name, or a label `KEY=VALUE`. The container need not
-    /// exist yet: it is watched from its first process.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub container: Option<String>,
-    /// A process and every process it forks from now on.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pid: Option<u32>,
-    /// Kubernetes pod uid (set by the pod list, not in config files).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pod_uid: Option<String>,
-    /// `${workspace}` for policies (host path). Default: none.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub workspace: Option<PathBuf>,
-    /// `${home}` for policies. Default: /root.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub home: Option<PathBuf>,
-    /// Block what the policy denies in this target, with the BPF LSM
-    /// backend (deny, confirm through the control socket, preserve). A
-    /// target asking for it where BPF LSM programs cannot load is refused.
-    #[serde(default, skip_serializing_if = "is_false")]
-    pub enforce: bool,
-}
-
-fn is_false(b: &bool) -> bool {
-    !*b
 }
 
 /// Kubernetes: watch the pods of this node that match a label selector.
@@ -283,63 +244,6 @@ impl Config {
             }
         }
         Ok(())
-    }
-}
-
-impl TargetSpec {
-    pub fn validate(&self) -> anyhow::Result<()> {
-        let n = &self.name;
-        if n.is_empty() || n.len() > 128 {
-            bail!("target name {n:?}: must have 1 to 128 characters");
-        }
-        if !n
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '/' | ':' | '@'))
-            || n.starts_with('.')
-        {
-            bail!(
-                "target name {n:?}: use letters, digits and . _ - / : @ (not starting with a dot)"
-            );
-        }
-        let kinds = [
-            self.cgroup.is_some(),
-            self.container.is_some(),
-            self.pid.is_some(),
-            self.pod_uid.is_some(),
-        ]
-        .iter()
-        .filter(|b| **b)
-        .count();
-        if kinds != 1 {
-            bail!("target {n:?}: give exactly one of cgroup, container, pid");
-        }
-        if let Some(c) = &self.container {
-            if let Err(e) = super::runtime::Selector::parse(c) {
-                bail!("target {n:?}: {e}");
-            }
-        }
-        if self.pid == Some(0) {
-            bail!("target {n:?}: pid 0");
-        }
-        for (what, p) in [("workspace", &self.workspace), ("home", &self.home)] {
-            if p.as_ref().is_some_and(|p| !p.is_absolute()) {
-                bail!("target {n:?}: {what} must be an absolute path");
-            }
-        }
-        Ok(())
-    }
-
-    /// What the target selects, for status and headers.
-    pub fn kind(&self) -> &'static str {
-        if self.cgroup.is_some() {
-            "cgroup"
-        } else if self.container.is_some() {
-            "container"
-        } else if self.pid.is_some() {
-            "pid"
-        } else {
-            "pod"
-        }
     }
 }
 

@@ -9,8 +9,8 @@
 //! - `pods`: Kubernetes pods as targets; `retention`: pruning old traces;
 //!   `requests`: the control socket's requests; [`runtime`]: container
 //!   runtimes' metadata.
-//! - [`control`]: the control socket; [`cmd`]: `abm status`, `abm watch`,
-//!   `abm tail`.
+//! - [`control`]: the control socket (its clients, `abm status`, `abm watch`,
+//!   `abm tail`, are in `crate::cmd::daemon`).
 //! - [`metrics`]: the Prometheus endpoint and health checks.
 //! - `enforce`: targets watched with `enforce`, guarded by the BPF LSM
 //!   backend (deny, confirm answered on the control socket, preserve).
@@ -62,7 +62,6 @@ use crate::{
 };
 
 pub mod attribute;
-pub mod cmd;
 pub mod config;
 pub mod control;
 mod enforce;

@@ -19,39 +19,9 @@ pub struct Container {
     pub labels: BTreeMap<String, String>,
 }
 
-/// How a target names containers (`container = ...` / `--container`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Selector {
-    /// A container id or a prefix of at least 12 hex digits.
-    Id(String),
-    /// A label `KEY=VALUE`.
-    Label(String, String),
-    /// A container name.
-    Name(String),
-}
+pub use crate::target_spec::Selector;
 
 impl Selector {
-    pub fn parse(s: &str) -> Result<Selector, String> {
-        if let Some((k, v)) = s.split_once('=') {
-            if k.is_empty() {
-                return Err(format!("container {s:?}: a label selector is KEY=VALUE"));
-            }
-            return Ok(Selector::Label(k.to_owned(), v.to_owned()));
-        }
-        if s.len() >= 12 && s.chars().all(|c| c.is_ascii_hexdigit()) {
-            return Ok(Selector::Id(s.to_ascii_lowercase()));
-        }
-        let name_ok = s.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
-            && s.chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
-        if !name_ok {
-            return Err(format!(
-                "container {s:?}: give a container name, an id (or a prefix of at least 12 hex digits), or a label KEY=VALUE"
-            ));
-        }
-        Ok(Selector::Name(s.to_owned()))
-    }
-
     pub fn matches(&self, c: &Container) -> bool {
         match self {
             Selector::Id(p) => c.id.starts_with(p.as_str()),

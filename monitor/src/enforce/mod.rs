@@ -13,7 +13,7 @@
 //! - [`lsm`]: BPF LSM: the policy compiled into kernel maps, decided by LSM
 //!   programs in the kernel. No seccomp notification filter and no
 //!   supervisor thread run with it; the one seccomp filter every `abm run`
-//!   installs, with or without `--enforce`, is [`self_guard::SelfGuard`]
+//!   installs, with or without `--enforce`, is `crate::self_guard::SelfGuard`
 //!   (plain `SECCOMP_RET_ERRNO`, no thread), because the LSM programs have
 //!   no hooks for what it refuses (signals, ptrace and process memory
 //!   access aimed at abm).
@@ -21,7 +21,8 @@
 //! - [`control`]: the control socket, `abm approve|deny|pending`.
 //! - [`remote`]: remote approvals, a signed HTTP(S) endpoint and its
 //!   client (`--approvals-listen`, `abm approve --remote`).
-//! - [`self_guard`]: abm protecting its process and its trace.
+//! - [`trace_guard`]: abm protecting its trace (abm protecting its
+//!   process, in every run, is `crate::self_guard`).
 //! - [`preserve`], [`undo`]: the quarantine and `abm undo`.
 //! - [`answers`], [`notify`]: one question per action; reason lines.
 use std::{
@@ -51,7 +52,7 @@ pub mod preserve;
 pub mod remote;
 mod restore;
 pub mod seccomp;
-pub mod self_guard;
+pub mod trace_guard;
 pub mod undo;
 
 pub use enforcer::Enforcer;
@@ -164,7 +165,8 @@ pub fn seccomp_available() -> Result<String, String> {
     seccomp::probe()
 }
 
-/// `abm doctor` lines of the enforcement backends.
+/// `abm doctor` lines of the enforcement backends (the line of the filter
+/// every run installs, `self_guard`, is `crate::self_guard::check`).
 pub fn capabilities() -> Vec<Capability> {
     let cap = Capability::from_result;
     let lsm = bpf_lsm_available();
@@ -176,17 +178,10 @@ pub fn capabilities() -> Vec<Capability> {
         }
         (Err(l), Err(s)) => Err(format!("--enforce cannot run: bpf_lsm: {l}; seccomp: {s}")),
     };
-    let guard = self_guard::SelfGuard::for_self(false)
-        .probe()
-        .map(|()| {
-            "the command's seccomp filter against signalling, tracing or reading abm installs (every mode)".to_owned()
-        })
-        .map_err(|e| format!("{e}: `abm run` goes on without it and says so"));
     vec![
         cap("bpf_lsm", lsm),
         cap("seccomp_user_notif", sec),
         cap("enforce", chosen),
-        cap("self_guard", guard),
     ]
 }
 

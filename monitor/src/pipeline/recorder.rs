@@ -108,14 +108,27 @@ impl Recorder {
             }
             out.push((seq, a));
         }
-        crate::action::write_ended(&mut pipeline.judge, &mut self.writer, false)?;
+        self.write_ended(pipeline, false)?;
         Ok(out)
     }
 
     /// At the end of a run: the notes of every action still open and the
     /// run's decision cost.
     pub fn close_actions(&mut self, pipeline: &mut Pipeline) -> Result<(), TraceError> {
-        crate::action::write_ended(&mut pipeline.judge, &mut self.writer, true)
+        self.write_ended(pipeline, true)
+    }
+
+    /// The `action` notes of the actions that ended (of all still open,
+    /// and the run's decision cost, when `all`).
+    fn write_ended(&mut self, pipeline: &mut Pipeline, all: bool) -> Result<(), TraceError> {
+        let (notes, stats) = crate::action::ended_notes(&mut pipeline.judge, all);
+        for n in notes {
+            Note::Action(n).append_to(&mut self.writer)?;
+        }
+        if let Some(s) = stats {
+            Note::ActionStats(s).append_to(&mut self.writer)?;
+        }
+        Ok(())
     }
 
     pub fn note(&mut self, note: &Note) -> Result<u64, TraceError> {

@@ -224,7 +224,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
     }
     // The self guard (a seccomp filter in the command, every mode) where
     // seccomp(2) is refused: the run goes on without it and says so.
-    let self_guard_off = crate::enforce::self_guard::SelfGuard::for_self(args.allow_kernel_admin)
+    let self_guard_off = crate::self_guard::SelfGuard::for_self(args.allow_kernel_admin)
         .probe()
         .err();
     if let Some(e) = &self_guard_off {
@@ -283,7 +283,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
     // --enforce the backend's own check has refused to start already.
     let self_guard = self_guard_off
         .is_none()
-        .then(|| crate::enforce::self_guard::SelfGuard::for_self(args.allow_kernel_admin));
+        .then(|| crate::self_guard::SelfGuard::for_self(args.allow_kernel_admin));
     let drop_ptrace = !args.allow_ptrace;
     // SAFETY: the closure only makes raw syscalls (async-signal-safe).
     unsafe {
@@ -294,7 +294,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
             probes::self_into_scope(scope_fd, TARGET)?;
             crate::lifeline::child_setup()?;
             if drop_ptrace {
-                crate::enforce::self_guard::drop_ptrace_capability()?;
+                crate::self_guard::drop_ptrace_capability()?;
             }
             if let Some(g) = &self_guard {
                 g.install()?;

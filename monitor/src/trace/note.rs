@@ -69,6 +69,10 @@ pub enum Note {
     /// `preserve` refused a call whose copy would exceed
     /// `--quarantine-limit` (docs/enforcement.md); written once per run.
     QuarantineLimit(QuarantineLimit),
+    /// A logical action ended: what it was, did and how it was judged.
+    Action(crate::record::ActionNote),
+    /// The run's decision cost: the last note of a run.
+    ActionStats(crate::record::ActionStats),
 }
 
 /// Body of `enforcement`: a decision of the guard. Its fields depend on
@@ -324,6 +328,7 @@ mod tests {
         .append_to(&mut w)
         .unwrap();
         // docs/trace.md, the example trace.
+        Note::Action(example_action()).append_to(&mut w).unwrap();
         w.append_loss(&Loss::new(
             Cause::Kernel(LossCause::RingbufFull),
             12,
@@ -333,9 +338,10 @@ mod tests {
         .unwrap();
         w.flush().unwrap();
         let written = bodies(&std::fs::read_to_string(&path).unwrap());
-        assert_eq!(written.len(), 2);
+        assert_eq!(written.len(), 3);
         assert!(written[0].starts_with("\"kind\":\"quarantine_limit\",\"body\":{"));
-        assert!(written[1].starts_with("\"cause\":\"ringbuf_full\","));
+        assert!(written[1].starts_with("\"kind\":\"action\",\"body\":{"));
+        assert!(written[2].starts_with("\"cause\":\"ringbuf_full\","));
         let docs = [
             include_str!("../../../docs/enforcement.md"),
             include_str!("../../../docs/trace.md"),
@@ -344,5 +350,79 @@ mod tests {
         for body in &written {
             assert!(docs.contains(body.as_str()), "the docs show {body}");
         }
+    }
+
+    /// The `action` note of docs/trace.md's example trace.
+    fn example_action() -> crate::record::ActionNote {
+        crate::record::ActionNote {
+            action: 111,
+            argv: vec!["rm".into(), "-rf".into(), "../sib".into()],
+            cwd: Some("/tmp/jt/ws".into()),
+            counts: crate::record::ActionCounts {
+                records: 61,
+                files: 60,
+                irreversible: 50,
+                untracked: 4,
+                modified: 3,
+                git_internal: 50,
+                outside: 50,
+                recoverable: 0,
+                reversible: 1,
+                unmeasured: 9,
+            },
+            previewed: true,
+            treatment: crate::record::Treatment::Confirm,
+            rule: "action.destroy-outside".into(),
+            reason: "…".into(),
+            decision_us: 5879.5,
+        }
+    }
+
+    /// The typed `action` and `action_stats` notes are the bytes the
+    /// judge's `json!` objects were.
+    #[test]
+    fn action_notes_are_the_bytes_of_their_json_objects() {
+        let n = example_action();
+        let c = &n.counts;
+        let old = json!({
+            "action": n.action,
+            "argv": &n.argv[..],
+            "cwd": n.cwd,
+            "counts": {
+                "records": c.records,
+                "files": c.files,
+                "irreversible": c.irreversible,
+                "untracked": c.untracked,
+                "modified": c.modified,
+                "git_internal": c.git_internal,
+                "outside": c.outside,
+                "recoverable": c.recoverable,
+                "reversible": c.reversible,
+                "unmeasured": c.unmeasured,
+            },
+            "previewed": n.previewed,
+            "treatment": json!(n.treatment),
+            "rule": json!(n.rule),
+            "reason": json!(n.reason),
+            "decision_us": n.decision_us,
+        });
+        let (kind, body) = Note::Action(n.clone()).parts();
+        assert_eq!(kind, "action");
+        assert_eq!(body.to_string(), old.to_string());
+        let none = crate::record::ActionNote { cwd: None, ..n };
+        assert_eq!(Note::Action(none).parts().1["cwd"], Value::Null);
+        let s = crate::record::ActionStats {
+            actions: 3,
+            decision_us_total: 12.5,
+            decision_us_per_action: 12.5 / 3.0,
+        };
+        let old = json!({
+            "actions": 3,
+            "decision_us_total": 12.5,
+            "decision_us_per_action": 12.5 / 3.0,
+        });
+        let (kind, body) = Note::ActionStats(s).parts();
+        assert_eq!(kind, "action_stats");
+        assert_eq!(body.to_string(), old.to_string());
     }
 }

@@ -64,13 +64,13 @@ use monitor_common::{
 
 use crate::{
     maps::{count_loss, current_scope, SCRATCH},
-    record::walk_path,
     shim::{shim_bprm_argc, shim_bprm_filename, shim_task_in_compat, shim_task_start_stack},
     shim::{
         shim_dentry_parent, shim_file_dentry, shim_file_fmode, shim_file_mnt, shim_mnt_mountpoint,
         shim_mnt_parent, shim_mnt_root, shim_task_fd_file, shim_task_pwd_mnt,
         shim_task_root_dentry, shim_task_root_mnt,
     },
+    walk::walk_path,
 };
 
 mod exec;

@@ -1,5 +1,5 @@
 //! Classic-BPF seccomp filters: one small assembler with labels (used by
-//! the notification filter here and by [`crate::enforce::self_guard`]), an
+//! the notification filter here and by [`crate::self_guard`]), an
 //! interpreter for tests, and installing a filter without a listener.
 //!
 //! The notification filter of the seccomp backend (x86_64 only):
@@ -304,6 +304,35 @@ pub fn run_filter(prog: &[libc::sock_filter], arch: u32, nr: u32, args: [u64; 6]
                 pc += usize::from(if taken { ins.jt } else { ins.jf });
             }
         }
+    }
+}
+
+/// Runs `install` (a seccomp filter's installation) in a forked child that
+/// then exits: whether it works here, without filtering abm itself.
+/// `install` must make raw syscalls only (it runs between fork and exit).
+pub fn installs_in_child(install: impl Fn() -> std::io::Result<()>) -> Result<(), String> {
+    // SAFETY: the child only makes raw syscalls (install) and _exits.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(format!("fork: {}", std::io::Error::last_os_error()));
+    }
+    if pid == 0 {
+        let code = match install() {
+            Ok(()) => 0,
+            Err(e) => e.raw_os_error().unwrap_or(255).clamp(1, 255),
+        };
+        // SAFETY: _exit is async-signal-safe.
+        unsafe { libc::_exit(code) };
+    }
+    let mut status = 0;
+    // SAFETY: waiting for our own child.
+    unsafe { libc::waitpid(pid, &mut status, 0) };
+    if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
+        Ok(())
+    } else if libc::WIFEXITED(status) {
+        Err(std::io::Error::from_raw_os_error(libc::WEXITSTATUS(status)).to_string())
+    } else {
+        Err(format!("the probe child died (status {status:#x})"))
     }
 }
 

@@ -30,7 +30,7 @@ use std::{
 use anyhow::Context as _;
 use serde_json::Value;
 
-use super::{default_socket_dir, self_guard::TraceGuard, Backend, Guard, Start};
+use super::{default_socket_dir, trace_guard::TraceGuard, Backend, Guard, Start};
 use crate::{
     core::monotonic_ns,
     pipeline::{Pipeline, Recorder},

@@ -338,7 +338,7 @@ pub fn probe() -> Result<String, String> {
         });
     }
     let setup = ChildSetup::new(-1);
-    crate::enforce::self_guard::installs_in_child(|| setup.install())
+    super::filter::installs_in_child(|| setup.install())
         .map(|()| {
             "a filter with a listener installs in a child (SECCOMP_FILTER_FLAG_NEW_LISTENER)".into()
         })

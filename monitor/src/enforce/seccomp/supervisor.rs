@@ -29,7 +29,7 @@ use super::{
 };
 use crate::{
     core::{monotonic_ns, rfc3339},
-    enforce::{answers, describe, notify, preserve::Quarantine, self_guard::TraceGuard},
+    enforce::{answers, describe, notify, preserve::Quarantine, trace_guard::TraceGuard},
     kernel::sensitive::{ViewKey, Views},
     pipeline::resolve,
     policy::{Context, Policy},

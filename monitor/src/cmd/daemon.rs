@@ -1,5 +1,5 @@
 //! `abm status`, `abm watch add|remove`, `abm tail`: clients of the
-//! daemon's control socket.
+//! daemon's control socket (what a target is: `crate::target_spec`).
 use std::{
     io::{BufRead as _, BufReader, Write as _},
     os::unix::net::UnixStream,
@@ -9,7 +9,7 @@ use std::{
 use anyhow::{bail, Context as _};
 use serde_json::{json, Value};
 
-use super::config::{TargetSpec, DEFAULT_SOCKET};
+use crate::target_spec::{TargetSpec, DEFAULT_SOCKET};
 
 #[derive(Debug, clap::Args)]
 pub struct SocketArg {
