@@ -90,6 +90,18 @@ impl Drop for Server {
     }
 }
 
+/// Waits up to 100 ms for a non-blocking listener to have a connection,
+/// so that its accept loop sees a stop request soon.
+pub(crate) fn wait_readable(fd: std::os::fd::RawFd) {
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd.
+    unsafe { libc::poll(&mut pfd, 1, 100) };
+}
+
 fn serve(listener: UnixListener, shared: Arc<Shared>) {
     while !shared.stop.load(Ordering::Relaxed) {
         match listener.accept() {
@@ -98,15 +110,7 @@ fn serve(listener: UnixListener, shared: Arc<Shared>) {
                     tracing::debug!("control socket: {e}");
                 }
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                let mut pfd = libc::pollfd {
-                    fd: listener.as_raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                };
-                // SAFETY: one valid pollfd.
-                unsafe { libc::poll(&mut pfd, 1, 100) };
-            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => wait_readable(listener.as_raw_fd()),
             Err(e) => {
                 tracing::warn!("control socket: accept: {e}");
                 std::thread::sleep(Duration::from_millis(100));

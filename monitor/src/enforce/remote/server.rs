@@ -17,6 +17,7 @@ use std::{
 use serde_json::{json, Value};
 
 use super::{now_secs, wire, Listen, Rejected, Verifier};
+use crate::enforce::control::wait_readable;
 use crate::enforce::Shared;
 
 /// Connections served at once; more wait in the kernel's backlog.
@@ -145,15 +146,7 @@ fn serve(
                     tracing::warn!("remote approvals: cannot start a thread: {e}");
                 }
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                let mut pfd = libc::pollfd {
-                    fd: listener.as_raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                };
-                // SAFETY: one valid pollfd.
-                unsafe { libc::poll(&mut pfd, 1, 100) };
-            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => wait_readable(listener.as_raw_fd()),
             Err(e) => {
                 tracing::warn!("remote approvals: accept: {e}");
                 std::thread::sleep(Duration::from_millis(100));
