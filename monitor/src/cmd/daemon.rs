@@ -86,8 +86,8 @@ pub struct TailArgs {
     pub targets: Vec<String>,
     /// What to print: the stream's JSON lines, or one OCSF event per line
     /// (docs/ocsf.md).
-    #[arg(long, value_enum, default_value_t = crate::trace::ocsf::CatFormat::Jsonl)]
-    pub format: crate::trace::ocsf::CatFormat,
+    #[arg(long, value_enum, default_value_t = crate::trace::CatFormat::Jsonl)]
+    pub format: crate::trace::CatFormat,
     #[command(flatten)]
     pub socket: SocketArg,
 }
@@ -250,8 +250,8 @@ pub fn watch(a: WatchArgs) -> anyhow::Result<i32> {
 pub fn tail(a: TailArgs) -> anyhow::Result<i32> {
     let sock = &a.socket.socket;
     let mut ocsf = match a.format {
-        crate::trace::ocsf::CatFormat::Jsonl => None,
-        crate::trace::ocsf::CatFormat::Ocsf => Some(ocsf_mapper(sock)?),
+        crate::trace::CatFormat::Jsonl => None,
+        crate::trace::CatFormat::Ocsf => Some(ocsf_mapper(sock)?),
     };
     let mut s = UnixStream::connect(sock).with_context(|| {
         format!(

@@ -3,7 +3,7 @@
 use std::io::Write as _;
 use std::path::PathBuf;
 
-use crate::trace::ocsf::CatFormat;
+use crate::trace::CatFormat;
 use crate::trace::{compact, Next, TraceFormat, TraceReader};
 
 /// Print or convert trace files.

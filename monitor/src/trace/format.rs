@@ -41,6 +41,15 @@ pub(crate) const HASH_END: &[u8] = b"\"}";
 /// Length of the unhashed suffix `,"hash":"<64 hex>"}` (without newline).
 pub(crate) const SUFFIX_LEN: usize = HASH_KEY.len() + 2 * DIGEST_LEN + HASH_END.len();
 
+/// Output of `abm trace cat` and `abm tail`: the records, or OCSF events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum CatFormat {
+    /// The canonical JSON lines.
+    Jsonl,
+    /// OCSF events, one JSON object per line (docs/ocsf.md).
+    Ocsf,
+}
+
 /// Which digest links the records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ChainAlg {

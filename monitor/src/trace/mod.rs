@@ -42,7 +42,7 @@ mod writer;
 #[cfg(test)]
 mod tests;
 
-pub use format::{key_id, ChainAlg, SCHEMA};
+pub use format::{key_id, CatFormat, ChainAlg, SCHEMA};
 pub use loss::Cause;
 pub use read::{read_header, read_trace};
 pub use report::{

@@ -28,15 +28,6 @@ pub const OCSF_VERSION: &str = "1.3.0";
 /// table is emptied when it grows past this.
 const MAX_KNOWN_PROCESSES: usize = 65_536;
 
-/// Output of `abm trace cat` and `abm tail`: the records, or OCSF events.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum CatFormat {
-    /// The canonical JSON lines.
-    Jsonl,
-    /// OCSF events, one JSON object per line (docs/ocsf.md).
-    Ocsf,
-}
-
 /// A record that cannot be exported.
 #[derive(Debug, thiserror::Error)]
 pub enum OcsfError {
