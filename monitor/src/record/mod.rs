@@ -7,6 +7,10 @@
 //! name plus `_b64` holds the exact bytes in standard base64. Consumers that
 //! need exact bytes use the `_b64` field when present.
 
+mod notes;
+
+pub use notes::{ActionCounts, ActionNote, ActionStats};
+
 use monitor_common::EventKind;
 use std::borrow::Cow;
 
@@ -225,47 +229,6 @@ pub struct Blast {
     /// the file as the judge before the call did (one judge).
     #[serde(skip)]
     pub seen: std::collections::HashMap<String, Measured>,
-}
-
-/// Body of the `action` note that closes a logical action (docs/trace.md).
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct ActionNote {
-    /// The `seq` of the exec that began the action.
-    pub action: u64,
-    pub argv: Vec<String>,
-    pub cwd: Option<String>,
-    pub counts: ActionCounts,
-    /// Whether the judge previewed it before its first call.
-    pub previewed: bool,
-    pub treatment: Treatment,
-    pub rule: String,
-    pub reason: String,
-    pub decision_us: f64,
-}
-
-/// `counts` of an [`ActionNote`]: its records, and what it destroys by
-/// kind (as in [`Blast`]).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct ActionCounts {
-    pub records: u64,
-    pub files: u64,
-    pub irreversible: u64,
-    pub untracked: u64,
-    pub modified: u64,
-    pub git_internal: u64,
-    pub outside: u64,
-    pub recoverable: u64,
-    pub reversible: u64,
-    pub unmeasured: u64,
-}
-
-/// Body of `action_stats`, the run's decision cost (the last note of a
-/// run).
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct ActionStats {
-    pub actions: u64,
-    pub decision_us_total: f64,
-    pub decision_us_per_action: f64,
 }
 
 /// One action as recorded in the trace.
@@ -842,7 +805,7 @@ mod tests {
     /// docs/trace.md lists every value of the two closed sets, and no other.
     #[test]
     fn trace_docs_list_every_path_issue_and_result_note() {
-        let doc = include_str!("../../docs/trace.md");
+        let doc = include_str!("../../../docs/trace.md");
         let rows = |after: &str| -> Vec<String> {
             let at = doc
                 .find(after)
