@@ -122,6 +122,9 @@ pub struct Sample {
     mon_cpu_s: Option<f64>,
     /// abm: size of the trace file.
     trace_bytes: Option<u64>,
+    /// abm: the judge's CPU over the run, µs (the trace's `action_stats`
+    /// note, `decision_us_total`).
+    judge_us: Option<f64>,
 }
 
 /// Paths and settings shared by all measurements.

@@ -123,11 +123,19 @@ impl Daemon {
             self.cfg.trace_dir.clone(),
             ctx.workspace.clone(),
         );
-        let backend =
+        let mut backend =
             LsmBackend::start_for(&mut self.probes, &self.policy, &ctx, quarantine, true, &[])
                 .map_err(|e| {
                     anyhow::anyhow!("target {:?}: --enforce (BPF LSM backend): {e}", spec.name)
                 })?;
+        // The reason line on a refused caller's stderr (enforce::notify), as
+        // in `abm run`: the kernel stops the caller until it is written.
+        backend.notify = Some(std::sync::Arc::new(crate::enforce::notify::Notifier::new(
+            true,
+        )));
+        lsm::hold_refused(&mut self.probes).map_err(|e| {
+            anyhow::anyhow!("target {:?}: --enforce (BPF LSM backend): {e}", spec.name)
+        })?;
         let blocking = backend
             .report()
             .iter()

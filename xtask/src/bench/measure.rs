@@ -28,6 +28,7 @@ pub(super) fn run_abm_in_scope(env: &Env, wl: &Workload, config: Config) -> Resu
     s.mon_rss_kib = end.own.and_then(|o| o.hwm_kib);
     s.mon_ring_kib = ring;
     s.trace_bytes = fs::metadata(&trace).ok().map(|m| m.len());
+    s.judge_us = judge_us(env, &trace);
     if wl.kind == Kind::Burst && config == Config::Default && env.kept_burst.borrow().is_none() {
         *env.kept_burst.borrow_mut() = Some(trace);
         return Ok(s);
@@ -119,4 +120,23 @@ pub(super) fn measure(
         }
         Config::Strace => peers::strace(env, peers.strace.as_ref().unwrap(), &wl.command(env)),
     }
+}
+
+/// The judge's CPU over a run, µs: `decision_us_total` of the trace's
+/// `action_stats` note (docs/trace.md), read with `abm trace cat`.
+fn judge_us(env: &Env, trace: &Path) -> Option<f64> {
+    let out = Command::new(&env.abm)
+        .args(["trace", "cat"])
+        .arg(trace)
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .rev()
+        .filter(|l| l.contains("\"action_stats\""))
+        .find_map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).ok()?;
+            (v["kind"] == "action_stats").then(|| v["body"]["decision_us_total"].as_f64())?
+        })
 }

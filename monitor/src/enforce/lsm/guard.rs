@@ -191,8 +191,9 @@ fn precreate_trace(path: &std::path::Path) {
 /// Turns on `hold_refused` in the kernel's configuration: a caller refused
 /// by a deny or confirm rule stops until its reason line is written
 /// (enforce::notify), so the line reaches its own stderr before it prints
-/// its error and exits. Only with reason lines on (`--no-notify` off).
-fn hold_refused(probes: &mut crate::kernel::Probes) -> Result<(), LsmError> {
+/// its error and exits. Only with reason lines on (`--no-notify` off, and
+/// always in the daemon).
+pub(crate) fn hold_refused(probes: &mut crate::kernel::Probes) -> Result<(), LsmError> {
     let mut cfg: Array<&mut MapData, LsmConfig> =
         borrow(&mut probes.ebpf, "LSM_CONFIG", Array::try_from)?;
     let mut c = cfg.get(&0, 0).map_err(map_err("LSM_CONFIG"))?;

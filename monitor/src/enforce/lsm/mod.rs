@@ -55,6 +55,7 @@ mod tests;
 pub use approvals::*;
 pub use backend::*;
 pub use compile::*;
+pub(crate) use guard::hold_refused;
 pub use guard::LsmGuard;
 
 /// LSM programs: (program name, hook, required). `file_truncate` exists
