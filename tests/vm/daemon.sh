@@ -113,4 +113,12 @@ t daemon-lsm-preserve "first rm refused (rc $(rc c1 preserve-first)), a copy kep
     '[ "$(rc c1 preserve-first)" != 0 ]' '[ "$(rc c1 preserve-retry)" = 0 ]' 'gone $W1/keep/a' \
     'grep -rq alpha /var/lib/abm/quarantine/daemon-*/data' \
     'grep "\"rule\":\"ct.preserve\"" $T1 | grep -q "\"decision\":\"preserve_pending\""'
+E1=$D/c1.stderr
+# line NUMBER of the first line of E1 matching a pattern (0: none).
+line_of() { grep -n "$1" "$E1" | head -n 1 | cut -d: -f1 | grep . || echo 0; }
+t daemon-lsm-reason-line "c1's refused rm got the reason line on its own stderr before its own error: $(grep -m1 '^abm: denied' "$E1" | cut -c1-120)" all \
+    'grep -q "^abm: denied unlink .*protected/c1 (ct.unlink: " $E1' \
+    '[ "$(line_of "^abm: denied unlink .*protected/c1")" -gt 0 ]' \
+    '[ "$(line_of "^abm: denied unlink .*protected/c1")" -lt "$(line_of "protected/c1.*Operation not permitted")" ]' \
+    'grep -q "^abm: held for approval unlink .*confirm/x (ct.confirm: .*abm approve $id" $E1'
 t daemon-traces-verify "both targets' traces verify" sh -c "abm verify $T1 > /dev/null 2>&1 && abm verify $T2 > /dev/null 2>&1"
