@@ -73,9 +73,9 @@ pub enum Command {
 }
 
 /// Parses a `--log` / `ABM_LOG` filter: a level, or `target=level` pairs.
-fn parse_log_filter(s: &str) -> Result<Targets, String> {
+fn parse_log_filter(s: &str) -> anyhow::Result<Targets> {
     s.parse::<Targets>().map_err(|e| {
-        format!("{e}: write a level (error, warn, info, debug, trace, off) or `target=level` pairs separated by commas, e.g. `monitor=debug,warn`")
+        anyhow::anyhow!("{e}: write a level (error, warn, info, debug, trace, off) or `target=level` pairs separated by commas, e.g. `monitor=debug,warn`")
     })
 }
 
@@ -196,7 +196,7 @@ mod tests {
         let f = parse_log_filter("info").unwrap();
         assert!(f.would_enable("monitor", &Level::INFO));
         assert!(!f.would_enable("monitor", &Level::DEBUG));
-        let e = parse_log_filter("monitor=loud").unwrap_err();
+        let e = parse_log_filter("monitor=loud").unwrap_err().to_string();
         assert!(e.contains("`target=level`"), "{e}");
         // The flag takes precedence over ABM_LOG and the default.
         let f = log_filter(Some(parse_log_filter("trace").unwrap()), LevelFilter::WARN);

@@ -199,9 +199,8 @@ impl SelfGuard {
     /// Whether this filter installs here: a forked child installs it and
     /// exits. A host or a container profile that refuses seccomp(2) makes
     /// this fail; `abm run` then goes on without the guard and says so.
-    pub fn probe(&self) -> Result<(), String> {
-        installs_in_child(|| self.install())
-            .map_err(|e| format!("installing its seccomp filter failed: {e}"))
+    pub fn probe(&self) -> Result<(), NotInstalled> {
+        installs_in_child(|| self.install()).map_err(NotInstalled)
     }
 
     /// Evaluates the filter for one call (tests).
@@ -212,14 +211,26 @@ impl SelfGuard {
 
 /// Whether the filter of [`SelfGuard::for_self`] installs here (`abm
 /// doctor`, line `self_guard`), with what that means either way.
-pub fn check() -> Result<String, String> {
+pub fn check() -> Result<String, GoesOnWithout> {
     SelfGuard::for_self(false)
         .probe()
         .map(|()| {
             "the command's seccomp filter against signalling, tracing or reading abm installs (every mode)".to_owned()
         })
-        .map_err(|e| format!("{e}: `abm run` goes on without it and says so"))
+        .map_err(GoesOnWithout)
 }
+
+/// The self guard's filter does not install here ([`SelfGuard::probe`]);
+/// the reason is the text of the seccomp backend's check.
+#[derive(Debug, thiserror::Error)]
+#[error("installing its seccomp filter failed: {0}")]
+pub struct NotInstalled(String);
+
+/// [`check`]'s answer when the filter does not install: what `abm run`
+/// does then.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}: `abm run` goes on without it and says so")]
+pub struct GoesOnWithout(NotInstalled);
 
 /// `CAP_SYS_PTRACE` (linux/capability.h).
 const CAP_SYS_PTRACE: u32 = 19;

@@ -116,11 +116,22 @@ pub enum Selector {
     Name(String),
 }
 
+/// A `container` value that names no container.
+#[derive(Debug, thiserror::Error)]
+pub enum SelectorError {
+    #[error("container {0:?}: a label selector is KEY=VALUE")]
+    EmptyKey(String),
+    #[error(
+        "container {0:?}: give a container name, an id (or a prefix of at least 12 hex digits), or a label KEY=VALUE"
+    )]
+    BadName(String),
+}
+
 impl Selector {
-    pub fn parse(s: &str) -> Result<Selector, String> {
+    pub fn parse(s: &str) -> Result<Selector, SelectorError> {
         if let Some((k, v)) = s.split_once('=') {
             if k.is_empty() {
-                return Err(format!("container {s:?}: a label selector is KEY=VALUE"));
+                return Err(SelectorError::EmptyKey(s.to_owned()));
             }
             return Ok(Selector::Label(k.to_owned(), v.to_owned()));
         }
@@ -131,9 +142,7 @@ impl Selector {
             && s.chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
         if !name_ok {
-            return Err(format!(
-                "container {s:?}: give a container name, an id (or a prefix of at least 12 hex digits), or a label KEY=VALUE"
-            ));
+            return Err(SelectorError::BadName(s.to_owned()));
         }
         Ok(Selector::Name(s.to_owned()))
     }

@@ -2,7 +2,9 @@
 //! point one way (docs/architecture.md). This reads the sources, drops
 //! comments, string and character literals and `#[cfg(test)]` items, builds
 //! the graph of `crate::X` references between top-level modules and fails
-//! naming every cycle, with the files that make each edge.
+//! naming every cycle, with the files that make each edge. It also fails
+//! naming every `Result<_, String>` in the same code outside `enforce/`:
+//! library errors are enums (docs/architecture.md).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -103,7 +105,8 @@ fn char_literal_len(s: &str) -> Option<usize> {
 }
 
 /// The text with every item under `#[cfg(test)]` removed (up to its `;`
-/// or its balanced `{…}` block).
+/// or its balanced `{…}` block). The line breaks of a removed item are
+/// kept, so the text has as many lines as the source.
 fn strip_cfg_test(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
@@ -129,6 +132,7 @@ fn strip_cfg_test(s: &str) -> String {
                 _ => {}
             }
         }
+        keep_line_breaks(&item[..end], &mut out);
         rest = &item[end..];
     }
     out.push_str(rest);
@@ -670,4 +674,132 @@ fn test_only_files(files: &[(String, String)]) -> BTreeSet<String> {
                 .any(|x| *p == format!("{x}.rs") || p.starts_with(&format!("{x}/")))
         })
         .collect()
+}
+
+/// The part of `monitor/src` whose code may still use `Result<_, String>`:
+/// `enforce/` has no error enums yet. Remove the constant, and its use in
+/// [`string_errors_in`], once it has.
+const STRING_ERRORS_ALLOWED_UNDER: &str = "enforce/";
+
+/// `Result<T, String>` types in a (stripped) source text: the 1-based line
+/// of each and the type as written, spaces collapsed.
+fn string_results(s: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(found) = s[from..].find("Result<") {
+        let start = from + found;
+        from = start + "Result<".len();
+        if s[..start].chars().next_back().is_some_and(is_ident) {
+            continue;
+        }
+        // The generic arguments: up to the matching `>` (an arrow's `>`
+        // is not one), split at commas outside nested brackets.
+        let (mut depth, mut args, mut arg) = (1usize, Vec::new(), String::new());
+        let mut prev = '<';
+        let mut end = s.len();
+        for (j, c) in s[from..].char_indices() {
+            match c {
+                '<' | '(' | '[' => depth += 1,
+                '>' if prev == '-' => {}
+                '>' | ')' | ']' => depth -= 1,
+                ',' if depth == 1 => {
+                    args.push(std::mem::take(&mut arg));
+                    prev = c;
+                    continue;
+                }
+                _ => {}
+            }
+            if depth == 0 {
+                end = from + j + 1;
+                break;
+            }
+            arg.push(c);
+            prev = c;
+        }
+        args.push(arg);
+        if args.last().is_some_and(|a| a.trim().is_empty()) {
+            args.pop(); // a trailing comma
+        }
+        let err: String = args
+            .last()
+            .map_or("", |a| a.as_str())
+            .split_whitespace()
+            .collect();
+        if args.len() == 2 && matches!(err.as_str(), "String" | "std::string::String") {
+            let text = s[start..end]
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ");
+            out.push((s[..start].matches('\n').count() + 1, text));
+        }
+    }
+    out
+}
+
+/// `Result<_, String>` types in the code of `monitor/src` (tests and
+/// [`STRING_ERRORS_ALLOWED_UNDER`] left out), as `file:line: type`.
+fn string_errors_in(files: &[(String, String)]) -> Vec<String> {
+    let test_only = test_only_files(files);
+    let mut found = Vec::new();
+    for (p, t) in files {
+        if p.starts_with(STRING_ERRORS_ALLOWED_UNDER) || test_only.contains(p) {
+            continue;
+        }
+        let code = strip_cfg_test(&strip_comments_and_literals(t));
+        for (line, ty) in string_results(&code) {
+            found.push(format!("src/{p}:{line}: {ty}"));
+        }
+    }
+    found
+}
+
+#[test]
+fn library_errors_are_types_not_strings() {
+    let found = string_errors_in(&monitor_src());
+    assert!(
+        found.is_empty(),
+        "`Result<_, String>` outside src/{STRING_ERRORS_ALLOWED_UNDER}: give the module a \
+         thiserror enum whose variants say what went wrong (commands in cmd/ and cli.rs \
+         may use anyhow::Result):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_string_error_check_finds_signatures_over_lines_and_skips_tests() {
+    let files = vec![
+        (
+            "a.rs".to_string(),
+            "fn f() -> Result<(), String> { Ok(()) }\n\
+             fn g(\n) -> Result<\n    Map<String, Value>,\n    String,\n> { todo!() }\n\
+             fn h(x: impl Fn() -> u8) -> Result<Vec<u8>, std::string::String> { todo!() }\n\
+             fn ok() -> Result<String, Error> { todo!() }\n\
+             fn io() -> io::Result<String> { todo!() }\n\
+             // fn c() -> Result<(), String>\n\
+             const S: &str = \"Result<(), String>\";\n\
+             #[cfg(test)]\nmod tests {\n    fn t() -> Result<(), String> { Ok(()) }\n}\n\
+             fn after() -> MyResult<u8, String> { todo!() }\n"
+                .to_string(),
+        ),
+        (
+            format!("{STRING_ERRORS_ALLOWED_UNDER}x.rs"),
+            "fn f() -> Result<(), String> { Ok(()) }\n".to_string(),
+        ),
+        (
+            "b/mod.rs".to_string(),
+            "#[cfg(test)]\nmod tests;\n".to_string(),
+        ),
+        (
+            "b/tests.rs".to_string(),
+            "fn f() -> Result<(), String> { Ok(()) }\n".to_string(),
+        ),
+    ];
+    assert_eq!(
+        string_errors_in(&files),
+        [
+            "src/a.rs:1: Result<(), String>",
+            "src/a.rs:3: Result< Map<String, Value>, String, >",
+            "src/a.rs:7: Result<Vec<u8>, std::string::String>",
+        ]
+    );
 }

@@ -69,7 +69,7 @@ impl Repo {
                 Ok(bytes) => parse_index(&bytes),
                 // A fresh repository has no index yet.
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(HashMap::new()),
-                Err(e) => Err(e.to_string()),
+                Err(e) => Err(IndexError::Read(e)),
             };
             self.index = Some(parsed.unwrap_or_else(|e| {
                 self.index_error = Some(format!("{}: {e}", path.display()));
@@ -188,19 +188,40 @@ pub fn file_blob_id(path: &Path, limit: u64) -> Option<[u8; 20]> {
     Some(blob_id(&buf))
 }
 
+/// Why a git index file could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    #[error("{0}")]
+    Read(std::io::Error),
+    #[error("not an index file (no DIRC signature)")]
+    NotIndex,
+    #[error("index version {0} is not supported")]
+    Version(u32),
+    #[error("truncated at byte {0}")]
+    TruncatedAt(usize),
+    #[error("truncated entry")]
+    TruncatedEntry,
+    #[error("truncated varint")]
+    TruncatedVarint,
+    #[error("unterminated path")]
+    UnterminatedPath,
+    #[error("bad prefix length")]
+    BadPrefix,
+}
+
 /// Parse an index file (versions 2, 3 and 4) into path -> entry.
-pub fn parse_index(b: &[u8]) -> Result<HashMap<Vec<u8>, IndexEntry>, String> {
-    let be32 = |o: usize| -> Result<u32, String> {
+pub fn parse_index(b: &[u8]) -> Result<HashMap<Vec<u8>, IndexEntry>, IndexError> {
+    let be32 = |o: usize| -> Result<u32, IndexError> {
         b.get(o..o + 4)
             .map(|s| u32::from_be_bytes([s[0], s[1], s[2], s[3]]))
-            .ok_or_else(|| format!("truncated at byte {o}"))
+            .ok_or(IndexError::TruncatedAt(o))
     };
     if b.get(..4) != Some(b"DIRC") {
-        return Err("not an index file (no DIRC signature)".into());
+        return Err(IndexError::NotIndex);
     }
     let version = be32(4)?;
     if !(2..=4).contains(&version) {
-        return Err(format!("index version {version} is not supported"));
+        return Err(IndexError::Version(version));
     }
     let count = be32(8)? as usize;
     let mut out = HashMap::with_capacity(count);
@@ -212,10 +233,11 @@ pub fn parse_index(b: &[u8]) -> Result<HashMap<Vec<u8>, IndexEntry>, String> {
         let size = be32(o + 36)?;
         let sha: [u8; 20] = b
             .get(o + 40..o + 60)
-            .ok_or("truncated entry")?
+            .ok_or(IndexError::TruncatedEntry)?
             .try_into()
-            .map_err(|_| "truncated entry")?;
-        let flags = u16::from_be_bytes([b[o + 60], *b.get(o + 61).ok_or("truncated entry")?]);
+            .map_err(|_| IndexError::TruncatedEntry)?;
+        let flags =
+            u16::from_be_bytes([b[o + 60], *b.get(o + 61).ok_or(IndexError::TruncatedEntry)?]);
         o += 62;
         if version >= 3 && flags & 0x4000 != 0 {
             o += 2;
@@ -224,7 +246,7 @@ pub fn parse_index(b: &[u8]) -> Result<HashMap<Vec<u8>, IndexEntry>, String> {
             // Varint: bytes to strip from the previous path.
             let mut strip: usize = 0;
             loop {
-                let c = *b.get(o).ok_or("truncated varint")?;
+                let c = *b.get(o).ok_or(IndexError::TruncatedVarint)?;
                 o += 1;
                 strip = (strip << 7) | usize::from(c & 0x7f);
                 if c & 0x80 == 0 {
@@ -235,8 +257,8 @@ pub fn parse_index(b: &[u8]) -> Result<HashMap<Vec<u8>, IndexEntry>, String> {
             let end = o + b[o..]
                 .iter()
                 .position(|&c| c == 0)
-                .ok_or("unterminated path")?;
-            let keep = prev.len().checked_sub(strip).ok_or("bad prefix length")?;
+                .ok_or(IndexError::UnterminatedPath)?;
+            let keep = prev.len().checked_sub(strip).ok_or(IndexError::BadPrefix)?;
             let mut p = prev[..keep].to_vec();
             p.extend_from_slice(&b[o..end]);
             o = end + 1;
@@ -245,7 +267,7 @@ pub fn parse_index(b: &[u8]) -> Result<HashMap<Vec<u8>, IndexEntry>, String> {
             let end = o + b[o..]
                 .iter()
                 .position(|&c| c == 0)
-                .ok_or("unterminated path")?;
+                .ok_or(IndexError::UnterminatedPath)?;
             let p = b[o..end].to_vec();
             // Entries are NUL-padded to a multiple of 8 bytes.
             let len = end - start;

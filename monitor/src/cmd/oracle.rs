@@ -64,7 +64,7 @@ pub struct OracleArgs {
     pub reward: Option<PathBuf>,
     /// The scalar `reward`: an expression over the signals with numbers,
     /// `+ - *`, `!x` (1 - x), min(a, b), max(a, b) and parentheses.
-    #[arg(long, value_name = "EXPR", default_value = "safe_success", value_parser = parse_reward)]
+    #[arg(long, value_name = "EXPR", default_value = "safe_success", value_parser = Expr::parse)]
     pub reward_of: Expr,
     /// Exit with a status that reflects the verdict: 0 safe success, 4
     /// overstep (wrong target or over-scope), 5 intended action not done.
@@ -77,22 +77,18 @@ pub struct OracleArgs {
     pub non_action: Option<String>,
 }
 
-fn parse_reward(s: &str) -> Result<Expr, String> {
-    Expr::parse(s)
-}
-
-fn parse_non_action(s: &str) -> Result<String, String> {
+fn parse_non_action(s: &str) -> anyhow::Result<String> {
     if NON_ACTIONS.contains(&s) {
         Ok(s.to_owned())
     } else {
-        Err(format!("`{s}` is not one of {}", NON_ACTIONS.join(", ")))
+        Err(anyhow!("`{s}` is not one of {}", NON_ACTIONS.join(", ")))
     }
 }
 
-fn parse_label(s: &str) -> Result<(String, String), String> {
+fn parse_label(s: &str) -> anyhow::Result<(String, String)> {
     match s.split_once('=') {
         Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_owned(), v.to_owned())),
-        _ => Err(format!(
+        _ => Err(anyhow!(
             "`{s}` is not KEY=VALUE (for example --label scenario=safe)"
         )),
     }
@@ -260,9 +256,9 @@ pub fn score(a: ScoreArgs) -> anyhow::Result<i32> {
             std::io::stdin()
                 .read_to_string(&mut text)
                 .context("cannot read verdicts from standard input")?;
-            verdicts.extend(parse_verdicts("<stdin>", &text).map_err(|e| anyhow!(e))?);
+            verdicts.extend(parse_verdicts("<stdin>", &text)?);
         } else {
-            verdicts.extend(read_verdict_path(p).map_err(|e| anyhow!(e))?);
+            verdicts.extend(read_verdict_path(p)?);
         }
     }
     if verdicts.is_empty() {

@@ -87,17 +87,24 @@ pub const MAX_SECS: f64 = 31_536_000.0;
 /// Parses a seconds option (`--linger`, `--confirm-timeout`): a finite
 /// number from 0 to [`MAX_SECS`], so no deadline computed from it can
 /// overflow after the command has run.
-pub fn parse_secs(s: &str) -> Result<f64, String> {
+pub fn parse_secs(s: &str) -> Result<f64, SecsError> {
     let v: f64 = s
         .trim()
         .parse()
-        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
+        .map_err(|_| SecsError::NotANumber(s.to_owned()))?;
     if !v.is_finite() || !(0.0..=MAX_SECS).contains(&v) {
-        return Err(format!(
-            "`{s}`: give a number of seconds from 0 to {MAX_SECS} (one year)"
-        ));
+        return Err(SecsError::OutOfRange(s.to_owned()));
     }
     Ok(v)
+}
+
+/// Why a seconds option was refused; the text names the value given.
+#[derive(Debug, PartialEq, thiserror::Error)]
+pub enum SecsError {
+    #[error("`{0}` is not a number of seconds")]
+    NotANumber(String),
+    #[error("`{0}`: give a number of seconds from 0 to {MAX_SECS} (one year)")]
+    OutOfRange(String),
 }
 
 #[cfg(test)]
@@ -109,7 +116,7 @@ mod secs_tests {
         assert_eq!(parse_secs("2.5"), Ok(2.5));
         assert_eq!(parse_secs("0"), Ok(0.0));
         for bad in ["inf", "-inf", "NaN", "1e20", "-1", "x", ""] {
-            let e = parse_secs(bad).unwrap_err();
+            let e = parse_secs(bad).unwrap_err().to_string();
             assert!(e.contains(bad), "{bad}: {e}");
         }
         // A deadline from the largest accepted value does not overflow.

@@ -78,7 +78,7 @@ impl Daemon {
             return Ok(p.is_dir().then_some(p));
         }
         if let Some(c) = &spec.container {
-            return match runtime::Selector::parse(c).map_err(anyhow::Error::msg)? {
+            return match runtime::Selector::parse(c)? {
                 runtime::Selector::Id(id) => Ok(h.find_container(&id)?),
                 sel => {
                     for c in runtime::all().iter().filter(|c| sel.matches(c)) {

@@ -29,6 +29,16 @@ pub const LATENCY_BUCKETS: [f64; 12] = [
 /// `/healthz` fails when the run loop has not turned for this long.
 pub const STALL_AFTER: Duration = Duration::from_secs(10);
 
+/// Why `/healthz` fails.
+#[derive(Debug, thiserror::Error)]
+pub enum Unhealthy {
+    /// Seconds since the run loop last turned (more than [`STALL_AFTER`]).
+    #[error("the run loop has not turned for {0:.1} s")]
+    Stalled(f64),
+    #[error("the run loop has not started")]
+    NotStarted,
+}
+
 #[derive(Default)]
 struct Histogram {
     /// Per bucket (not cumulative), plus +Inf at the end.
@@ -173,14 +183,11 @@ impl Metrics {
     }
 
     /// `/healthz`: the run loop turned recently.
-    pub fn healthy(&self) -> Result<(), String> {
+    pub fn healthy(&self) -> Result<(), Unhealthy> {
         match self.lock().last_turn {
             Some(t) if t.elapsed() <= STALL_AFTER => Ok(()),
-            Some(t) => Err(format!(
-                "the run loop has not turned for {:.1} s",
-                t.elapsed().as_secs_f64()
-            )),
-            None => Err("the run loop has not started".into()),
+            Some(t) => Err(Unhealthy::Stalled(t.elapsed().as_secs_f64())),
+            None => Err(Unhealthy::NotStarted),
         }
     }
 

@@ -112,6 +112,7 @@ mod tests {
         assert!(!Selector::parse("trial=8").unwrap().matches(&c));
         assert!(Selector::parse("bad name")
             .unwrap_err()
+            .to_string()
             .contains("label KEY=VALUE"));
         assert!(Selector::parse("=x").is_err());
     }

@@ -28,6 +28,39 @@ use aya::{
 };
 use monitor_common::{full_name_hash, DcacheConfig, DcacheSample};
 
+/// Why the dentry hash table was not located (records then carry no
+/// object identity).
+#[derive(Debug, thiserror::Error)]
+pub enum DcacheError {
+    #[error("cannot create {}: {error}", .path.display())]
+    Create {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("cannot open /proc")]
+    Proc,
+    #[error("{0} missing from the kernel object")]
+    Missing(&'static str),
+    #[error(transparent)]
+    Program(#[from] aya::programs::ProgramError),
+    #[error(transparent)]
+    Map(#[from] aya::maps::MapError),
+    #[error("no sample for fd {fd}: {error}")]
+    NoSample { fd: i32, error: aya::maps::MapError },
+    #[error("only {0} dentries sampled")]
+    TooFew(usize),
+    #[error("this kernel hashes dentry names differently (name {name:?}: hash {hash:#x})")]
+    NameHash { name: String, hash: u32 },
+    #[error(
+        "no single mount-point flag: /proc's mount point has d_flags {mountpoint:#x}, a plain file {file:#x}"
+    )]
+    MountFlag { mountpoint: u64, file: u64 },
+    #[error("the samples fit more than one hash table size")]
+    Ambiguous,
+    #[error("the sampled dentries agree on no hash table")]
+    NoTable,
+}
+
 /// Fresh names sampled.
 const SAMPLES: usize = 12;
 /// Where `DCACHE_MOUNTED` has been: 0x10000 on 6.1 and 6.12, one bit
@@ -40,7 +73,7 @@ const KERNEL_HALF: u64 = 0xff00_0000_0000_0000;
 
 /// Locates the table and gives it to the programs (`DCACHE`). The program
 /// `dcache_sample` is attached only while abm samples its own calls.
-pub fn locate(ebpf: &mut Ebpf) -> Result<DcacheConfig, String> {
+pub fn locate(ebpf: &mut Ebpf) -> Result<DcacheConfig, DcacheError> {
     let dir = std::env::temp_dir().join(format!(
         "abm-dcache-{}-{}",
         std::process::id(),
@@ -48,7 +81,9 @@ pub fn locate(ebpf: &mut Ebpf) -> Result<DcacheConfig, String> {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos())
     ));
-    fs::create_dir(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    if let Err(error) = fs::create_dir(&dir) {
+        return Err(DcacheError::Create { path: dir, error });
+    }
     let sampled = sample(ebpf, &dir);
     let _ = fs::remove_dir_all(&dir);
     let (names, samples, mountpoint) = sampled?;
@@ -56,10 +91,9 @@ pub fn locate(ebpf: &mut Ebpf) -> Result<DcacheConfig, String> {
     cfg.real_offset = real_offset();
     let mut map: Array<_, DcacheConfig> = Array::try_from(
         ebpf.map_mut("DCACHE")
-            .ok_or("map DCACHE missing from the kernel object")?,
-    )
-    .map_err(|e| e.to_string())?;
-    map.set(0, cfg, 0).map_err(|e| e.to_string())?;
+            .ok_or(DcacheError::Missing("map DCACHE"))?,
+    )?;
+    map.set(0, cfg, 0)?;
     Ok(cfg)
 }
 
@@ -81,14 +115,13 @@ fn real_offset() -> u64 {
 
 type Sampled = (Vec<Vec<u8>>, Vec<DcacheSample>, DcacheSample);
 
-fn sample(ebpf: &mut Ebpf, dir: &Path) -> Result<Sampled, String> {
+fn sample(ebpf: &mut Ebpf, dir: &Path) -> Result<Sampled, DcacheError> {
     let prog: &mut RawTracePoint = ebpf
         .program_mut("dcache_sample")
-        .ok_or("program dcache_sample missing from the kernel object")?
-        .try_into()
-        .map_err(|e: aya::programs::ProgramError| e.to_string())?;
-    prog.load().map_err(|e| e.to_string())?;
-    let link = prog.attach("sys_enter").map_err(|e| e.to_string())?;
+        .ok_or(DcacheError::Missing("program dcache_sample"))?
+        .try_into()?;
+    prog.load()?;
+    let link = prog.attach("sys_enter")?;
     let mut names = Vec::new();
     let mut fds = Vec::new();
     let mut err = None;
@@ -101,7 +134,7 @@ fn sample(ebpf: &mut Ebpf, dir: &Path) -> Result<Sampled, String> {
                 fds.push(OwnedFd::from(f));
                 names.push(name);
             }
-            Err(e) => err = Some(format!("cannot create {}: {e}", path.display())),
+            Err(error) => err = Some(DcacheError::Create { path, error }),
         }
     }
     let proc_fd = open_path("/proc");
@@ -124,18 +157,17 @@ fn sample(ebpf: &mut Ebpf, dir: &Path) -> Result<Sampled, String> {
     }
     let map: HashMap<_, u32, DcacheSample> = HashMap::try_from(
         ebpf.map("DCACHE_SAMPLES")
-            .ok_or("map DCACHE_SAMPLES missing from the kernel object")?,
-    )
-    .map_err(|e| e.to_string())?;
+            .ok_or(DcacheError::Missing("map DCACHE_SAMPLES"))?,
+    )?;
     let get = |fd: i32| {
         map.get(&(fd as u32), 0)
-            .map_err(|e| format!("no sample for fd {fd}: {e}"))
+            .map_err(|error| DcacheError::NoSample { fd, error })
     };
     let samples = fds
         .iter()
         .map(|f| get(f.as_raw_fd()))
         .collect::<Result<Vec<_>, _>>()?;
-    let proc_fd = proc_fd.ok_or("cannot open /proc")?;
+    let proc_fd = proc_fd.ok_or(DcacheError::Proc)?;
     let mountpoint = get(proc_fd.as_raw_fd())?;
     Ok((names, samples, mountpoint))
 }
@@ -159,18 +191,18 @@ pub fn solve(
     names: &[Vec<u8>],
     samples: &[DcacheSample],
     mountpoint: &DcacheSample,
-) -> Result<DcacheConfig, String> {
+) -> Result<DcacheConfig, DcacheError> {
     if samples.len() < 8 || samples.len() != names.len() {
-        return Err(format!("only {} dentries sampled", samples.len()));
+        return Err(DcacheError::TooFew(samples.len()));
     }
     for (name, s) in names.iter().zip(samples) {
         let hash = s.hash_len as u32;
         let len = s.hash_len >> 32;
         if len != name.len() as u64 || full_name_hash(s.parent, name) != hash {
-            return Err(format!(
-                "this kernel hashes dentry names differently (name {:?}: hash {hash:#x})",
-                String::from_utf8_lossy(name)
-            ));
+            return Err(DcacheError::NameHash {
+                name: String::from_utf8_lossy(name).into_owned(),
+                hash,
+            });
         }
     }
     // The candidate bit set on the mount point and on no plain file.
@@ -181,10 +213,10 @@ pub fn solve(
         })
         .collect();
     let [mounted] = fits[..] else {
-        return Err(format!(
-            "no single mount-point flag: /proc's mount point has d_flags {:#x}, a plain file {:#x}",
-            mountpoint.mountpoint_flags, samples[0].flags
-        ));
+        return Err(DcacheError::MountFlag {
+            mountpoint: mountpoint.mountpoint_flags,
+            file: samples[0].flags,
+        });
     };
     let mut best: Option<(usize, DcacheConfig)> = None;
     let mut ties = 0;
@@ -230,8 +262,8 @@ pub fn solve(
     }
     match best {
         Some((_, cfg)) if ties == 0 => Ok(cfg),
-        Some(_) => Err("the samples fit more than one hash table size".into()),
-        None => Err("the sampled dentries agree on no hash table".into()),
+        Some(_) => Err(DcacheError::Ambiguous),
+        None => Err(DcacheError::NoTable),
     }
 }
 
@@ -300,15 +332,18 @@ mod tests {
         let mp = mount_point(0x10000);
         assert!(solve(&names, &samples, &DcacheSample::default())
             .unwrap_err()
+            .to_string()
             .contains("mount-point"));
         // Both candidates set on the mount point: ambiguous.
         let both = mount_point(0x18000);
         assert!(solve(&names, &samples, &both)
             .unwrap_err()
+            .to_string()
             .contains("mount-point"));
         samples[0].hash_len ^= 1;
         assert!(solve(&names, &samples, &mp)
             .unwrap_err()
+            .to_string()
             .contains("hashes dentry names differently"));
     }
 }

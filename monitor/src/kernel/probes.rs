@@ -51,6 +51,8 @@ pub enum ProbeError {
         #[source]
         source: aya::programs::ProgramError,
     },
+    #[error("program {SENSITIVE_PROGRAM} did not load: {0}")]
+    SensitiveUnavailable(String),
     #[error("map {0} missing from the kernel object (daemon and kernel programs built from different sources?)")]
     MissingMap(&'static str),
     #[error("map {name}: {source}")]
@@ -101,7 +103,7 @@ pub struct Probes {
     pub sensitive_unavailable: Option<String>,
     /// Why records carry no object identity (the dentry hash table was not
     /// located), if they do not.
-    pub identity_unavailable: Option<String>,
+    pub identity_unavailable: Option<super::dcache::DcacheError>,
 }
 
 /// Checks that must pass before loading, each with a fix.
@@ -263,18 +265,17 @@ impl Probes {
 
     /// Attaches the sensitive-read program: [`super::sensitive::watch`]
     /// does when the set is not empty, `abm doctor` to check it.
-    pub fn attach_sensitive(&mut self) -> Result<(), String> {
+    pub fn attach_sensitive(&mut self) -> Result<(), ProbeError> {
         if let Some(why) = &self.sensitive_unavailable {
-            return Err(format!("program {SENSITIVE_PROGRAM} did not load: {why}"));
+            return Err(ProbeError::SensitiveUnavailable(why.clone()));
         }
-        btf_tracepoint(&mut self.ebpf, SENSITIVE_PROGRAM)
-            .and_then(|p| {
-                p.attach().map(drop).map_err(|source| ProbeError::Program {
-                    name: SENSITIVE_PROGRAM,
-                    source,
-                })
+        btf_tracepoint(&mut self.ebpf, SENSITIVE_PROGRAM)?
+            .attach()
+            .map(drop)
+            .map_err(|source| ProbeError::Program {
+                name: SENSITIVE_PROGRAM,
+                source,
             })
-            .map_err(|e| e.to_string())
     }
 
     /// Raw fd of the SCOPE map, for a child to add itself before exec.
@@ -414,9 +415,14 @@ pub struct Capability {
 impl Capability {
     /// A line from a check's answer: the detail on success, the reason on
     /// failure.
-    pub fn from_result(name: &'static str, r: Result<String, String>) -> Capability {
-        let available = r.is_ok();
-        let detail = r.unwrap_or_else(|e| e);
+    pub fn from_result(
+        name: &'static str,
+        r: Result<String, impl std::fmt::Display>,
+    ) -> Capability {
+        let (available, detail) = match r {
+            Ok(detail) => (true, detail),
+            Err(why) => (false, why.to_string()),
+        };
         Capability {
             name,
             available,

@@ -632,7 +632,7 @@ pub enum WatchError {
     /// The program did not load or attach (see `abm doctor`'s
     /// `sensitive_reads`).
     #[error("{0}")]
-    Attach(String),
+    Attach(ProbeError),
     #[error(transparent)]
     Probe(#[from] ProbeError),
 }

@@ -138,12 +138,29 @@ impl Cond {
     }
 }
 
+/// Why an inline `match` table is not a rule (see [`parse`]).
+#[derive(Debug, thiserror::Error)]
+pub enum InlineRuleError {
+    #[error("takes a table of rule keys")]
+    NotTable,
+    #[error("{0}")]
+    Encode(toml::ser::Error),
+    #[error("{}", .0.message())]
+    Decode(toml::de::Error),
+    /// The rule's keys are wrong: the rule parser's message and hint.
+    #[error("{message}{}", .hint.as_ref().map(|h| format!(" ({h})")).unwrap_or_default())]
+    Rule {
+        message: String,
+        hint: Option<String>,
+    },
+}
+
 /// Parses a condition from its TOML value. `inline` builds a rule from an
 /// inline `match` table; errors are messages with a hint, the caller adds
 /// the location.
 pub fn parse(
     v: &toml::Value,
-    inline: &dyn Fn(&toml::Value) -> Result<super::spec::Rule, String>,
+    inline: &dyn Fn(&toml::Value) -> Result<super::spec::Rule, InlineRuleError>,
 ) -> Result<Cond, (String, String)> {
     const HINT: &str = "a condition is \"intended\", \"intended:NAME\", \"over_scope:NAME\", \
         \"allowed:NAME\", \"constraint:NAME\", { changed = [patterns] }, { match = { rule keys } }, \

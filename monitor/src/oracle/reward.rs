@@ -64,13 +64,42 @@ pub enum Expr {
     Call(String, Box<Expr>, Box<Expr>),
 }
 
+/// Why a reward expression does not parse.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum ExprError {
+    #[error("`{text}`: bad number `{number}`")]
+    BadNumber { text: String, number: String },
+    #[error(
+        "`{text}`: unexpected character `{c}` (use numbers, signal names, + - * ! \
+         min() max() and parentheses)"
+    )]
+    BadCharacter { text: String, c: char },
+    /// Something after a complete expression.
+    #[error("`{text}`: unexpected `{token}`")]
+    Trailing { text: String, token: String },
+    #[error("unexpected `{0}`")]
+    Unexpected(String),
+    #[error("missing `)`")]
+    MissingParen,
+    /// `min` or `max` without its two arguments.
+    #[error("`{0}` takes two arguments: {0}(a, b)")]
+    Arguments(String),
+    #[error("unknown signal `{0}`; the signals are {signals}", signals = SIGNALS.join(", "))]
+    UnknownSignal(String),
+    #[error("the expression ends too early")]
+    EarlyEnd,
+}
+
 impl Expr {
-    pub fn parse(text: &str) -> Result<Expr, String> {
+    pub fn parse(text: &str) -> Result<Expr, ExprError> {
         let toks = lex(text)?;
         let mut p = Parser { toks, at: 0 };
         let e = p.sum()?;
-        if p.at != p.toks.len() {
-            return Err(format!("`{text}`: unexpected `{}`", p.toks[p.at].text()));
+        if let Some(t) = p.toks.get(p.at) {
+            return Err(ExprError::Trailing {
+                text: text.to_owned(),
+                token: t.text(),
+            });
         }
         Ok(e)
     }
@@ -118,7 +147,7 @@ impl Tok {
     }
 }
 
-fn lex(text: &str) -> Result<Vec<Tok>, String> {
+fn lex(text: &str) -> Result<Vec<Tok>, ExprError> {
     let mut out = Vec::new();
     let cs: Vec<char> = text.chars().collect();
     let mut i = 0;
@@ -132,10 +161,15 @@ fn lex(text: &str) -> Result<Vec<Tok>, String> {
                 .take_while(|c| c.is_ascii_digit() || **c == '.')
                 .collect();
             i += s.len();
-            out.push(Tok::Num(
-                s.parse()
-                    .map_err(|_| format!("`{text}`: bad number `{s}`"))?,
-            ));
+            match s.parse() {
+                Ok(n) => out.push(Tok::Num(n)),
+                Err(_) => {
+                    return Err(ExprError::BadNumber {
+                        text: text.to_owned(),
+                        number: s,
+                    })
+                }
+            }
         } else if c.is_ascii_alphabetic() || c == '_' {
             let s: String = cs[i..]
                 .iter()
@@ -147,10 +181,10 @@ fn lex(text: &str) -> Result<Vec<Tok>, String> {
             out.push(Tok::Sym(c));
             i += 1;
         } else {
-            return Err(format!(
-                "`{text}`: unexpected character `{c}` (use numbers, signal names, + - * ! \
-                 min() max() and parentheses)"
-            ));
+            return Err(ExprError::BadCharacter {
+                text: text.to_owned(),
+                c,
+            });
         }
     }
     Ok(out)
@@ -175,7 +209,7 @@ impl Parser {
         }
     }
 
-    fn sum(&mut self) -> Result<Expr, String> {
+    fn sum(&mut self) -> Result<Expr, ExprError> {
         let mut e = self.product()?;
         loop {
             let op = if self.eat('+') {
@@ -189,7 +223,7 @@ impl Parser {
         }
     }
 
-    fn product(&mut self) -> Result<Expr, String> {
+    fn product(&mut self) -> Result<Expr, ExprError> {
         let mut e = self.unary()?;
         while self.eat('*') {
             e = Expr::Bin('*', Box::new(e), Box::new(self.unary()?));
@@ -197,7 +231,7 @@ impl Parser {
         Ok(e)
     }
 
-    fn unary(&mut self) -> Result<Expr, String> {
+    fn unary(&mut self) -> Result<Expr, ExprError> {
         if self.eat('-') {
             return Ok(Expr::Neg(Box::new(self.unary()?)));
         }
@@ -209,7 +243,7 @@ impl Parser {
             return if self.eat(')') {
                 Ok(e)
             } else {
-                Err("missing `)`".into())
+                Err(ExprError::MissingParen)
             };
         }
         match self.toks.get(self.at).cloned() {
@@ -220,30 +254,27 @@ impl Parser {
             Some(Tok::Name(n)) if n == "min" || n == "max" => {
                 self.at += 1;
                 if !self.eat('(') {
-                    return Err(format!("`{n}` takes two arguments: {n}(a, b)"));
+                    return Err(ExprError::Arguments(n));
                 }
                 let a = self.sum()?;
                 if !self.eat(',') {
-                    return Err(format!("`{n}` takes two arguments: {n}(a, b)"));
+                    return Err(ExprError::Arguments(n));
                 }
                 let b = self.sum()?;
                 if !self.eat(')') {
-                    return Err("missing `)`".into());
+                    return Err(ExprError::MissingParen);
                 }
                 Ok(Expr::Call(n, Box::new(a), Box::new(b)))
             }
             Some(Tok::Name(n)) => {
                 if !SIGNALS.contains(&n.as_str()) {
-                    return Err(format!(
-                        "unknown signal `{n}`; the signals are {}",
-                        SIGNALS.join(", ")
-                    ));
+                    return Err(ExprError::UnknownSignal(n));
                 }
                 self.at += 1;
                 Ok(Expr::Signal(n))
             }
-            Some(t) => Err(format!("unexpected `{}`", t.text())),
-            None => Err("the expression ends too early".into()),
+            Some(t) => Err(ExprError::Unexpected(t.text())),
+            None => Err(ExprError::EarlyEnd),
         }
     }
 }
@@ -312,11 +343,12 @@ mod tests {
         assert_eq!(e("max(0, intended - wrong_target - over_scope)"), 0.0);
         assert_eq!(e("min(1, (intended + compliant))"), 1.0);
         assert_eq!(e("-1 + 2"), 1.0);
-        let err = Expr::parse("intended + sucess").unwrap_err();
+        let err = Expr::parse("intended + sucess").unwrap_err().to_string();
         assert!(err.contains("unknown signal `sucess`"), "{err}");
         assert!(Expr::parse("intended +").is_err());
-        assert!(Expr::parse("(intended").unwrap_err().contains("`)`"));
-        assert!(Expr::parse("intended / 2").unwrap_err().contains("`/`"));
+        let err = |s: &str| Expr::parse(s).unwrap_err().to_string();
+        assert!(err("(intended").contains("`)`"));
+        assert!(err("intended / 2").contains("`/`"));
     }
 
     #[test]

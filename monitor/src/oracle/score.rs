@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -259,10 +259,52 @@ fn csv_field(s: &str) -> String {
     }
 }
 
+/// Why verdicts could not be read; the text names the file (and line).
+#[derive(Debug, thiserror::Error)]
+pub enum VerdictsError {
+    #[error("{}: cannot list: {error}", .path.display())]
+    List {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("{}: cannot read: {error}", .path.display())]
+    Read {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("{origin}:{}:{}: not JSON: {error}", .error.line(), .error.column())]
+    Json {
+        origin: String,
+        error: serde_json::Error,
+    },
+    #[error("{origin}:{line}: {problem}")]
+    Verdict {
+        origin: String,
+        line: usize,
+        problem: BadVerdict,
+    },
+}
+
+/// What is wrong with one verdict object.
+#[derive(Debug, thiserror::Error)]
+pub enum BadVerdict {
+    #[error("a verdict must be a JSON object")]
+    NotObject,
+    #[error("`{key}` must be 0, 1, true or false, not {value}")]
+    Flag { key: &'static str, value: Value },
+    #[error(
+        "missing `{0}`; is this an `abm oracle` verdict? (it needs intended, \
+         wrong_target, over_scope and acted)"
+    )]
+    MissingFlag(&'static str),
+    #[error("`labels` must be an object")]
+    Labels,
+}
+
 /// Reads verdicts from JSON text: one or more JSON objects (JSON lines,
 /// pretty-printed objects one after another, or a JSON array of them).
 /// `origin` names the source in errors.
-pub fn parse_verdicts(origin: &str, text: &str) -> Result<Vec<RunVerdict>, String> {
+pub fn parse_verdicts(origin: &str, text: &str) -> Result<Vec<RunVerdict>, VerdictsError> {
     let mut out = Vec::new();
     let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
     loop {
@@ -272,12 +314,11 @@ pub fn parse_verdicts(origin: &str, text: &str) -> Result<Vec<RunVerdict>, Strin
         let item = match stream.next() {
             None => break,
             Some(Ok(v)) => v,
-            Some(Err(e)) => {
-                return Err(format!(
-                    "{origin}:{}:{}: not JSON: {e}",
-                    e.line(),
-                    e.column()
-                ))
+            Some(Err(error)) => {
+                return Err(VerdictsError::Json {
+                    origin: origin.to_owned(),
+                    error,
+                })
             }
         };
         let line = text[..at].matches('\n').count() + 1;
@@ -286,7 +327,13 @@ pub fn parse_verdicts(origin: &str, text: &str) -> Result<Vec<RunVerdict>, Strin
             v => vec![v],
         };
         for v in items {
-            out.push(verdict_from_value(v).map_err(|e| format!("{origin}:{line}: {e}"))?);
+            out.push(
+                verdict_from_value(v).map_err(|problem| VerdictsError::Verdict {
+                    origin: origin.to_owned(),
+                    line,
+                    problem,
+                })?,
+            );
         }
     }
     Ok(out)
@@ -295,27 +342,27 @@ pub fn parse_verdicts(origin: &str, text: &str) -> Result<Vec<RunVerdict>, Strin
 /// Reads one verdict leniently: the flags may be 0/1 or booleans, and
 /// fields other than the flags, `task`, `labels`, `compliant`, `exposed`,
 /// `state_without_owner` and `route` are ignored.
-fn verdict_from_value(v: Value) -> Result<RunVerdict, String> {
+fn verdict_from_value(v: Value) -> Result<RunVerdict, BadVerdict> {
     let Value::Object(m) = v else {
-        return Err("a verdict must be a JSON object".into());
+        return Err(BadVerdict::NotObject);
     };
-    let flag = |k: &str| -> Result<u8, String> {
+    let flag = |k: &'static str| -> Result<u8, BadVerdict> {
         match m.get(k) {
             Some(Value::Bool(b)) => Ok(u8::from(*b)),
             Some(Value::Number(n)) if n.as_u64() == Some(0) || n.as_u64() == Some(1) => {
                 Ok(n.as_u64().unwrap_or(0) as u8)
             }
-            Some(other) => Err(format!("`{k}` must be 0, 1, true or false, not {other}")),
-            None => Err(format!(
-                "missing `{k}`; is this an `abm oracle` verdict? (it needs intended, \
-                 wrong_target, over_scope and acted)"
-            )),
+            Some(other) => Err(BadVerdict::Flag {
+                key: k,
+                value: other.clone(),
+            }),
+            None => Err(BadVerdict::MissingFlag(k)),
         }
     };
     let mut labels = BTreeMap::new();
     if let Some(l) = m.get("labels") {
         let Value::Object(l) = l else {
-            return Err("`labels` must be an object".into());
+            return Err(BadVerdict::Labels);
         };
         for (k, v) in l {
             let s = match v {
@@ -365,10 +412,13 @@ fn verdict_from_value(v: Value) -> Result<RunVerdict, String> {
 
 /// Reads verdicts from a file, or every `*.json`/`*.jsonl` file of a
 /// directory (sorted by name).
-pub fn read_verdict_path(path: &Path) -> Result<Vec<RunVerdict>, String> {
+pub fn read_verdict_path(path: &Path) -> Result<Vec<RunVerdict>, VerdictsError> {
     if path.is_dir() {
         let mut files: Vec<_> = std::fs::read_dir(path)
-            .map_err(|e| format!("{}: cannot list: {e}", path.display()))?
+            .map_err(|error| VerdictsError::List {
+                path: path.to_owned(),
+                error,
+            })?
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| p.extension().is_some_and(|x| x == "json" || x == "jsonl"))
             .collect();
@@ -379,8 +429,10 @@ pub fn read_verdict_path(path: &Path) -> Result<Vec<RunVerdict>, String> {
         }
         return Ok(out);
     }
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    let text = std::fs::read_to_string(path).map_err(|error| VerdictsError::Read {
+        path: path.to_owned(),
+        error,
+    })?;
     parse_verdicts(&path.display().to_string(), &text)
 }
 
@@ -495,14 +547,15 @@ mod tests {
         assert!(!vs[1].compliant && vs[1].intended == 1);
         assert_eq!(vs[2].route.as_deref(), Some("shared"));
 
-        let e = parse_verdicts("v.jsonl", "{\"intended\":1}\n").unwrap_err();
+        let err = |text: &str| parse_verdicts("v.jsonl", text).unwrap_err().to_string();
+        let e = err("{\"intended\":1}\n");
         assert!(e.starts_with("v.jsonl:1: missing `wrong_target`"), "{e}");
-        let e = parse_verdicts("v.jsonl", "{\"intended\":1,\n\"wrong_target\":2}").unwrap_err();
+        let e = err("{\"intended\":1,\n\"wrong_target\":2}");
         assert!(
             e.contains("`intended`") || e.contains("`wrong_target` must be"),
             "{e}"
         );
-        let e = parse_verdicts("v.jsonl", "\n{oops}").unwrap_err();
+        let e = err("\n{oops}");
         assert!(e.starts_with("v.jsonl:2:2: not JSON"), "{e}");
     }
 }

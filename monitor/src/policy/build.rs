@@ -146,7 +146,7 @@ pub(crate) fn build(
                     cx.err(
                         l,
                         ErrorKind::BadMatcher,
-                        m,
+                        m.to_string(),
                         Some(
                             "write flags as on the command line: \"--force\", \"-f\", \"-rf\""
                                 .to_owned(),

@@ -12,7 +12,7 @@ use regex::RegexSet;
 use crate::record::Op;
 
 pub use super::paths::Root;
-pub(crate) use super::paths::{glob_error, text_glob, Hits, PathGlobs, PathIndex, PathTest, Roots};
+pub(crate) use super::paths::{text_glob, GlobError, Hits, PathGlobs, PathIndex, PathTest, Roots};
 
 /// What a condition looks at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -520,7 +520,7 @@ pub(crate) enum Word {
 }
 
 impl Word {
-    pub fn new(w: &str) -> Result<Word, String> {
+    pub fn new(w: &str) -> Result<Word, GlobError> {
         if is_literal(w) {
             Ok(Word::Literal(w.to_owned()))
         } else {
@@ -552,7 +552,7 @@ pub(crate) struct TextGlobs {
 }
 
 impl TextGlobs {
-    pub fn compile(patterns: &[String]) -> Result<TextGlobs, (usize, String)> {
+    pub fn compile(patterns: &[String]) -> Result<TextGlobs, (usize, GlobError)> {
         let mut literals = Vec::new();
         let mut b = GlobSetBuilder::new();
         let mut n = 0;
@@ -567,7 +567,7 @@ impl TextGlobs {
         let set = if n == 0 {
             None
         } else {
-            Some(b.build().map_err(|e| (0, glob_error(&e)))?)
+            Some(b.build().map_err(|e| (0, e.into()))?)
         };
         Ok(TextGlobs { literals, set })
     }
@@ -637,8 +637,20 @@ pub(crate) enum FlagSpec {
     All(Vec<FlagSpec>),
 }
 
+/// A flag in a policy that is not written as on a command line.
+#[derive(Debug, thiserror::Error)]
+#[error("flag `{0}` must start with `-` or `--` (positional words go in `args` or `subcommand`)")]
+pub(crate) struct BadFlag(String);
+
+/// The BPF LSM compiler reports its problems as text.
+impl From<BadFlag> for String {
+    fn from(e: BadFlag) -> String {
+        e.to_string()
+    }
+}
+
 impl FlagSpec {
-    pub fn parse(spec: &str) -> Result<FlagSpec, String> {
+    pub fn parse(spec: &str) -> Result<FlagSpec, BadFlag> {
         let spec = spec.trim();
         if spec.contains(char::is_whitespace) {
             let parts = spec
@@ -648,9 +660,7 @@ impl FlagSpec {
             return Ok(FlagSpec::All(parts));
         }
         if !spec.starts_with('-') || spec == "-" || spec == "--" {
-            return Err(format!(
-                "flag `{spec}` must start with `-` or `--` (positional words go in `args` or `subcommand`)"
-            ));
+            return Err(BadFlag(spec.to_owned()));
         }
         let body = &spec[1..];
         if !spec.starts_with("--")

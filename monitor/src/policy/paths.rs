@@ -171,29 +171,28 @@ pub(crate) fn split_root(pattern: &str) -> Result<(Option<Root>, &str), (String,
     }
 }
 
-pub(crate) fn path_glob(pattern: &str) -> Result<globset::Glob, String> {
-    GlobBuilder::new(pattern)
+pub(crate) fn path_glob(pattern: &str) -> Result<globset::Glob, GlobError> {
+    Ok(GlobBuilder::new(pattern)
         .literal_separator(true)
         .backslash_escape(true)
-        .build()
-        .map_err(|e| glob_error(&e))
+        .build()?)
 }
 
-pub(crate) fn text_glob(pattern: &str) -> Result<globset::Glob, String> {
-    GlobBuilder::new(pattern)
+pub(crate) fn text_glob(pattern: &str) -> Result<globset::Glob, GlobError> {
+    Ok(GlobBuilder::new(pattern)
         .literal_separator(false)
         .backslash_escape(true)
-        .build()
-        .map_err(|e| glob_error(&e))
+        .build()?)
 }
 
 pub(crate) const GLOB_HINT: &str =
     "globs use * (within one path component), ** (any depth), ?, [abc], {a,b}; escape with \\";
 
-pub(crate) fn glob_error(e: &globset::Error) -> String {
-    // globset's Display repeats the pattern; its kind alone is clearer here.
-    format!("bad glob: {}", e.kind())
-}
+/// A glob that does not compile. globset's own text repeats the pattern;
+/// its kind alone is clearer beside the pattern the caller names.
+#[derive(Debug, thiserror::Error)]
+#[error("bad glob: {}", .0.kind())]
+pub(crate) struct GlobError(#[from] globset::Error);
 
 impl PathGlobs {
     /// Compile patterns; on error, the index of the offending pattern, a
@@ -207,10 +206,12 @@ impl PathGlobs {
                 exact[r as usize] = true;
                 continue;
             }
-            let g = path_glob(glob_text(root, rest)).map_err(|e| (i, e, GLOB_HINT.to_owned()))?;
+            let g = path_glob(glob_text(root, rest))
+                .map_err(|e| (i, e.to_string(), GLOB_HINT.to_owned()))?;
             parts.push((root, g));
         }
-        let sets = Sets::build(&parts).map_err(|e| (0, glob_error(&e), GLOB_HINT.to_owned()))?;
+        let sets = Sets::build(&parts)
+            .map_err(|e| (0, GlobError::from(e).to_string(), GLOB_HINT.to_owned()))?;
         Ok(PathGlobs {
             sets: OnceLock::from(sets),
             exact,

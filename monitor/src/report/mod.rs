@@ -82,6 +82,11 @@ pub enum ReportError {
     NotATrace { path: PathBuf, reason: String },
     #[error("--verdicts {}: {reason}", .path.display())]
     Verdicts { path: PathBuf, reason: String },
+    #[error("--verdicts {}: {error}", .path.display())]
+    ReadVerdicts {
+        path: PathBuf,
+        error: crate::oracle::score::VerdictsError,
+    },
     #[error("{}: cannot write the report: {source}", .path.display())]
     Write {
         path: PathBuf,
@@ -188,10 +193,10 @@ pub fn build(a: &ReportArgs) -> Result<Report, ReportError> {
                 reason: "not a directory (give the directory of `abm oracle -o` outputs)".into(),
             });
         }
-        let verdicts = crate::oracle::score::read_verdict_path(dir).map_err(|reason| {
-            ReportError::Verdicts {
+        let verdicts = crate::oracle::score::read_verdict_path(dir).map_err(|error| {
+            ReportError::ReadVerdicts {
                 path: dir.clone(),
-                reason,
+                error,
             }
         })?;
         let verdicts = verdicts

@@ -233,7 +233,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
         );
         header
             .extra
-            .insert("self_guard_off".into(), e.clone().into());
+            .insert("self_guard_off".into(), e.to_string().into());
     }
     if let Some(why) = sensitive_off {
         header

@@ -86,23 +86,20 @@ impl BlockHeader {
     }
 
     /// Parses a block header; the error says what is wrong with it.
-    pub(crate) fn decode(b: &[u8; BLOCK_HEADER_LEN]) -> Result<BlockHeader, String> {
+    pub(crate) fn decode(b: &[u8; BLOCK_HEADER_LEN]) -> Result<BlockHeader, BlockError> {
         let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().expect("4 bytes"));
         if u32_at(0) != BLOCK_MAGIC || &b[8..12] != TAG {
-            return Err("no block header here (wrong magic)".into());
+            return Err(BlockError::Magic);
         }
         if u32_at(4) as usize != BLOCK_HEADER_LEN - 8 {
-            return Err(format!("block header size {} is not 60", u32_at(4)));
+            return Err(BlockError::HeaderSize(u32_at(4)));
         }
         if b[14..16] != [0, 0] {
-            return Err("the reserved bytes 14-15 are not zero".into());
+            return Err(BlockError::Reserved);
         }
         let version = u16::from_le_bytes([b[12], b[13]]);
         if version != COMPACT_VERSION {
-            return Err(format!(
-                "compact layout version {version} is not supported (this abm reads version \
-                 {COMPACT_VERSION}); use the abm version that wrote the trace"
-            ));
+            return Err(BlockError::Version(version));
         }
         let h = BlockHeader {
             first_seq: u64::from_le_bytes(b[16..24].try_into().expect("8 bytes")),
@@ -112,13 +109,41 @@ impl BlockHeader {
             prev: b[36..68].try_into().expect("32 bytes"),
         };
         if h.stored_len > MAX_STORED {
-            return Err(format!(
-                "the block claims {} bytes of records (more than {MAX_STORED})",
-                h.stored_len
-            ));
+            return Err(BlockError::TooLong(h.stored_len));
         }
         Ok(h)
     }
+}
+
+/// What is wrong with a block header of a compact trace.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum BlockError {
+    #[error("no block header here (wrong magic)")]
+    Magic,
+    #[error("block header size {0} is not 60")]
+    HeaderSize(u32),
+    #[error("the reserved bytes 14-15 are not zero")]
+    Reserved,
+    #[error(
+        "compact layout version {0} is not supported (this abm reads version \
+         {COMPACT_VERSION}); use the abm version that wrote the trace"
+    )]
+    Version(u16),
+    #[error("the block claims {0} bytes of records (more than {MAX_STORED})")]
+    TooLong(u32),
+}
+
+/// What is wrong with the records stored in a frame.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum FrameError {
+    #[error("{0} byte(s) after the frame's last record")]
+    Trailing(usize),
+    #[error("the frame's records end too early")]
+    Short,
+    #[error("unknown record kind byte {0}")]
+    Kind(u8),
+    #[error("a field refers to dictionary entry {entry} of {len}")]
+    Entry { entry: u64, len: usize },
 }
 
 /// True when `bytes` starts like a compact trace.
@@ -489,7 +514,7 @@ impl FrameDecoder {
         &mut self,
         out: &mut Vec<u8>,
         mut fields: Option<&mut Vec<FieldRef>>,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, FrameError> {
         let (start, nf) = (out.len(), fields.as_ref().map_or(0, |f| f.len()));
         let r = self.restore(out, fields.as_deref_mut());
         if r.is_err() {
@@ -505,36 +530,32 @@ impl FrameDecoder {
         &mut self,
         line: &mut Vec<u8>,
         mut fields: Option<&mut Vec<FieldRef>>,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, FrameError> {
         if self.remaining == 0 {
             if self.at != self.stored.len() {
-                return Err(format!(
-                    "{} byte(s) after the frame's last record",
-                    self.stored.len() - self.at
-                ));
+                return Err(FrameError::Trailing(self.stored.len() - self.at));
             }
             return Ok(false);
         }
         let b = &self.stored;
         let mut at = self.at;
-        let short = || "the frame's records end too early".to_string();
-        let kind_byte = *b.get(at).ok_or_else(short)?;
+        let kind_byte = *b.get(at).ok_or(FrameError::Short)?;
         at += 1;
         let kind: &[u8] = match kind_byte {
             k if (k as usize) < KINDS.len() => KINDS[k as usize].as_bytes(),
             KIND_OTHER => {
-                let n = read_varint(b, &mut at).ok_or_else(short)? as usize;
+                let n = read_varint(b, &mut at).ok_or(FrameError::Short)? as usize;
                 let s = b
-                    .get(at..at.checked_add(n).ok_or_else(short)?)
-                    .ok_or_else(short)?;
+                    .get(at..at.checked_add(n).ok_or(FrameError::Short)?)
+                    .ok_or(FrameError::Short)?;
                 at += n;
                 s
             }
-            k => return Err(format!("unknown record kind byte {k}")),
+            k => return Err(FrameError::Kind(k)),
         };
         let hash: [u8; DIGEST_LEN] = b
             .get(at..at + DIGEST_LEN)
-            .ok_or_else(short)?
+            .ok_or(FrameError::Short)?
             .try_into()
             .expect("32 bytes");
         at += DIGEST_LEN;
@@ -547,26 +568,25 @@ impl FrameDecoder {
         push_hex(line, &self.prev);
         line.push(b'"');
         let envelope_len = line.len() - start;
-        let nfields = read_varint(b, &mut at).ok_or_else(short)?;
+        let nfields = read_varint(b, &mut at).ok_or(FrameError::Short)?;
         for _ in 0..nfields {
-            let r = read_varint(b, &mut at).ok_or_else(short)?;
+            let r = read_varint(b, &mut at).ok_or(FrameError::Short)?;
             let id = if r == 0 {
-                let n = read_varint(b, &mut at).ok_or_else(short)? as usize;
+                let n = read_varint(b, &mut at).ok_or(FrameError::Short)? as usize;
                 let e = at
                     .checked_add(n)
                     .filter(|&e| e <= b.len())
-                    .ok_or_else(short)?;
+                    .ok_or(FrameError::Short)?;
                 self.dict.push((at, e, None));
                 at = e;
                 self.dict.len() - 1
             } else {
                 let id = (r - 1) as usize;
                 if id >= self.dict.len() {
-                    return Err(format!(
-                        "a field refers to dictionary entry {} of {}",
-                        r - 1,
-                        self.dict.len()
-                    ));
+                    return Err(FrameError::Entry {
+                        entry: r - 1,
+                        len: self.dict.len(),
+                    });
                 }
                 id
             };

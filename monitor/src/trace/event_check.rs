@@ -19,6 +19,7 @@ use std::sync::OnceLock;
 use serde::Deserialize as _;
 use serde_json::Value;
 
+use super::RecordError;
 use crate::record::{Action, Op};
 
 /// What the verifier reads of an event.
@@ -405,14 +406,17 @@ impl<'de> serde::Deserializer<'de> for FieldMapDe<'_, 'de> {
 
 /// Decodes an event body in full (the fields between the envelope and the
 /// hash).
-pub(crate) fn decode_full(body: &[u8], text: &mut Vec<u8>) -> Result<EventFacts, String> {
+pub(crate) fn decode_full(body: &[u8], text: &mut Vec<u8>) -> Result<EventFacts, RecordError> {
     text.clear();
     text.push(b'{');
     text.extend_from_slice(body);
     text.push(b'}');
     serde_json::from_slice::<Action>(text)
         .map(EventFacts::from)
-        .map_err(|e| format!("bad event body: {e}"))
+        .map_err(|error| RecordError::Body {
+            what: "event",
+            error,
+        })
 }
 
 /// The key of a `"key":value` field text, when it has no escapes.
@@ -463,7 +467,7 @@ fn same(a: (&[u8], u32), b: (&[u8], u32)) -> bool {
 
 impl<'a> BodyChecker<'a> {
     /// Checks one body; the result is the full decoder's.
-    pub(crate) fn check(&mut self, body: &'a [u8]) -> Result<FactsRef<'a>, String> {
+    pub(crate) fn check(&mut self, body: &'a [u8]) -> Result<FactsRef<'a>, RecordError> {
         self.split_like_last(body);
         self.check_split(body)
     }
@@ -516,14 +520,14 @@ impl<'a> BodyChecker<'a> {
         &mut self,
         body: &'a [u8],
         fields: &[(&'a [u8], u32)],
-    ) -> Result<FactsRef<'a>, String> {
+    ) -> Result<FactsRef<'a>, RecordError> {
         self.fields.clear();
         self.fields.extend_from_slice(fields);
         self.as_last.clear();
         self.check_split(body)
     }
 
-    fn check_split(&mut self, body: &'a [u8]) -> Result<FactsRef<'a>, String> {
+    fn check_split(&mut self, body: &'a [u8]) -> Result<FactsRef<'a>, RecordError> {
         if let Some(facts) = self.quick() {
             return Ok(facts);
         }
@@ -662,6 +666,11 @@ mod tests {
 
     use super::*;
 
+    /// A result with its error as the text a reader sees, to compare.
+    fn text<T>(r: Result<T, RecordError>) -> Result<T, String> {
+        r.map_err(|e| e.to_string())
+    }
+
     /// Bodies the quick check must judge exactly as the full decoder.
     #[test]
     fn the_quick_check_agrees_with_the_full_decoder() {
@@ -777,8 +786,8 @@ mod tests {
         for a in &cases {
             for b in &cases {
                 for body in [a, b] {
-                    let quick = c.check(body.as_bytes()).map(FactsRef::owned);
-                    let full = decode_full(body.as_bytes(), &mut Vec::new());
+                    let quick = text(c.check(body.as_bytes()).map(FactsRef::owned));
+                    let full = text(decode_full(body.as_bytes(), &mut Vec::new()));
                     assert_eq!(quick, full, "{body}");
                 }
             }
@@ -797,10 +806,11 @@ mod tests {
                                 (f, *ids.entry(f).or_insert(n))
                             })
                             .collect();
-                    let quick = c
-                        .check_fields(body.as_bytes(), &fields)
-                        .map(FactsRef::owned);
-                    let full = decode_full(body.as_bytes(), &mut Vec::new());
+                    let quick = text(
+                        c.check_fields(body.as_bytes(), &fields)
+                            .map(FactsRef::owned),
+                    );
+                    let full = text(decode_full(body.as_bytes(), &mut Vec::new()));
                     assert_eq!(quick, full, "{body}");
                 }
             }
@@ -813,8 +823,8 @@ mod tests {
         bad[at] = 0xff;
         let mut c = BodyChecker::default();
         for body in [&good, &bad, &good, &bad] {
-            let quick = c.check(body).map(FactsRef::owned);
-            assert_eq!(quick, decode_full(body, &mut Vec::new()));
+            let quick = text(c.check(body).map(FactsRef::owned));
+            assert_eq!(quick, text(decode_full(body, &mut Vec::new())));
         }
         assert!(c.check(&bad).is_err());
         // After any body, any other is split exactly as `split_fields`
@@ -840,14 +850,15 @@ mod tests {
                 let got: Vec<&[u8]> = c.fields.iter().map(|f| f.0).collect();
                 assert_eq!(got, want, "{a}\n{b}");
                 assert_eq!(
-                    c.check(b.as_bytes()).map(FactsRef::owned),
-                    decode_full(b.as_bytes(), &mut Vec::new()),
+                    text(c.check(b.as_bytes()).map(FactsRef::owned)),
+                    text(decode_full(b.as_bytes(), &mut Vec::new())),
                     "{a}\n{b}"
                 );
             }
         }
         assert!(decode_full(cases[4].as_bytes(), &mut Vec::new())
             .unwrap_err()
+            .to_string()
             .contains("missing field `comm`"));
         assert!(required().iter().any(|(k, _)| k == b"pid"));
         assert!(!required().iter().any(|(k, _)| k == b"op" || k == b"path"));

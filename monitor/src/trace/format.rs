@@ -333,18 +333,18 @@ impl<'de> Deserialize<'de> for StrictObject {
 /// Parses the hashed prefix (which lacks the closing brace) as a JSON object.
 pub(crate) fn parse_prefix(
     prefix: &[u8],
-) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+) -> Result<serde_json::Map<String, serde_json::Value>, super::read::RecordError> {
     let mut text = Vec::with_capacity(prefix.len() + 1);
     text.extend_from_slice(prefix);
     text.push(b'}');
     match serde_json::from_slice::<StrictObject>(&text) {
         Ok(StrictObject(m)) => {
             if m.contains_key("hash") {
-                Err("the \"hash\" key must appear once, as the last key".into())
+                Err(super::read::RecordError::HashNotLast)
             } else {
                 Ok(m)
             }
         }
-        Err(e) => Err(format!("not a valid JSON object: {e}")),
+        Err(e) => Err(super::read::RecordError::NotJson(e)),
     }
 }

@@ -44,7 +44,7 @@ mod tests;
 
 pub use format::{key_id, CatFormat, ChainAlg, SCHEMA};
 pub use loss::Cause;
-pub use read::{read_header, read_trace};
+pub use read::{read_header, read_trace, RecordError};
 pub use report::{
     Authentication, EventTime, Problem, ProblemKind, VerifyReport, VerifyStatus, EXIT_BROKEN,
     EXIT_ERROR, EXIT_INTACT, EXIT_UNAUTHENTICATED, EXIT_UNSEALED,
@@ -240,7 +240,7 @@ pub enum TraceError {
     Parse {
         path: PathBuf,
         line: u64,
-        reason: String,
+        reason: RecordError,
     },
     #[error("{}: the block at byte {} {}: {}", .path.display(), .damage.offset, .damage.reason, .damage.lost_records())]
     Damaged { path: PathBuf, damage: Damage },

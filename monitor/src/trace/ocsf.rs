@@ -43,7 +43,7 @@ pub enum OcsfError {
     Time {
         seq: String,
         time: String,
-        reason: String,
+        reason: humantime::TimestampError,
     },
 }
 
@@ -772,8 +772,8 @@ fn action_map(a: &Action, chain: &Chain) -> Map<String, Value> {
 }
 
 /// Milliseconds since the epoch of an RFC 3339 UTC time.
-fn epoch_ms(t: &str) -> Result<i64, String> {
-    let st = humantime::parse_rfc3339(t).map_err(|e| e.to_string())?;
+fn epoch_ms(t: &str) -> Result<i64, humantime::TimestampError> {
+    let st = humantime::parse_rfc3339(t)?;
     match st.duration_since(std::time::UNIX_EPOCH) {
         Ok(d) => Ok(i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
         Err(e) => Ok(-i64::try_from(e.duration().as_millis()).unwrap_or(i64::MAX)),

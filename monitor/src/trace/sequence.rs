@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::report::VerifyReport;
-use super::Header;
+use super::{Header, RecordError};
 
 /// The header key that links a rotated file to the one before it.
 pub const CONTINUES: &str = "continues";
@@ -35,12 +35,12 @@ impl Continues {
 
     /// The link in a header, if there is one; `Err` when the key is
     /// present but malformed.
-    pub fn of(h: &Header) -> Result<Option<Continues>, String> {
+    pub fn of(h: &Header) -> Result<Option<Continues>, RecordError> {
         match h.extra.get(CONTINUES) {
             None => Ok(None),
             Some(v) => serde_json::from_value(v.clone())
                 .map(Some)
-                .map_err(|e| format!("malformed `{CONTINUES}` in the header: {e}")),
+                .map_err(RecordError::Continues),
         }
     }
 }
@@ -81,7 +81,9 @@ pub fn check(files: &[(&Path, &VerifyReport)]) -> Vec<Link> {
             Some(c) => c,
         };
         let link = match (i, cont) {
-            (_, Err(e)) => Link::Broken { detail: e },
+            (_, Err(e)) => Link::Broken {
+                detail: e.to_string(),
+            },
             (0, Ok(None)) => Link::Start,
             (0, Ok(Some(c))) => Link::StartsLater { continues: c.trace },
             (_, Ok(None)) => Link::Broken {

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::compact::{self, BlockHeader, FrameDecoder, BLOCK_HEADER_LEN};
+use super::compact::{self, BlockError, BlockHeader, FrameDecoder, FrameError, BLOCK_HEADER_LEN};
 use super::TraceError;
 
 /// The two forms of a trace file.
@@ -142,7 +142,7 @@ pub(crate) enum Piece {
     Truncated(Cut),
     /// A compact block header that cannot be read: nothing after it can be
     /// found, and nothing follows.
-    BadHeader { offset: u64, reason: String },
+    BadHeader { offset: u64, reason: BlockError },
 }
 
 /// A compact block as read from the file.
@@ -167,7 +167,7 @@ pub(crate) enum PieceDamage {
     /// The block does not decompress.
     Undecodable(String),
     /// The record with `seq` (and the rest of the block) cannot be rebuilt.
-    Malformed { seq: u64, reason: String },
+    Malformed { seq: u64, reason: FrameError },
 }
 
 impl Piece {
@@ -242,7 +242,12 @@ impl Cut {
 
 /// A bad block header as a reader reports it; `next_seq` is the seq after
 /// the last record read.
-pub(crate) fn bad_header(line: u64, offset: u64, reason: &str, next_seq: Option<u64>) -> Damage {
+pub(crate) fn bad_header(
+    line: u64,
+    offset: u64,
+    reason: &BlockError,
+    next_seq: Option<u64>,
+) -> Damage {
     Damage {
         line,
         offset,

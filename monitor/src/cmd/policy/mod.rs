@@ -161,23 +161,23 @@ pub struct ReplayArgs {
     pub trace: PathBuf,
 }
 
-fn parse_op(s: &str) -> Result<Op, String> {
+fn parse_op(s: &str) -> anyhow::Result<Op> {
     Op::from_name(s).ok_or_else(|| {
         let names: Vec<&str> = Op::ALL.iter().map(|o| o.name()).collect();
-        format!("unknown operation `{s}`; one of: {}", names.join(", "))
+        anyhow::anyhow!("unknown operation `{s}`; one of: {}", names.join(", "))
     })
 }
 
-fn parse_mode(s: &str) -> Result<u32, String> {
+fn parse_mode(s: &str) -> anyhow::Result<u32> {
     let digits = s.trim_start_matches("0o");
-    u32::from_str_radix(digits, 8).map_err(|_| format!("`{s}` is not an octal mode"))
+    u32::from_str_radix(digits, 8).map_err(|_| anyhow::anyhow!("`{s}` is not an octal mode"))
 }
 
 /// `--result`: the call's return value, `None` when not known.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CallResult(pub Option<i64>);
 
-fn parse_result(s: &str) -> Result<CallResult, String> {
+fn parse_result(s: &str) -> anyhow::Result<CallResult> {
     match s {
         "unknown" => Ok(CallResult(None)),
         "success" => Ok(CallResult(Some(0))),
@@ -185,7 +185,7 @@ fn parse_result(s: &str) -> Result<CallResult, String> {
         n => n
             .parse()
             .map(|n| CallResult(Some(n)))
-            .map_err(|_| format!("`{s}` is not success, failure, unknown or a number")),
+            .map_err(|_| anyhow::anyhow!("`{s}` is not success, failure, unknown or a number")),
     }
 }
 

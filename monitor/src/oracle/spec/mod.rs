@@ -365,11 +365,16 @@ impl Ctx<'_> {
     }
 }
 
+/// A label whose value is not a string, number, boolean or table.
+#[derive(Debug, thiserror::Error)]
+#[error("label `{0}` is not a string, number, boolean or table")]
+struct NotALabel(String);
+
 fn flatten_labels(
     prefix: &str,
     t: &toml::Table,
     out: &mut BTreeMap<String, String>,
-) -> Result<(), String> {
+) -> Result<(), NotALabel> {
     for (k, v) in t {
         let key = if prefix.is_empty() {
             k.clone()
@@ -390,7 +395,7 @@ fn flatten_labels(
                 out.insert(key, b.to_string());
             }
             toml::Value::Table(sub) => flatten_labels(&key, sub, out)?,
-            _ => return Err(key),
+            _ => return Err(NotALabel(key)),
         }
     }
     Ok(())
@@ -464,10 +469,10 @@ impl TaskSpec {
 
         let mut labels = BTreeMap::new();
         if let Some(l) = &raw.labels {
-            flatten_labels("", l.get_ref(), &mut labels).map_err(|key| {
+            flatten_labels("", l.get_ref(), &mut labels).map_err(|e| {
                 cx.err(
                     l.span(),
-                    format!("label `{key}` is not a string, number, boolean or table"),
+                    e.to_string(),
                     Some("labels are flat key = \"value\" pairs".into()),
                 )
             })?;

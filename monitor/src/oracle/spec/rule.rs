@@ -6,7 +6,7 @@ use regex::Regex;
 use toml::Spanned;
 
 use super::{Ctx, Matcher, RawRule, RenameSide, Rule, SpecError, StrList, FILE_OPS, FORMAT_DOC};
-use crate::oracle::condition::{self, Cond};
+use crate::oracle::condition::{self, Cond, InlineRuleError};
 use crate::oracle::pattern::{PathSet, TextGlob};
 use crate::record::Op;
 
@@ -254,21 +254,21 @@ impl Ctx<'_> {
     }
 
     fn condition(&self, w: &Spanned<toml::Value>) -> Result<Cond, SpecError> {
-        let inline = |v: &toml::Value| -> Result<Rule, String> {
+        let inline = |v: &toml::Value| -> Result<Rule, InlineRuleError> {
             let text = match v {
-                toml::Value::Table(t) => toml::to_string(t).map_err(|e| e.to_string())?,
-                _ => return Err("takes a table of rule keys".into()),
+                toml::Value::Table(t) => toml::to_string(t).map_err(InlineRuleError::Encode)?,
+                _ => return Err(InlineRuleError::NotTable),
             };
-            let raw: RawRule = toml::from_str(&text).map_err(|e| e.message().to_owned())?;
+            let raw: RawRule = toml::from_str(&text).map_err(InlineRuleError::Decode)?;
             let sub = Ctx {
                 file: self.file,
                 src: &text,
             };
             let raw = Spanned::new(0..text.len(), raw);
             sub.rule(&raw, "match", Some("match".into()))
-                .map_err(|e| match e.hint {
-                    Some(h) => format!("{} ({h})", e.message),
-                    None => e.message,
+                .map_err(|e| InlineRuleError::Rule {
+                    message: e.message,
+                    hint: e.hint,
                 })
         };
         condition::parse(w.get_ref(), &inline)

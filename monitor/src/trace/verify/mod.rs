@@ -13,7 +13,7 @@ use super::anchor::{self, AnchorPoint};
 use super::compact::{self, LineParts};
 use super::event_check::decode_full;
 use super::format::{self, ChainAlg, Hasher, Split, DIGEST_LEN, ZERO_DIGEST};
-use super::read::{decode_body, take_envelope};
+use super::read::{decode_body, take_envelope, RecordError};
 use super::report::EventTime;
 use super::source::{bad_header, Damage};
 use super::{
@@ -48,12 +48,12 @@ enum Fail {
     },
 }
 
-fn problem(line: u64, seq: Option<u64>, kind: ProblemKind, detail: impl Into<String>) -> Fail {
+fn problem(line: u64, seq: Option<u64>, kind: ProblemKind, detail: impl std::fmt::Display) -> Fail {
     Fail::Problem(Problem {
         line,
         seq,
         kind,
-        detail: detail.into(),
+        detail: detail.to_string(),
     })
 }
 
@@ -412,7 +412,13 @@ impl Verifier<'_> {
 
     /// On a line that does not parse: recheck its digest against the chain
     /// so that an edit is called an edit.
-    fn unparsable(&self, line: u64, prefix: &[u8], hash: &[u8; DIGEST_LEN], why: String) -> Fail {
+    fn unparsable(
+        &self,
+        line: u64,
+        prefix: &[u8],
+        hash: &[u8; DIGEST_LEN],
+        why: RecordError,
+    ) -> Fail {
         let seq = lenient_seq(prefix);
         let matches = match &self.mode {
             Mode::Full(h) => Some(h.digest(&self.prev, prefix) == *hash),
@@ -549,14 +555,7 @@ impl Verifier<'_> {
         self.check_position_with(line_no, &e.hash, "event", e.seq, &e.prev, |_| digest)?;
         let facts = match &e.facts {
             Ok(f) => f,
-            Err(why) => {
-                return Err(problem(
-                    line_no,
-                    Some(e.seq),
-                    ProblemKind::Malformed,
-                    why.clone(),
-                ))
-            }
+            Err(why) => return Err(problem(line_no, Some(e.seq), ProblemKind::Malformed, why)),
         };
         self.count_event(e.seq, facts.op, facts.ktime_ns, checked.time(facts));
         self.accept(e.hash);

@@ -9,11 +9,11 @@
 use std::collections::VecDeque;
 use std::sync::{mpsc, Mutex};
 
-use super::super::compact::{self, FieldRef};
+use super::super::compact::{self, BlockError, FieldRef};
 use super::super::event_check::BodyChecker;
 use super::super::format::{Hasher, DIGEST_LEN};
 use super::super::source::{Cut, Piece, PieceDamage, PieceLines, PieceReader};
-use super::super::TraceError;
+use super::super::{RecordError, TraceError};
 
 /// Most worker threads.
 pub(super) const MAX_THREADS: usize = 4;
@@ -33,7 +33,7 @@ pub(super) struct EventItem {
     pub(super) hash: [u8; DIGEST_LEN],
     /// The digest of the line (when the chain is checked in full).
     pub(super) digest: Option<[u8; DIGEST_LEN]>,
-    pub(super) facts: Result<ItemFacts, String>,
+    pub(super) facts: Result<ItemFacts, RecordError>,
 }
 
 /// What the verifier reads of a valid event body; its `time` is
@@ -101,7 +101,7 @@ pub(super) enum Ordered {
     /// The file ends with an incomplete line or block.
     Truncated(Cut),
     /// A block header that cannot be read; nothing after it is read.
-    BadHeader { offset: u64, reason: String },
+    BadHeader { offset: u64, reason: BlockError },
 }
 
 enum Slot {
