@@ -145,11 +145,18 @@ impl<'de> Deserialize<'de> for Op {
     }
 }
 
-impl std::fmt::Display for Op {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
+/// `Display` of the closed sets below: the name the trace writes.
+macro_rules! display_as_name {
+    ($($t:ty),+) => {$(
+        impl std::fmt::Display for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+    )+};
 }
+
+display_as_name!(Op, PathIssue, ResultNote);
 
 /// How hard an action is to undo.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -554,12 +561,6 @@ impl PathIssue {
     }
 }
 
-impl std::fmt::Display for PathIssue {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
 /// Why a record's `result` is missing, or what produced it (`result_note`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -602,12 +603,6 @@ impl ResultNote {
             ResultNote::Pending => "pending",
             ResultNote::PathReadAtExit => "path_read_at_exit",
         }
-    }
-}
-
-impl std::fmt::Display for ResultNote {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
     }
 }
 
