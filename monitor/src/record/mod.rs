@@ -752,6 +752,22 @@ impl Action {
         let p = self.path.as_deref().or(from_argv)?;
         Some(p.rsplit('/').next().unwrap_or(p))
     }
+
+    /// What the call acts on, as the one-line descriptions of an action
+    /// show it: an exec's command line (its words joined by spaces), `from
+    /// -> to` for a rename (`?` for a path not recorded), the path of any
+    /// other call; empty when the record holds none of these.
+    pub fn object_text(&self) -> String {
+        match self.op {
+            Some(Op::Exec) => self.argv.as_ref().map(|v| v.join(" ")).unwrap_or_default(),
+            Some(Op::Rename) => format!(
+                "{} -> {}",
+                self.path.as_deref().unwrap_or("?"),
+                self.path2.as_deref().unwrap_or("?")
+            ),
+            _ => self.path.clone().unwrap_or_default(),
+        }
+    }
 }
 
 /// Encode possibly non-UTF-8 bytes as (lossy string, exact base64 when needed).
