@@ -360,6 +360,17 @@ fn rule_report(
     }
 }
 
+/// Audit only, for a rule that blocks and has conditions the kernel
+/// cannot test (`dropped`); `None` otherwise.
+fn untestable(blocking: bool, dropped: &[String]) -> Option<Fidelity> {
+    (blocking && !dropped.is_empty()).then(|| {
+        Fidelity::AuditOnly(format!(
+            "conditions the kernel cannot test: {}",
+            dropped.join("; ")
+        ))
+    })
+}
+
 /// `rule` as kernel `part` rule `n` (from 0) of a table of `max`: `None`
 /// while the table has room; when it is full, an error for a rule that
 /// blocks, audit only (`full` says why) for any other.
@@ -409,14 +420,8 @@ pub(super) fn compile_file_rule(
             _ => dropped.push(cond.to_string()),
         }
     }
-    if blocking && !dropped.is_empty() {
-        return Ok(report(
-            Fidelity::AuditOnly(format!(
-                "conditions the kernel cannot test: {}",
-                dropped.join("; ")
-            )),
-            None,
-        ));
+    if let Some(f) = untestable(blocking, &dropped) {
+        return Ok(report(f, None));
     }
     // Entries: (key, reach, excluded).
     let mut entries: Vec<(InodeKey, Reach, bool)> = Vec::new();
@@ -659,14 +664,8 @@ pub(super) fn compile_exec_rule(c: &mut Compiled, rule: &Rule) -> Result<RuleRep
             Err(why) => dropped.push(format!("{cond} ({why})")),
         }
     }
-    if blocking && !dropped.is_empty() {
-        return Ok(report(
-            Fidelity::AuditOnly(format!(
-                "conditions the kernel cannot test: {}",
-                dropped.join("; ")
-            )),
-            None,
-        ));
+    if let Some(f) = untestable(blocking, &dropped) {
+        return Ok(report(f, None));
     }
     // Letter alternatives: one per clause.
     let mut rule_letters = [[0u64; 2]; 4];
