@@ -11,7 +11,7 @@ use std::{
     collections::BTreeMap,
     os::unix::fs::{MetadataExt, PermissionsExt},
     path::{Path, PathBuf},
-    process::{Command, Stdio},
+    process::Command,
     time::{Duration, Instant},
 };
 
@@ -484,41 +484,6 @@ treatment = "deny"
     assert_trace_sound(&run);
 }
 
-/// Starts `abm run` in the background; returns the child and the trace path.
-fn spawn_enforced(
-    t: &TempDir,
-    ws: &Path,
-    policy: &str,
-    extra: &[&str],
-    cmd: &[&str],
-) -> (std::process::Child, PathBuf) {
-    let trace = t.join("bg-trace.jsonl");
-    let child = Command::new(ABM)
-        .args(["run", "--quiet", "--trace"])
-        .arg(&trace)
-        .arg("--workspace")
-        .arg(ws)
-        .args([
-            "--enforce",
-            "--no-prompt",
-            "--policy",
-            policy,
-            "--control-socket",
-            &t.s("ctl.sock"),
-            "--quarantine",
-            &t.s("q"),
-        ])
-        .args(extra)
-        .arg("--")
-        .args(cmd)
-        .current_dir(ws)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    (child, trace)
-}
-
 /// Polls `abm pending` until a request shows up.
 fn wait_pending(sock: &str) -> Vec<Value> {
     let start = Instant::now();
@@ -552,7 +517,7 @@ fn confirm_approved_from_another_process_through_the_control_socket() {
         &t,
         ws.path(),
         &policy,
-        &["--confirm-timeout", "30"],
+        &["--quiet", "--confirm-timeout", "30"],
         &["sh", "-c", "rm victim; echo rc=$?"],
     );
     let sock = t.s("ctl.sock");
@@ -627,7 +592,7 @@ fn confirm_denied_from_another_process() {
         &t,
         ws.path(),
         &policy,
-        &["--confirm-timeout", "30"],
+        &["--quiet", "--confirm-timeout", "30"],
         &["rm", "victim"],
     );
     let sock = t.s("ctl.sock");

@@ -12,8 +12,8 @@ use std::{
     io::{Read as _, Write as _},
     net::{TcpListener, TcpStream},
     os::unix::fs::PermissionsExt as _,
-    path::{Path, PathBuf},
-    process::{Child, Command, Output, Stdio},
+    path::PathBuf,
+    process::{Command, Output},
     time::{Duration, Instant},
 };
 
@@ -48,26 +48,27 @@ fn setup(t: &TempDir) -> (String, String) {
     )
 }
 
-/// `abm run --enforce --no-prompt` in the background with `extra` flags.
-fn spawn(t: &TempDir, ws: &Path, policy: &str, extra: &[&str], cmd: &[&str]) -> (Child, PathBuf) {
-    let trace = t.join("trace.jsonl");
-    let child = Command::new(ABM)
-        .args(["run", "--trace"])
-        .arg(&trace)
-        .arg("--workspace")
-        .arg(ws)
-        .args(["--enforce", "--enforce-backend", "seccomp", "--no-prompt"])
-        .args(["--policy", policy, "--control-socket", &t.s("ctl.sock")])
-        .args(["--quarantine", &t.s("q")])
-        .args(extra)
-        .arg("--")
-        .args(cmd)
-        .current_dir(ws)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    (child, trace)
+/// The flags of `abm run --enforce` (seccomp) with the approvals endpoint
+/// on `addr` (requests signed with `secret`), questions unanswered after
+/// `timeout` seconds denied, and `more`.
+fn listening<'a>(
+    timeout: &'a str,
+    addr: &'a str,
+    secret: &'a str,
+    more: &[&'a str],
+) -> Vec<&'a str> {
+    let mut flags = vec![
+        "--enforce-backend",
+        "seccomp",
+        "--confirm-timeout",
+        timeout,
+        "--approvals-listen",
+        addr,
+        "--approvals-secret",
+        secret,
+    ];
+    flags.extend_from_slice(more);
+    flags
 }
 
 /// `abm ARGS` (optionally inside network namespace `netns`).
@@ -144,18 +145,11 @@ fn approve_deny_bad_signature_and_replay_over_loopback_http() {
     let port = free_port("127.0.0.1");
     let addr = format!("127.0.0.1:{port}");
     let url = format!("http://{addr}");
-    let (child, trace) = spawn(
+    let (child, trace) = spawn_enforced(
         &t,
         ws.path(),
         &policy,
-        &[
-            "--confirm-timeout",
-            "60",
-            "--approvals-listen",
-            &addr,
-            "--approvals-secret",
-            &secret,
-        ],
+        &listening("60", &addr, &secret, &[]),
         &[
             "sh",
             "-c",
@@ -341,18 +335,11 @@ fn an_unanswered_remote_question_is_denied_at_the_timeout() {
     let addr = format!("127.0.0.1:{}", free_port("127.0.0.1"));
     let url = format!("http://{addr}");
     let start = Instant::now();
-    let (child, _trace) = spawn(
+    let (child, _trace) = spawn_enforced(
         &t,
         ws.path(),
         &policy,
-        &[
-            "--confirm-timeout",
-            "3",
-            "--approvals-listen",
-            &addr,
-            "--approvals-secret",
-            &secret,
-        ],
+        &listening("3", &addr, &secret, &[]),
         &["sh", "-c", "rm victim 2>&1; echo rc=$?"],
     );
     let remote = ["--remote", url.as_str(), "--secret", secret.as_str()];
@@ -493,22 +480,21 @@ fn approve_and_deny_over_tls_from_another_network_namespace() {
     std::fs::set_permissions(&key_pem, std::fs::Permissions::from_mode(0o600)).unwrap();
     let addr = format!("{host_ip}:{}", free_port(host_ip));
     let url = format!("https://{addr}");
-    let (child, trace) = spawn(
+    let (child, trace) = spawn_enforced(
         &t,
         ws.path(),
         &policy,
-        &[
-            "--confirm-timeout",
+        &listening(
             "60",
-            "--approvals-listen",
             &addr,
-            "--approvals-secret",
             &secret,
-            "--approvals-cert",
-            cert_pem.to_str().unwrap(),
-            "--approvals-key",
-            key_pem.to_str().unwrap(),
-        ],
+            &[
+                "--approvals-cert",
+                cert_pem.to_str().unwrap(),
+                "--approvals-key",
+                key_pem.to_str().unwrap(),
+            ],
+        ),
         &[
             "sh",
             "-c",
@@ -593,20 +579,11 @@ fn a_webhook_gets_the_signed_question_and_answers_through_the_endpoint() {
     let service = TcpListener::bind("127.0.0.1:0").unwrap();
     let hook_url = format!("http://{}/abm/questions", service.local_addr().unwrap());
     let addr = format!("127.0.0.1:{}", free_port("127.0.0.1"));
-    let (child, trace) = spawn(
+    let (child, trace) = spawn_enforced(
         &t,
         ws.path(),
         &policy,
-        &[
-            "--confirm-timeout",
-            "60",
-            "--approvals-listen",
-            &addr,
-            "--approvals-secret",
-            &secret,
-            "--approvals-webhook",
-            &hook_url,
-        ],
+        &listening("60", &addr, &secret, &["--approvals-webhook", &hook_url]),
         &["sh", "-c", "rm victim; echo rc=$?"],
     );
     service.set_nonblocking(false).unwrap();

@@ -386,7 +386,7 @@ impl Judge {
                 }
                 if let Some(info) = key.and_then(|k| self.info.get_mut(&k)) {
                     info.exec = Some(Box::new(a.clone()));
-                    info.exec_irreversible = facts.irreversible;
+                    info.exec_irreversible = facts.blast.irreversible;
                 }
             }
             return self.with_blast(v, key);
@@ -479,15 +479,15 @@ impl Judge {
             return v;
         };
         let seen = info.exec_irreversible;
-        let due = facts.irreversible > seen
-            && (seen == 0 || facts.irreversible >= seen.saturating_mul(2));
+        let due = facts.blast.irreversible > seen
+            && (seen == 0 || facts.blast.irreversible >= seen.saturating_mul(2));
         if seen == u64::MAX || !due {
             return v;
         }
         let Some(exec) = &info.exec else {
             return v;
         };
-        info.exec_irreversible = facts.irreversible;
+        info.exec_irreversible = facts.blast.irreversible;
         let again = policy.evaluate_with(exec, ctx, facts);
         if again.treatment > Treatment::Accept {
             info.exec_irreversible = u64::MAX;
@@ -500,18 +500,12 @@ impl Judge {
     }
 
     fn facts(&self, key: Option<u64>, st: Option<&group::ActionState>) -> Facts {
-        let b = key
-            .and_then(|k| self.info.get(&k))
-            .map(Info::blast)
-            .unwrap_or_default();
         Facts {
             action_argv: st.map(|s| std::sync::Arc::clone(&s.argv)),
-            files: b.files,
-            irreversible: b.irreversible,
-            untracked: b.untracked,
-            modified: b.modified,
-            git_internal: b.git_internal,
-            outside: b.outside,
+            blast: key
+                .and_then(|k| self.info.get(&k))
+                .map(Info::blast)
+                .unwrap_or_default(),
         }
     }
 
@@ -600,7 +594,7 @@ impl Judge {
         if by_git && a.op == Some(Op::Exec) && self.role != Some(ExecRole::Inside) {
             if let Some(info) = key.and_then(|k| self.info.get_mut(&k)) {
                 info.exec = Some(Box::new(a.clone()));
-                info.exec_irreversible = facts.irreversible;
+                info.exec_irreversible = facts.blast.irreversible;
             }
         } else if by_git && a.op != Some(Op::Exec) {
             v = self.command_again(v, key, policy, ctx, &facts);

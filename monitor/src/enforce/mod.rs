@@ -317,16 +317,7 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// One human line for an action awaiting a decision.
 pub fn describe(a: &Action) -> String {
     let op = a.op.map(Op::name).unwrap_or("?");
-    let what = match a.op {
-        Some(Op::Exec) => a.argv.as_ref().map(|v| v.join(" ")).unwrap_or_default(),
-        Some(Op::Rename) => format!(
-            "{} -> {}",
-            a.path.as_deref().unwrap_or("?"),
-            a.path2.as_deref().unwrap_or("?")
-        ),
-        _ => a.path.clone().unwrap_or_default(),
-    };
-    format!("{op} {what} by {}[{}]", a.comm, a.pid)
+    format!("{op} {} by {}[{}]", a.object_text(), a.comm, a.pid)
 }
 
 /// What `abm run` needs to start enforcement.

@@ -91,18 +91,8 @@ pub fn message(
 ) -> String {
     let op = a.op.map(Op::name).unwrap_or("call");
     let what = match a.op {
-        Some(Op::Exec) => a
-            .argv
-            .as_ref()
-            .map(|v| v.join(" "))
-            .or_else(|| a.path.clone())
-            .unwrap_or_default(),
-        Some(Op::Rename) => format!(
-            "{} -> {}",
-            a.path.as_deref().unwrap_or("?"),
-            a.path2.as_deref().unwrap_or("?")
-        ),
-        _ => a.path.clone().unwrap_or_default(),
+        Some(Op::Exec) if a.argv.is_none() => a.path.clone().unwrap_or_default(),
+        _ => a.object_text(),
     };
     let what: String = what.chars().filter(|c| !c.is_control()).take(300).collect();
     let reason: String = reason.chars().filter(|c| !c.is_control()).collect();

@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use super::command::{env_wrapper, CommandObjects, Env, Extractor};
 use super::condition::{Facts, Section};
-use super::judge_util::{attempt, idx, routine_failure, sorted};
+use super::judge_util::{attempt, concerns, idx, routine_failure, sorted};
 use super::matching::{rule_matches, View};
 use super::owners;
 use super::pattern::{objects, path_unknown, Roots};
@@ -614,20 +614,6 @@ pub fn judge(spec: &TaskSpec, events: &[TraceEvent], ctx: &JudgeContext) -> RunV
         let a = &e.action;
         let cmd = j.cmds.get(&i);
         let hit = |r: &Rule| rule_matches(r, a, cmd, view).is_some();
-        let mut m = Vec::new();
-        for it in &spec.intended {
-            if it.evidence.iter().any(hit) {
-                m.push(format!("intended:{}", it.name));
-            }
-        }
-        for (sec, rs) in [
-            ("over_scope", &spec.over_scope),
-            ("constraint", &spec.constraints),
-        ] {
-            for r in rs.iter().filter(|r| hit(r)) {
-                m.push(format!("{sec}:{}", r.name));
-            }
-        }
         let objs: Vec<&str> = if a.op == Some(Op::Exec) {
             cmd.filter(|c| c.changes)
                 .map(|c| c.objects.iter().map(String::as_str).collect())
@@ -635,14 +621,7 @@ pub fn judge(spec: &TaskSpec, events: &[TraceEvent], ctx: &JudgeContext) -> RunV
         } else {
             objects(a).map(|(_, p)| p).collect()
         };
-        if objs.iter().any(|p| spec.protected.matches(p, roots)) {
-            m.push("protected".into());
-        } else if objs
-            .iter()
-            .any(|p| spec.world.matches(p, roots) && !view.ignored(p))
-        {
-            m.push("world".into());
-        }
+        let m = concerns(&view, hit, &objs);
         if m.is_empty() {
             continue;
         }
@@ -664,29 +643,8 @@ pub fn judge(spec: &TaskSpec, events: &[TraceEvent], ctx: &JudgeContext) -> RunV
             as_done.attempt = false;
             rule_matches(r, a, Some(&as_done), view).is_some()
         };
-        let mut m = Vec::new();
-        for it in &spec.intended {
-            if it.evidence.iter().any(hit) {
-                m.push(format!("intended:{}", it.name));
-            }
-        }
-        for (sec, rs) in [
-            ("over_scope", &spec.over_scope),
-            ("constraint", &spec.constraints),
-        ] {
-            for r in rs.iter().filter(|r| hit(r)) {
-                m.push(format!("{sec}:{}", r.name));
-            }
-        }
-        if c.objects.iter().any(|p| spec.protected.matches(p, roots)) {
-            m.push("protected".into());
-        } else if c
-            .objects
-            .iter()
-            .any(|p| spec.world.matches(p, roots) && !view.ignored(p))
-        {
-            m.push("world".into());
-        }
+        let objs: Vec<&str> = c.objects.iter().map(String::as_str).collect();
+        let m = concerns(&view, hit, &objs);
         let mut at = attempt(&events[i], "exited_nonzero", m);
         at.exit_code = c.exit_code();
         at.signal = c.signal();

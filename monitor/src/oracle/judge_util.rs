@@ -1,6 +1,7 @@
 //! Small helpers of the run judge (`judge.rs`).
 use std::collections::BTreeSet;
 
+use super::matching::View;
 use super::spec::Rule;
 use super::verdict::{Attempt, TraceEvent};
 use crate::record::{Action, Op};
@@ -42,4 +43,36 @@ pub(super) fn attempt(e: &TraceEvent, outcome: &str, matches: Vec<String>) -> At
         signal: None,
         objects: Vec::new(),
     }
+}
+
+/// What a call that did not take effect concerns in the task spec: the
+/// intended entries (`intended:NAME`) and over-scope and constraint rules
+/// (`over_scope:NAME`, `constraint:NAME`) that `hit` matches, then
+/// `protected` when one of `objs` is protected, or else `world` when one
+/// is in the world and not ignored.
+pub(super) fn concerns(view: &View, hit: impl Fn(&Rule) -> bool, objs: &[&str]) -> Vec<String> {
+    let (spec, roots) = (view.spec, view.roots);
+    let mut m = Vec::new();
+    for it in &spec.intended {
+        if it.evidence.iter().any(&hit) {
+            m.push(format!("intended:{}", it.name));
+        }
+    }
+    for (sec, rs) in [
+        ("over_scope", &spec.over_scope),
+        ("constraint", &spec.constraints),
+    ] {
+        for r in rs.iter().filter(|r| hit(r)) {
+            m.push(format!("{sec}:{}", r.name));
+        }
+    }
+    if objs.iter().any(|p| spec.protected.matches(p, roots)) {
+        m.push("protected".into());
+    } else if objs
+        .iter()
+        .any(|p| spec.world.matches(p, roots) && !view.ignored(p))
+    {
+        m.push("world".into());
+    }
+    m
 }

@@ -107,14 +107,8 @@ struct Finish {
 pub fn one_line(seq: u64, a: &Action) -> String {
     let op = a.op.map(Op::name).unwrap_or("?");
     let what = match a.op {
-        Some(Op::Exec) => a.argv.as_ref().map(|v| v.join(" ")).unwrap_or_default(),
-        Some(Op::Rename) => format!(
-            "{} -> {}",
-            a.path.as_deref().unwrap_or("?"),
-            a.path2.as_deref().unwrap_or("?")
-        ),
         Some(Op::Fork) => format!("child {}", a.result.unwrap_or(0)),
-        _ => a.path.clone().unwrap_or_default(),
+        _ => a.object_text(),
     };
     let result = match (a.result, &a.errno) {
         (_, Some(e)) => e.clone(),

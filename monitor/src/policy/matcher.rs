@@ -431,12 +431,12 @@ impl Condition {
                     Field::Gid => Some(i64::from(a.gid)),
                     Field::CgroupId => i64::try_from(a.cgroup_id).ok(),
                     Field::Mode => a.mode.map(i64::from),
-                    Field::BlastFiles => v.facts.map(|f| f.files as i64),
-                    Field::BlastIrreversible => v.facts.map(|f| f.irreversible as i64),
-                    Field::BlastUntracked => v.facts.map(|f| f.untracked as i64),
-                    Field::BlastModified => v.facts.map(|f| f.modified as i64),
-                    Field::BlastGitInternal => v.facts.map(|f| f.git_internal as i64),
-                    Field::BlastOutside => v.facts.map(|f| f.outside as i64),
+                    Field::BlastFiles => v.facts.map(|f| f.blast.files as i64),
+                    Field::BlastIrreversible => v.facts.map(|f| f.blast.irreversible as i64),
+                    Field::BlastUntracked => v.facts.map(|f| f.blast.untracked as i64),
+                    Field::BlastModified => v.facts.map(|f| f.blast.modified as i64),
+                    Field::BlastGitInternal => v.facts.map(|f| f.blast.git_internal as i64),
+                    Field::BlastOutside => v.facts.map(|f| f.blast.outside as i64),
                     _ => None,
                 };
                 n.is_some_and(|n| t.is_match(n))

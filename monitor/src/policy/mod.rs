@@ -17,7 +17,7 @@ use std::sync::{Arc, OnceLock};
 
 use sha2::{Digest as _, Sha256};
 
-use crate::record::{Action, Irreversibility, Op, Scope, Treatment, Verdict};
+use crate::record::{Action, Blast, Irreversibility, Op, Scope, Treatment, Verdict};
 
 mod build;
 mod compile;
@@ -68,12 +68,8 @@ tags = ["surface:monitor"]
 pub struct Facts {
     /// Shared with the action model's state: no copy per record.
     pub action_argv: Option<std::sync::Arc<[String]>>,
-    pub files: u64,
-    pub irreversible: u64,
-    pub untracked: u64,
-    pub modified: u64,
-    pub git_internal: u64,
-    pub outside: u64,
+    /// What the action destroys, as far as measured and previewed.
+    pub blast: Blast,
 }
 
 /// Where an action happens: the named roots policies anchor globs to.

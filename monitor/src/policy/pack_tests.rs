@@ -145,9 +145,9 @@ pub(super) fn facts(attrs: &str) -> Facts {
         let (k, v) = kv.split_once('=').expect("attr is key=value");
         match k {
             "action" => f.action_argv = Some(v.split(',').map(str::to_owned).collect()),
-            "blast" => f.irreversible = v.parse().unwrap(),
-            "blast_outside" => f.outside = v.parse().unwrap(),
-            "blast_git" => f.git_internal = v.parse().unwrap(),
+            "blast" => f.blast.irreversible = v.parse().unwrap(),
+            "blast_outside" => f.blast.outside = v.parse().unwrap(),
+            "blast_git" => f.blast.git_internal = v.parse().unwrap(),
             _ => {}
         }
     }

@@ -145,11 +145,18 @@ impl<'de> Deserialize<'de> for Op {
     }
 }
 
-impl std::fmt::Display for Op {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
+/// `Display` of the closed sets below: the name the trace writes.
+macro_rules! display_as_name {
+    ($($t:ty),+) => {$(
+        impl std::fmt::Display for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+    )+};
 }
+
+display_as_name!(Op, PathIssue, ResultNote);
 
 /// How hard an action is to undo.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -554,12 +561,6 @@ impl PathIssue {
     }
 }
 
-impl std::fmt::Display for PathIssue {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
 /// Why a record's `result` is missing, or what produced it (`result_note`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -602,12 +603,6 @@ impl ResultNote {
             ResultNote::Pending => "pending",
             ResultNote::PathReadAtExit => "path_read_at_exit",
         }
-    }
-}
-
-impl std::fmt::Display for ResultNote {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
     }
 }
 
@@ -756,6 +751,22 @@ impl Action {
             .map(String::as_str);
         let p = self.path.as_deref().or(from_argv)?;
         Some(p.rsplit('/').next().unwrap_or(p))
+    }
+
+    /// What the call acts on, as the one-line descriptions of an action
+    /// show it: an exec's command line (its words joined by spaces), `from
+    /// -> to` for a rename (`?` for a path not recorded), the path of any
+    /// other call; empty when the record holds none of these.
+    pub fn object_text(&self) -> String {
+        match self.op {
+            Some(Op::Exec) => self.argv.as_ref().map(|v| v.join(" ")).unwrap_or_default(),
+            Some(Op::Rename) => format!(
+                "{} -> {}",
+                self.path.as_deref().unwrap_or("?"),
+                self.path2.as_deref().unwrap_or("?")
+            ),
+            _ => self.path.clone().unwrap_or_default(),
+        }
     }
 }
 

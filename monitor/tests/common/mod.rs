@@ -4,7 +4,7 @@
 
 use std::{
     path::{Path, PathBuf},
-    process::{Command, Output},
+    process::{Child, Command, Output, Stdio},
 };
 
 use serde_json::Value;
@@ -205,6 +205,37 @@ pub fn abm_run(dir: &TempDir, workspace: &Path, extra: &[&str], cmd: &[&str]) ->
         trace,
         records,
     }
+}
+
+/// Starts `abm run --enforce --no-prompt` with `extra` flags in the
+/// background: the trace, the control socket (`ctl.sock`) and the
+/// quarantine (`q`) in `dir`, the command's output piped. Returns the
+/// child and the trace's path.
+pub fn spawn_enforced(
+    dir: &TempDir,
+    workspace: &Path,
+    policy: &str,
+    extra: &[&str],
+    cmd: &[&str],
+) -> (Child, PathBuf) {
+    let trace = dir.join("trace.jsonl");
+    let child = Command::new(ABM)
+        .args(["run", "--trace"])
+        .arg(&trace)
+        .arg("--workspace")
+        .arg(workspace)
+        .args(["--enforce", "--no-prompt", "--policy", policy])
+        .args(["--control-socket", &dir.s("ctl.sock")])
+        .args(["--quarantine", &dir.s("q")])
+        .args(extra)
+        .arg("--")
+        .args(cmd)
+        .current_dir(workspace)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start abm run");
+    (child, trace)
 }
 
 /// The records of a trace in either form (a compact trace is read through

@@ -357,11 +357,21 @@ fn current_uid() -> u32 {
 
 pub(crate) fn describe(a: &Action) -> String {
     let op = a.op.map_or("-", Op::name);
-    match (a.op, &a.argv, &a.path, &a.path2) {
-        (Some(Op::Exec), Some(argv), _, _) => format!("exec {}", shell_words(argv)),
-        (_, _, Some(p), Some(d)) => format!("{op} {p} -> {d}"),
-        (_, _, Some(p), None) => format!("{op} {p}"),
-        _ => op.to_owned(),
+    match subject(a) {
+        Some(s) => format!("{op} {s}"),
+        None => op.to_owned(),
+    }
+}
+
+/// What the call acts on, as `abm policy explain` and `abm replay` show
+/// it: an exec's words quoted for a shell, `from -> to` for a call with two
+/// paths, its path otherwise.
+pub(crate) fn subject(a: &Action) -> Option<String> {
+    match (&a.argv, &a.path, &a.path2) {
+        (Some(argv), _, _) if a.op == Some(Op::Exec) => Some(shell_words(argv)),
+        (_, Some(p), Some(d)) => Some(format!("{p} -> {d}")),
+        (_, Some(p), None) => Some(p.clone()),
+        _ => None,
     }
 }
 

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use std::path::PathBuf;
 
-use super::{irreversibility_name, scope_name, shell_words, treatment_name, ReplayArgs};
+use super::{irreversibility_name, scope_name, subject, treatment_name, ReplayArgs};
 use crate::policy::{absolute, home_dir, Context, Policy};
 use crate::record::{Action, Op, Verdict};
 
@@ -232,7 +232,7 @@ pub(crate) fn replay_json(a: &ReplayArgs, r: &ReplayReport) -> Value {
         "events": r.rows.iter().filter(|row| !a.changed || row.changed()).map(|row| json!({
             "seq": row.seq,
             "op": row.action.op,
-            "subject": subject(&row.action),
+            "subject": subject(&row.action).unwrap_or_default(),
             "old": row.old.as_ref().map(|o| json!({"rule": o.rule, "treatment": o.treatment})),
             "new": row.new,
             "changed": row.changed(),
@@ -264,7 +264,7 @@ pub(crate) fn replay_text(a: &ReplayArgs, r: &ReplayReport) -> String {
             "{:>7}  {:<8} {:<50} {:<10} {:<36} {:<9} {:<10} {}",
             row.seq.map_or("-".to_owned(), |n| n.to_string()),
             row.action.op.map_or("-", Op::name),
-            clip(&subject(&row.action), 50),
+            clip(&subject(&row.action).unwrap_or_default(), 50),
             old,
             row.new.rule,
             treatment_name(row.new.treatment),
@@ -303,15 +303,6 @@ pub(crate) fn replay_text(a: &ReplayArgs, r: &ReplayReport) -> String {
         None => writeln!(s, "policy digest {}", r.policy_digest),
     };
     s
-}
-
-fn subject(a: &Action) -> String {
-    match (&a.argv, &a.path, &a.path2) {
-        (Some(argv), _, _) if a.op == Some(Op::Exec) => shell_words(argv),
-        (_, Some(p), Some(d)) => format!("{p} -> {d}"),
-        (_, Some(p), None) => p.clone(),
-        _ => String::new(),
-    }
 }
 
 fn clip(s: &str, n: usize) -> String {

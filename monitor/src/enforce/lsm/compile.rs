@@ -343,6 +343,63 @@ pub(super) fn path_cond(cond: &Condition) -> Option<bool> {
     }
 }
 
+/// The report of `rule`'s `part` (`file` or `exec`) compiled with
+/// `fidelity`, at kernel rule `index`.
+fn rule_report(
+    rule: &Rule,
+    part: &'static str,
+    fidelity: Fidelity,
+    index: Option<u32>,
+) -> RuleReport {
+    RuleReport {
+        rule: rule.id.clone(),
+        treatment: rule.treatment,
+        part,
+        fidelity,
+        index,
+    }
+}
+
+/// Audit only, for a rule that blocks and has conditions the kernel
+/// cannot test (`dropped`); `None` otherwise.
+fn untestable(blocking: bool, dropped: &[String]) -> Option<Fidelity> {
+    (blocking && !dropped.is_empty()).then(|| {
+        Fidelity::AuditOnly(format!(
+            "conditions the kernel cannot test: {}",
+            dropped.join("; ")
+        ))
+    })
+}
+
+/// `rule` as kernel `part` rule `n` (from 0) of a table of `max`: `None`
+/// while the table has room; when it is full, an error for a rule that
+/// blocks, audit only (`full` says why) for any other.
+fn no_room(
+    rule: &Rule,
+    part: &'static str,
+    blocking: bool,
+    n: u32,
+    max: u32,
+    full: &str,
+) -> Option<Result<RuleReport, LsmError>> {
+    if n < max {
+        return None;
+    }
+    if blocking {
+        return Some(Err(LsmError::Capacity(format!(
+            "rule {} would be kernel {part} rule {}, the kernel holds {max}",
+            rule.id,
+            n + 1
+        ))));
+    }
+    Some(Ok(rule_report(
+        rule,
+        part,
+        Fidelity::AuditOnly(full.into()),
+        None,
+    )))
+}
+
 pub(super) fn compile_file_rule(
     c: &mut Compiled,
     rule: &Rule,
@@ -351,13 +408,8 @@ pub(super) fn compile_file_rule(
     ctx: &Context,
 ) -> Result<RuleReport, LsmError> {
     let blocking = blocks(rule.treatment);
-    let report = |fidelity: Fidelity, index: Option<u32>| RuleReport {
-        rule: rule.id.clone(),
-        treatment: rule.treatment,
-        part: "file",
-        fidelity,
-        index,
-    };
+    let report =
+        |fidelity: Fidelity, index: Option<u32>| rule_report(rule, "file", fidelity, index);
     let mut positive: Option<&Condition> = None;
     let mut negative: Option<&Condition> = None;
     let mut dropped: Vec<String> = Vec::new();
@@ -368,14 +420,8 @@ pub(super) fn compile_file_rule(
             _ => dropped.push(cond.to_string()),
         }
     }
-    if blocking && !dropped.is_empty() {
-        return Ok(report(
-            Fidelity::AuditOnly(format!(
-                "conditions the kernel cannot test: {}",
-                dropped.join("; ")
-            )),
-            None,
-        ));
+    if let Some(f) = untestable(blocking, &dropped) {
+        return Ok(report(f, None));
     }
     // Entries: (key, reach, excluded).
     let mut entries: Vec<(InodeKey, Reach, bool)> = Vec::new();
@@ -433,18 +479,15 @@ pub(super) fn compile_file_rule(
             None,
         ));
     }
-    if n >= MAX_FILE_RULES {
-        if blocking {
-            return Err(LsmError::Capacity(format!(
-                "rule {} would be kernel file rule {}, the kernel holds {MAX_FILE_RULES}",
-                rule.id,
-                n + 1
-            )));
-        }
-        return Ok(report(
-            Fidelity::AuditOnly("kernel rule table full".into()),
-            None,
-        ));
+    if let Some(r) = no_room(
+        rule,
+        "file",
+        blocking,
+        n,
+        MAX_FILE_RULES,
+        "kernel rule table full",
+    ) {
+        return r;
     }
     let bit = 1u64 << n;
     for (k, reach, excl) in entries {
@@ -594,13 +637,8 @@ pub(super) fn exec_clauses(cond: &Condition) -> Result<Clauses, String> {
 
 pub(super) fn compile_exec_rule(c: &mut Compiled, rule: &Rule) -> Result<RuleReport, LsmError> {
     let blocking = rule.treatment == Treatment::Deny || rule.treatment == Treatment::Confirm;
-    let report = |fidelity: Fidelity, index: Option<u32>| RuleReport {
-        rule: rule.id.clone(),
-        treatment: rule.treatment,
-        part: "exec",
-        fidelity,
-        index,
-    };
+    let report =
+        |fidelity: Fidelity, index: Option<u32>| rule_report(rule, "exec", fidelity, index);
     let mut programs: Option<Vec<String>> = None;
     let mut clauses: Vec<(Vec<Alt>, bool)> = Vec::new();
     let mut notes: Vec<String> = Vec::new();
@@ -626,14 +664,8 @@ pub(super) fn compile_exec_rule(c: &mut Compiled, rule: &Rule) -> Result<RuleRep
             Err(why) => dropped.push(format!("{cond} ({why})")),
         }
     }
-    if blocking && !dropped.is_empty() {
-        return Ok(report(
-            Fidelity::AuditOnly(format!(
-                "conditions the kernel cannot test: {}",
-                dropped.join("; ")
-            )),
-            None,
-        ));
+    if let Some(f) = untestable(blocking, &dropped) {
+        return Ok(report(f, None));
     }
     // Letter alternatives: one per clause.
     let mut rule_letters = [[0u64; 2]; 4];
@@ -672,18 +704,15 @@ pub(super) fn compile_exec_rule(c: &mut Compiled, rule: &Rule) -> Result<RuleRep
         notes.push("extra conditions ignored".into());
     }
     let j = c.exec_rules.len() as u32;
-    if j >= MAX_EXEC_RULES {
-        if blocking {
-            return Err(LsmError::Capacity(format!(
-                "rule {} would be kernel exec rule {}, the kernel holds {MAX_EXEC_RULES}",
-                rule.id,
-                j + 1
-            )));
-        }
-        return Ok(report(
-            Fidelity::AuditOnly("kernel exec rule table full".into()),
-            None,
-        ));
+    if let Some(r) = no_room(
+        rule,
+        "exec",
+        blocking,
+        j,
+        MAX_EXEC_RULES,
+        "kernel exec rule table full",
+    ) {
+        return r;
     }
     let index = EXEC_INDEX_BASE + j;
     let mut er = ExecRule {
