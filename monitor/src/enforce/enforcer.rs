@@ -20,7 +20,7 @@ use crate::{
     core::absolute,
     kernel::Probes,
     pipeline::{Pipeline, Recorder, Stage},
-    record::Action,
+    record::{enforcement::DecisionKind, Action},
     trace::note::{EnforcementSummary, Note},
 };
 
@@ -297,9 +297,9 @@ impl Enforcer {
     /// Denials recorded so far.
     pub fn denials(&self) -> u64 {
         let counts = self.guard.counts();
-        ["denied", "timeout"]
+        [DecisionKind::Denied, DecisionKind::Timeout]
             .iter()
-            .map(|k| counts.get(*k).copied().unwrap_or(0))
+            .map(|k| counts.get(k).copied().unwrap_or(0))
             .sum()
     }
 }

@@ -38,7 +38,7 @@ use crate::{
     kernel::Capability,
     pipeline::{Pipeline, Recorder},
     policy::{Context, Policy},
-    record::{Action, Op},
+    record::{enforcement::DecisionKind, Action, Op},
 };
 
 pub mod answers;
@@ -136,22 +136,8 @@ pub enum BackendChoice {
     Lsm,
 }
 
-/// The backend `--enforce` runs with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
-    Seccomp,
-    /// BPF LSM (enforce::lsm).
-    Lsm,
-}
-
-impl Backend {
-    pub fn name(self) -> &'static str {
-        match self {
-            Backend::Seccomp => "seccomp",
-            Backend::Lsm => "lsm",
-        }
-    }
-}
+/// The backend `--enforce` runs with (also the `backend` of its decisions).
+pub use crate::record::enforcement::Backend;
 
 /// Whether BPF LSM enforcement programs can load and attach here, with
 /// the reason.
@@ -286,7 +272,7 @@ pub(crate) trait Guard: Send {
     fn stop(&mut self, pipeline: &mut Pipeline, trace: &mut Recorder) -> anyhow::Result<()>;
 
     /// Decisions so far, by decision name.
-    fn counts(&self) -> &BTreeMap<String, u64>;
+    fn counts(&self) -> &BTreeMap<DecisionKind, u64>;
 
     /// Entries kept in the quarantine, for the summary.
     fn preserved_entries(&self) -> u64 {

@@ -11,6 +11,9 @@
 //! kernel keys allowances by object, so a second `git reset --hard` after
 //! an approved one is refused once, then goes through without a question).
 use crate::enforce::answers::{self, Answer, Answers};
+use crate::record::enforcement::{
+    AllowedBy, Backend, CallDecision, DecisionKind, DecisionNote, Enforcement,
+};
 
 use super::*;
 
@@ -28,7 +31,7 @@ pub struct Pending {
 /// A decision record not yet matched to its syscall record.
 pub(super) struct Held {
     pub(super) action: Action,
-    pub(super) enforcement: Value,
+    pub(super) enforcement: Enforcement,
 }
 
 /// Requests and allowances, shared by the session loop (which records
@@ -45,8 +48,8 @@ pub(super) struct ApprovalState {
     pub(super) next_request: u64,
     /// Approved and preserved requests, by key: id, how, what was kept;
     /// for the `allowed_once` record of the retry.
-    pub(super) granted: HashMap<AllowKey, (u64, &'static str, Value)>,
-    pub(super) counts: BTreeMap<String, u64>,
+    pub(super) granted: HashMap<AllowKey, (u64, AllowedBy, Value)>,
+    pub(super) counts: BTreeMap<DecisionKind, u64>,
     /// Answers for the trace, written by the session loop.
     pub(super) notes: Vec<Note>,
     /// The run's answers per logical action (shared with the control
@@ -113,7 +116,8 @@ impl ApprovalState {
                 if let Err(e) = self.grant(key) {
                     tracing::warn!("re-granting approved request {id}: {e}");
                 }
-                self.granted.insert(key, (id, "approval", Value::Null));
+                self.granted
+                    .insert(key, (id, AllowedBy::Approval, Value::Null));
                 return Confirm::ApprovedBefore(id);
             }
             None => {}
@@ -181,16 +185,32 @@ impl Approvals {
         };
         if approve {
             st.grant(p.key)?;
-            st.granted.insert(p.key, (id, "approval", Value::Null));
+            st.granted
+                .insert(p.key, (id, AllowedBy::Approval, Value::Null));
         }
         st.pending.remove(&id);
         st.answers.record(&p.action, approve, id);
         st.answers.answered(id, approve, "denied");
-        let decision = if approve { "approved" } else { "refused" };
-        *st.counts.entry(decision.into()).or_default() += 1;
-        let enf = json!({ "backend": "lsm", "decision": decision, "request": id, "rule": p.rule, "decided_by": by });
-        let note = json!({ "enforcement": enf, "what": p.what, "op": p.action.op, "path": p.action.path, "pid": p.action.pid });
-        st.notes.push(Note::enforcement(note));
+        let decision = if approve {
+            DecisionKind::Approved
+        } else {
+            DecisionKind::Refused
+        };
+        *st.counts.entry(decision).or_default() += 1;
+        let enf = Enforcement {
+            request: Some(id),
+            rule: Some(p.rule.clone()),
+            decided_by: Some(by.to_owned()),
+            ..Enforcement::new(Backend::Lsm, decision)
+        };
+        let note = CallDecision {
+            what: Some(p.what.clone()),
+            op: Some(p.action.op),
+            path: Some(p.action.path.clone()),
+            ..CallDecision::of(enf)
+        };
+        st.notes
+            .push(Note::decision(Some(p.action.pid), DecisionNote::Call(note)));
         Ok(())
     }
 
@@ -225,7 +245,8 @@ impl ApprovalState {
             .ok_or_else(|| format!("request {id} has no answer to change"))?;
         if approve {
             self.grant(key)?;
-            self.granted.insert(key, (id, "approval", Value::Null));
+            self.granted
+                .insert(key, (id, AllowedBy::Approval, Value::Null));
         } else if self.granted.get(&key).is_some_and(|g| g.0 == id) {
             self.granted.remove(&key);
             if let Some(m) = self.allow.as_mut() {
@@ -233,12 +254,17 @@ impl ApprovalState {
             }
         }
         let decision = if approve {
-            "approved_for_retry"
+            DecisionKind::ApprovedForRetry
         } else {
-            "denied_for_retry"
+            DecisionKind::DeniedForRetry
         };
-        let note = json!({ "enforcement": { "backend": "lsm", "decision": decision, "request": id, "decided_by": by } });
-        self.notes.push(Note::enforcement(note));
+        let enforcement = Enforcement {
+            request: Some(id),
+            decided_by: Some(by.to_owned()),
+            ..Enforcement::new(Backend::Lsm, decision)
+        };
+        self.notes
+            .push(Note::decision(None, DecisionNote::Nested { enforcement }));
         Ok(())
     }
 }
@@ -295,7 +321,7 @@ mod tests {
         let refused = st
             .notes
             .iter()
-            .filter(|n| matches!(n, Note::Enforcement(d) if d.decision() == Some("refused")))
+            .filter(|n| matches!(n, Note::Enforcement(d) if d.decision() == DecisionKind::Refused))
             .count();
         assert_eq!(refused, 1);
         drop(st);

@@ -13,7 +13,7 @@ use super::*;
 pub struct LsmGuard {
     backend: LsmBackend,
     /// Decision counts, by decision name, as of the last absorb.
-    counts: BTreeMap<String, u64>,
+    counts: BTreeMap<crate::record::enforcement::DecisionKind, u64>,
     /// Start of the window of the next `lsm_decode_error` loss record.
     losses_ns: u64,
     /// The last exec records released, for decisions read after their
@@ -158,7 +158,7 @@ impl Guard for LsmGuard {
         Ok(())
     }
 
-    fn counts(&self) -> &BTreeMap<String, u64> {
+    fn counts(&self) -> &BTreeMap<crate::record::enforcement::DecisionKind, u64> {
         &self.counts
     }
 }
