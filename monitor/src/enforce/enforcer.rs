@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 
 use super::{
     answers, control, default_quarantine_root, default_socket_dir, lsm::LsmGuard, notify, preserve,
-    remote, run_id, seccomp, Backend, EnforceArgs, Guard, Requests, RunInfo, Start,
+    remote, run_id, seccomp, Backend, DecideError, EnforceArgs, Guard, Requests, RunInfo, Start,
 };
 use crate::{
     core::absolute,
@@ -50,7 +50,7 @@ impl Shared {
     }
 
     /// Answers a waiting request (control socket, `abm approve|deny`).
-    pub fn decide(&self, id: u64, approve: bool, by: &str) -> Result<(), String> {
+    pub fn decide(&self, id: u64, approve: bool, by: &str) -> Result<(), DecideError> {
         match self.requests.get() {
             Some(r) => r.decide(id, approve, by),
             None => Err(self.no_request(id)),
@@ -71,8 +71,11 @@ impl Shared {
     }
 
     /// The answer to a request id nobody waits on.
-    pub fn no_request(&self, id: u64) -> String {
-        format!("no pending request {id} in run {}", self.run_id)
+    pub fn no_request(&self, id: u64) -> DecideError {
+        DecideError::NoRequest {
+            id,
+            run: self.run_id.clone(),
+        }
     }
 }
 

@@ -280,11 +280,33 @@ pub(crate) trait Guard: Send {
     }
 }
 
+/// Why a request could not be answered (`abm approve|deny`, the approvals
+/// endpoint): the text the client gets.
+#[derive(Debug, thiserror::Error)]
+pub enum DecideError {
+    #[error("no pending request {id} in run {run}")]
+    NoRequest { id: u64, run: String },
+    #[error("request {0} is no longer waiting: the process exited or was interrupted")]
+    NoLongerWaiting(u64),
+    #[error("the supervisor is not running")]
+    SupervisorNotRunning,
+    #[error("answering request {id}: {source}")]
+    Answering { id: u64, source: std::io::Error },
+    #[error("no pending BPF LSM request {0}")]
+    NoLsmRequest(u64),
+    #[error("request {0} has no answer to change")]
+    NoAnswerToChange(u64),
+    #[error("LSM_ALLOW: no kernel map")]
+    NoAllowMap,
+    #[error("LSM_ALLOW: {0}")]
+    Allow(#[from] aya::maps::MapError),
+}
+
 /// A backend's requests waiting for a human, for the control socket's
 /// thread (`abm approve|deny|pending`).
 pub(crate) trait Requests: Send + Sync {
     /// Answers request `id`; `by`: `tty` or `control:<uid>`.
-    fn decide(&self, id: u64, approve: bool, by: &str) -> Result<(), String>;
+    fn decide(&self, id: u64, approve: bool, by: &str) -> Result<(), DecideError>;
     /// The waiting requests, for `abm pending`.
     fn pending_list(&self) -> Vec<Value>;
 }

@@ -11,6 +11,7 @@
 //! kernel keys allowances by object, so a second `git reset --hard` after
 //! an approved one is refused once, then goes through without a question).
 use crate::enforce::answers::{self, Answer, Answers};
+use crate::enforce::DecideError;
 use crate::record::enforcement::{
     AllowedBy, Backend, CallDecision, DecisionKind, DecisionNote, Enforcement,
 };
@@ -90,17 +91,17 @@ impl ApprovalState {
         }
     }
 
-    pub(super) fn grant(&mut self, key: AllowKey) -> Result<(), String> {
+    pub(super) fn grant(&mut self, key: AllowKey) -> Result<(), DecideError> {
         let a = Allowance {
             expires_ns: monotonic_ns() + ALLOW_TTL_NS,
             tid: 0,
             _pad: 0,
         };
-        self.allow
+        Ok(self
+            .allow
             .as_mut()
-            .ok_or("LSM_ALLOW: no kernel map")?
-            .insert(key, a, 0)
-            .map_err(|e| format!("LSM_ALLOW: {e}"))
+            .ok_or(DecideError::NoAllowMap)?
+            .insert(key, a, 0)?)
     }
 
     /// A kernel `confirm` refusal of `a` (rule `rule`, allowance key
@@ -178,7 +179,7 @@ impl Approvals {
     /// through once; refusing closes the request (the call already failed
     /// with EPERM) and the same action stays refused. A request answered
     /// before gets its answer changed for the next identical call.
-    pub fn decide(&self, id: u64, approve: bool, by: &str) -> Result<(), String> {
+    pub fn decide(&self, id: u64, approve: bool, by: &str) -> Result<(), DecideError> {
         let mut st = self.lock();
         let Some(p) = st.pending.get(&id).cloned() else {
             return st.reconsider(id, approve, by);
@@ -235,14 +236,11 @@ impl Approvals {
 
 impl ApprovalState {
     /// `abm approve|deny ID` of a request answered before.
-    fn reconsider(&mut self, id: u64, approve: bool, by: &str) -> Result<(), String> {
-        let key = *self
-            .keys
-            .get(&id)
-            .ok_or_else(|| format!("no pending BPF LSM request {id}"))?;
+    fn reconsider(&mut self, id: u64, approve: bool, by: &str) -> Result<(), DecideError> {
+        let key = *self.keys.get(&id).ok_or(DecideError::NoLsmRequest(id))?;
         self.answers
             .reconsider(id, approve)
-            .ok_or_else(|| format!("request {id} has no answer to change"))?;
+            .ok_or(DecideError::NoAnswerToChange(id))?;
         if approve {
             self.grant(key)?;
             self.granted

@@ -53,7 +53,7 @@ struct LsmRequests {
 }
 
 impl Requests for LsmRequests {
-    fn decide(&self, id: u64, approve: bool, by: &str) -> Result<(), String> {
+    fn decide(&self, id: u64, approve: bool, by: &str) -> Result<(), crate::enforce::DecideError> {
         if !self.approvals.owns(id) {
             return Err(self.core.no_request(id));
         }

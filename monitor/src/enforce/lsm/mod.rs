@@ -95,7 +95,7 @@ pub fn setattr_idmap() -> Result<bool, LsmError> {
         Err(e) => Err(LsmError::Program {
             name: "lsm_inode_setattr",
             hook: "inode_setattr",
-            detail: e,
+            detail: e.to_string(),
         }),
     }
 }

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use super::{notif::Listener, supervisor, Msg};
 use crate::{
     core::{monotonic_ns, rfc3339},
-    enforce::{answers, describe, lock, notify, Requests, Shared},
+    enforce::{answers, describe, lock, notify, DecideError, Requests, Shared},
     record::{
         enforcement::{Backend, CallDecision, DecisionKind, DecisionNote, Enforcement, WENT_AWAY},
         Action, Verdict,
@@ -49,7 +49,7 @@ pub(crate) struct State {
 }
 
 impl Requests for State {
-    fn decide(&self, id: u64, approve: bool, by: &str) -> Result<(), String> {
+    fn decide(&self, id: u64, approve: bool, by: &str) -> Result<(), DecideError> {
         self.decide_as(id, approve, by, DecisionKind::Denied)
     }
 
@@ -123,7 +123,7 @@ impl State {
         approve: bool,
         by: &str,
         decision: DecisionKind,
-    ) -> Result<(), String> {
+    ) -> Result<(), DecideError> {
         let Some(p) = self.pending().remove(&id) else {
             return self.reconsider(id, approve, by);
         };
@@ -158,16 +158,14 @@ impl State {
                 Some(p.action.pid),
                 DecisionNote::Call(note),
             )));
-            return Err(format!(
-                "request {id} is no longer waiting: the process exited or was interrupted"
-            ));
+            return Err(DecideError::NoLongerWaiting(id));
         }
         self.answer(p, id, approve, decision, enf)
     }
 
     /// `abm approve|deny ID` of a request already answered: the answer
     /// for the next identical call (enforce::answers).
-    fn reconsider(&self, id: u64, approve: bool, by: &str) -> Result<(), String> {
+    fn reconsider(&self, id: u64, approve: bool, by: &str) -> Result<(), DecideError> {
         match self.core.answers.reconsider(id, approve) {
             Some(_) => {
                 let decision = if approve {
@@ -197,8 +195,11 @@ impl State {
         approve: bool,
         decision: DecisionKind,
         enf: Enforcement,
-    ) -> Result<(), String> {
-        let l = self.listener.get().ok_or("the supervisor is not running")?;
+    ) -> Result<(), DecideError> {
+        let l = self
+            .listener
+            .get()
+            .ok_or(DecideError::SupervisorNotRunning)?;
         if approve {
             let note = super::verdicts::let_through(&p.action, p.ktime_ns, enf.clone());
             let note = (p.action.pid, DecisionNote::Call(note));
@@ -210,7 +211,7 @@ impl State {
                 note: Box::new(note),
             });
             l.allow(p.notif_id)
-                .map_err(|e| format!("answering request {id}: {e}"))
+                .map_err(|source| DecideError::Answering { id, source })
         } else {
             let mut a = p.action;
             let outcome = if decision == DecisionKind::Timeout {
@@ -224,7 +225,7 @@ impl State {
             supervisor::denied_record(&mut a, p.verdict, p.ktime_ns, enf);
             let _ = self.tx.send(Msg::Denied(Box::new(a)));
             l.refuse(p.notif_id, libc::EPERM)
-                .map_err(|e| format!("answering request {id}: {e}"))
+                .map_err(|source| DecideError::Answering { id, source })
         }
     }
 }
