@@ -141,13 +141,13 @@ pub use crate::record::enforcement::Backend;
 
 /// Whether BPF LSM enforcement programs can load and attach here, with
 /// the reason.
-pub fn bpf_lsm_available() -> Result<String, String> {
+pub fn bpf_lsm_available() -> Result<String, lsm::Unavailable> {
     lsm::available().map(|()| lsm::capability().detail)
 }
 
 /// Whether seccomp user notification works here (a child installs the
 /// real filter), with the reason.
-pub fn seccomp_available() -> Result<String, String> {
+pub fn seccomp_available() -> Result<String, seccomp::notif::Unavailable> {
     seccomp::probe()
 }
 
@@ -165,8 +165,8 @@ pub fn capabilities() -> Vec<Capability> {
         (Err(l), Err(s)) => Err(format!("--enforce cannot run: bpf_lsm: {l}; seccomp: {s}")),
     };
     vec![
-        cap("bpf_lsm", lsm),
-        cap("seccomp_user_notif", sec),
+        cap("bpf_lsm", lsm.map_err(|e| e.to_string())),
+        cap("seccomp_user_notif", sec.map_err(|e| e.to_string())),
         cap("enforce", chosen),
     ]
 }
@@ -206,7 +206,10 @@ pub fn preflight(args: &EnforceArgs) -> anyhow::Result<Option<Backend>> {
         BackendChoice::Auto => match seccomp_available() {
             Ok(_) => Ok(Some(Backend::Seccomp)),
             Err(s) => {
-                let l = bpf_lsm_available().err().unwrap_or_default();
+                let l = bpf_lsm_available()
+                    .err()
+                    .map(|e| e.to_string())
+                    .unwrap_or_default();
                 bail!(
                     "--enforce: no enforcement backend works here, refusing to run unenforced: bpf_lsm: {l}; seccomp: {s} (see `abm doctor`)"
                 )

@@ -149,7 +149,7 @@ impl LsmBackend {
         let allow = take(ebpf, "LSM_ALLOW", BpfHashMap::try_from)?;
         let events = take(ebpf, "LSM_EVENTS", RingBuf::try_from)?;
         let btf = Btf::from_sys_fs()
-            .map_err(|e| LsmError::Unavailable(format!("cannot read the kernel BTF: {e}")))?;
+            .map_err(|e| LsmError::Unavailable(Unavailable::Btf(e.to_string())))?;
         let mut attached = Vec::new();
         for (name, hook, required) in PROGRAMS {
             let perr = |detail: String| LsmError::Program { name, hook, detail };
