@@ -252,7 +252,7 @@ impl Enforcer {
         self.guard.stop(pipeline, trace)?;
         let preserved_entries = self.guard.preserved_entries();
         trace.note(&Note::EnforcementSummary(EnforcementSummary {
-            backend: self.backend_name().to_owned(),
+            backend: self.backend(),
             decisions: self.guard.counts().clone(),
             preserved_entries,
             quarantine: (preserved_entries > 0)

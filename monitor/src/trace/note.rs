@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{TraceError, TraceWriter};
-use crate::record::enforcement::{DecisionKind, DecisionNote};
+use crate::record::enforcement::{Backend, DecisionKind, DecisionNote};
 
 /// One note.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -127,7 +127,7 @@ pub struct TargetEnd {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct LsmSummary {
     /// `lsm`.
-    pub backend: &'static str,
+    pub backend: Backend,
     /// Decisions by name.
     pub decisions: BTreeMap<DecisionKind, u64>,
     /// Confirm requests still waiting when the run ended (refused).
@@ -159,7 +159,7 @@ impl QuarantineLimit {
 /// Body of `enforcement_stats`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct EnforcementStats {
-    pub backend: String,
+    pub backend: Backend,
     pub notifications: u64,
     pub mean_handling_us: f64,
     pub max_handling_us: f64,
@@ -178,7 +178,7 @@ pub struct Notified {
 /// Body of `enforcement_summary`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct EnforcementSummary {
-    pub backend: String,
+    pub backend: Backend,
     pub decisions: BTreeMap<DecisionKind, u64>,
     pub preserved_entries: u64,
     pub quarantine: Option<String>,
@@ -223,7 +223,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::record::enforcement::{Backend, Enforcement};
+    use crate::record::enforcement::Enforcement;
 
     #[test]
     fn notes_are_written_as_their_kind_and_fields() {
@@ -259,7 +259,7 @@ mod tests {
             ),
             (
                 Note::EnforcementSummary(EnforcementSummary {
-                    backend: "seccomp".into(),
+                    backend: Backend::Seccomp,
                     decisions: BTreeMap::from([
                         (DecisionKind::Timeout, 1),
                         (DecisionKind::Approved, 2),
@@ -279,7 +279,7 @@ mod tests {
             ),
             (
                 Note::LsmSummary(LsmSummary {
-                    backend: "lsm",
+                    backend: Backend::Lsm,
                     decisions: BTreeMap::from([(DecisionKind::Denied, 2)]),
                     unanswered_requests: vec![4],
                     quarantine: "/q".into(),

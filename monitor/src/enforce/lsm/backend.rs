@@ -617,7 +617,7 @@ impl LsmBackend {
         let left: Vec<u64> = st.pending.keys().copied().collect();
         st.pending.clear();
         LsmSummary {
-            backend: "lsm",
+            backend: Backend::Lsm,
             decisions: st.counts.clone(),
             unanswered_requests: left,
             quarantine: self.quarantine.dir().to_string_lossy().into_owned(),

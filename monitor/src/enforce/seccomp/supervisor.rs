@@ -144,7 +144,7 @@ impl Supervisor {
             .shared
             .tx
             .send(Msg::Note(Note::EnforcementStats(EnforcementStats {
-                backend: "seccomp".into(),
+                backend: Backend::Seccomp,
                 notifications: st.notifications,
                 mean_handling_us: if st.notifications > 0 {
                     st.busy_ns as f64 / st.notifications as f64 / 1000.0
