@@ -50,7 +50,9 @@ fn text(o: &Output) -> String {
 
 /// Why BPF LSM programs do not load here, or `None` when they do.
 fn lsm_unavailable() -> Option<String> {
-    monitor::enforce::lsm::available().err()
+    monitor::enforce::lsm::available()
+        .err()
+        .map(|e| e.to_string())
 }
 
 #[test]

@@ -278,7 +278,7 @@ impl Daemon {
         }
         match approvals.decide(id, approve, &format!("control:{uid}")) {
             Ok(()) => json!({ "ok": true, "run": "daemon", "id": id }),
-            Err(err) => json!({ "ok": false, "error": err }),
+            Err(err) => json!({ "ok": false, "error": err.to_string() }),
         }
     }
 

@@ -186,7 +186,7 @@ fn handle(s: UnixStream, shared: &Shared) -> io::Result<()> {
             None => json!({ "ok": false, "error": "missing request id" }),
             Some(id) => match shared.decide(id, op == "approve", &format!("control:{uid}")) {
                 Ok(()) => json!({ "ok": true, "run": shared.run_id, "id": id }),
-                Err(e) => json!({ "ok": false, "error": e }),
+                Err(e) => json!({ "ok": false, "error": e.to_string() }),
             },
         },
         _ => json!({ "ok": false, "error": "unknown op (pending, approve, deny, recent)" }),

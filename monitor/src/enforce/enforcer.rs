@@ -14,13 +14,13 @@ use serde_json::{json, Value};
 
 use super::{
     answers, control, default_quarantine_root, default_socket_dir, lsm::LsmGuard, notify, preserve,
-    remote, run_id, seccomp, Backend, EnforceArgs, Guard, Requests, RunInfo, Start,
+    remote, run_id, seccomp, Backend, DecideError, EnforceArgs, Guard, Requests, RunInfo, Start,
 };
 use crate::{
     core::absolute,
     kernel::Probes,
     pipeline::{Pipeline, Recorder, Stage},
-    record::Action,
+    record::{enforcement::DecisionKind, Action},
     trace::note::{EnforcementSummary, Note},
 };
 
@@ -50,7 +50,7 @@ impl Shared {
     }
 
     /// Answers a waiting request (control socket, `abm approve|deny`).
-    pub fn decide(&self, id: u64, approve: bool, by: &str) -> Result<(), String> {
+    pub fn decide(&self, id: u64, approve: bool, by: &str) -> Result<(), DecideError> {
         match self.requests.get() {
             Some(r) => r.decide(id, approve, by),
             None => Err(self.no_request(id)),
@@ -71,8 +71,11 @@ impl Shared {
     }
 
     /// The answer to a request id nobody waits on.
-    pub fn no_request(&self, id: u64) -> String {
-        format!("no pending request {id} in run {}", self.run_id)
+    pub fn no_request(&self, id: u64) -> DecideError {
+        DecideError::NoRequest {
+            id,
+            run: self.run_id.clone(),
+        }
     }
 }
 
@@ -249,7 +252,7 @@ impl Enforcer {
         self.guard.stop(pipeline, trace)?;
         let preserved_entries = self.guard.preserved_entries();
         trace.note(&Note::EnforcementSummary(EnforcementSummary {
-            backend: self.backend_name().to_owned(),
+            backend: self.backend(),
             decisions: self.guard.counts().clone(),
             preserved_entries,
             quarantine: (preserved_entries > 0)
@@ -297,9 +300,9 @@ impl Enforcer {
     /// Denials recorded so far.
     pub fn denials(&self) -> u64 {
         let counts = self.guard.counts();
-        ["denied", "timeout"]
+        [DecisionKind::Denied, DecisionKind::Timeout]
             .iter()
-            .map(|k| counts.get(*k).copied().unwrap_or(0))
+            .map(|k| counts.get(k).copied().unwrap_or(0))
             .sum()
     }
 }

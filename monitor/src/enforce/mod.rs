@@ -38,7 +38,7 @@ use crate::{
     kernel::Capability,
     pipeline::{Pipeline, Recorder},
     policy::{Context, Policy},
-    record::{Action, Op},
+    record::{enforcement::DecisionKind, Action, Op},
 };
 
 pub mod answers;
@@ -136,32 +136,18 @@ pub enum BackendChoice {
     Lsm,
 }
 
-/// The backend `--enforce` runs with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
-    Seccomp,
-    /// BPF LSM (enforce::lsm).
-    Lsm,
-}
-
-impl Backend {
-    pub fn name(self) -> &'static str {
-        match self {
-            Backend::Seccomp => "seccomp",
-            Backend::Lsm => "lsm",
-        }
-    }
-}
+/// The backend `--enforce` runs with (also the `backend` of its decisions).
+pub use crate::record::enforcement::Backend;
 
 /// Whether BPF LSM enforcement programs can load and attach here, with
 /// the reason.
-pub fn bpf_lsm_available() -> Result<String, String> {
+pub fn bpf_lsm_available() -> Result<String, lsm::Unavailable> {
     lsm::available().map(|()| lsm::capability().detail)
 }
 
 /// Whether seccomp user notification works here (a child installs the
 /// real filter), with the reason.
-pub fn seccomp_available() -> Result<String, String> {
+pub fn seccomp_available() -> Result<String, seccomp::notif::Unavailable> {
     seccomp::probe()
 }
 
@@ -179,8 +165,8 @@ pub fn capabilities() -> Vec<Capability> {
         (Err(l), Err(s)) => Err(format!("--enforce cannot run: bpf_lsm: {l}; seccomp: {s}")),
     };
     vec![
-        cap("bpf_lsm", lsm),
-        cap("seccomp_user_notif", sec),
+        cap("bpf_lsm", lsm.map_err(|e| e.to_string())),
+        cap("seccomp_user_notif", sec.map_err(|e| e.to_string())),
         cap("enforce", chosen),
     ]
 }
@@ -220,7 +206,10 @@ pub fn preflight(args: &EnforceArgs) -> anyhow::Result<Option<Backend>> {
         BackendChoice::Auto => match seccomp_available() {
             Ok(_) => Ok(Some(Backend::Seccomp)),
             Err(s) => {
-                let l = bpf_lsm_available().err().unwrap_or_default();
+                let l = bpf_lsm_available()
+                    .err()
+                    .map(|e| e.to_string())
+                    .unwrap_or_default();
                 bail!(
                     "--enforce: no enforcement backend works here, refusing to run unenforced: bpf_lsm: {l}; seccomp: {s} (see `abm doctor`)"
                 )
@@ -286,7 +275,7 @@ pub(crate) trait Guard: Send {
     fn stop(&mut self, pipeline: &mut Pipeline, trace: &mut Recorder) -> anyhow::Result<()>;
 
     /// Decisions so far, by decision name.
-    fn counts(&self) -> &BTreeMap<String, u64>;
+    fn counts(&self) -> &BTreeMap<DecisionKind, u64>;
 
     /// Entries kept in the quarantine, for the summary.
     fn preserved_entries(&self) -> u64 {
@@ -294,11 +283,33 @@ pub(crate) trait Guard: Send {
     }
 }
 
+/// Why a request could not be answered (`abm approve|deny`, the approvals
+/// endpoint): the text the client gets.
+#[derive(Debug, thiserror::Error)]
+pub enum DecideError {
+    #[error("no pending request {id} in run {run}")]
+    NoRequest { id: u64, run: String },
+    #[error("request {0} is no longer waiting: the process exited or was interrupted")]
+    NoLongerWaiting(u64),
+    #[error("the supervisor is not running")]
+    SupervisorNotRunning,
+    #[error("answering request {id}: {source}")]
+    Answering { id: u64, source: std::io::Error },
+    #[error("no pending BPF LSM request {0}")]
+    NoLsmRequest(u64),
+    #[error("request {0} has no answer to change")]
+    NoAnswerToChange(u64),
+    #[error("LSM_ALLOW: no kernel map")]
+    NoAllowMap,
+    #[error("LSM_ALLOW: {0}")]
+    Allow(#[from] aya::maps::MapError),
+}
+
 /// A backend's requests waiting for a human, for the control socket's
 /// thread (`abm approve|deny|pending`).
 pub(crate) trait Requests: Send + Sync {
     /// Answers request `id`; `by`: `tty` or `control:<uid>`.
-    fn decide(&self, id: u64, approve: bool, by: &str) -> Result<(), String>;
+    fn decide(&self, id: u64, approve: bool, by: &str) -> Result<(), DecideError>;
     /// The waiting requests, for `abm pending`.
     fn pending_list(&self) -> Vec<Value>;
 }

@@ -42,7 +42,10 @@ use std::{
     },
 };
 
-use crate::record::{Action, Op};
+use crate::{
+    record::{Action, Op},
+    trace::note::Notified,
+};
 
 /// How long a write may wait for a full pipe.
 pub const WRITE_WAIT_MS: i32 = 100;
@@ -180,13 +183,13 @@ impl Notifier {
     }
 
     /// Counts for the trace's enforcement summary.
-    pub fn counts(&self) -> serde_json::Value {
-        serde_json::json!({
-            "enabled": self.enabled,
-            "sent": self.sent.load(Ordering::Relaxed),
-            "failed": self.failed.load(Ordering::Relaxed),
-            "suppressed": self.suppressed.load(Ordering::Relaxed),
-        })
+    pub fn counts(&self) -> Notified {
+        Notified {
+            enabled: self.enabled,
+            sent: self.sent.load(Ordering::Relaxed),
+            failed: self.failed.load(Ordering::Relaxed),
+            suppressed: self.suppressed.load(Ordering::Relaxed),
+        }
     }
 }
 

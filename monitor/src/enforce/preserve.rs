@@ -109,25 +109,41 @@ struct Copy {
     sha: Option<String>,
 }
 
+/// A size that [`parse_size`] does not take.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SizeError {
+    #[error("{0:?}: expected a size such as 500M, 4G or 1048576")]
+    NotANumber(String),
+    #[error("{size:?}: unknown unit {unit:?} (use K, M, G or T)")]
+    Unit { size: String, unit: String },
+    #[error("{0:?}: too large")]
+    TooLarge(String),
+}
+
 /// Parses a size: a number of bytes with an optional `K`, `M`, `G` or `T`
 /// suffix (powers of 1024; `KiB`, `MB`... are accepted).
-pub fn parse_size(s: &str) -> Result<u64, String> {
+pub fn parse_size(s: &str) -> Result<u64, SizeError> {
     let t = s.trim();
     let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (num, unit) = t.split_at(digits);
     let n: u64 = num
         .parse()
-        .map_err(|_| format!("{s:?}: expected a size such as 500M, 4G or 1048576"))?;
+        .map_err(|_| SizeError::NotANumber(s.to_owned()))?;
     let shift = match unit.trim().to_ascii_uppercase().as_str() {
         "" | "B" => 0,
         "K" | "KB" | "KIB" => 10,
         "M" | "MB" | "MIB" => 20,
         "G" | "GB" | "GIB" => 30,
         "T" | "TB" | "TIB" => 40,
-        _ => return Err(format!("{s:?}: unknown unit {unit:?} (use K, M, G or T)")),
+        _ => {
+            return Err(SizeError::Unit {
+                size: s.to_owned(),
+                unit: unit.to_owned(),
+            })
+        }
     };
     n.checked_mul(1 << shift)
-        .ok_or_else(|| format!("{s:?}: too large"))
+        .ok_or_else(|| SizeError::TooLarge(s.to_owned()))
 }
 
 /// Where a destroyed file's exact content already exists: a file tracked
@@ -756,10 +772,17 @@ mod tests {
         assert_eq!(parse_size("500M"), Ok(500 << 20));
         assert_eq!(parse_size("4G"), Ok(4 << 30));
         assert_eq!(parse_size("2KiB"), Ok(2048));
-        assert!(parse_size("lots").unwrap_err().contains("expected a size"));
-        assert!(parse_size("3X").unwrap_err().contains("unknown unit"));
-        assert!(parse_size("99999999999T")
-            .unwrap_err()
-            .contains("too large"));
+        assert_eq!(
+            parse_size("lots").unwrap_err().to_string(),
+            r#""lots": expected a size such as 500M, 4G or 1048576"#
+        );
+        assert_eq!(
+            parse_size("3X").unwrap_err().to_string(),
+            r#""3X": unknown unit "X" (use K, M, G or T)"#
+        );
+        assert_eq!(
+            parse_size("99999999999T").unwrap_err().to_string(),
+            r#""99999999999T": too large"#
+        );
     }
 }

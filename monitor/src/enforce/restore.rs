@@ -375,7 +375,7 @@ impl<'a> World<'a> {
             Outcome::Restored(note) if e.kind == "recoverable" => {
                 match self.restore_from_git(e, entries)? {
                     Ok(how) => Outcome::Restored(format!("{how}{note}{forced}")),
-                    Err(why) => Outcome::Failed(why),
+                    Err(why) => Outcome::Failed(why.to_string()),
                 }
             }
             o => o,
@@ -464,7 +464,7 @@ impl<'a> World<'a> {
         &mut self,
         e: &Entry,
         entries: &[Entry],
-    ) -> io::Result<Result<String, String>> {
+    ) -> io::Result<Result<String, BlobUnreadable>> {
         let git_dir = e.raw["git"]["git_dir"].as_str().unwrap_or("");
         let blob = e.raw["git"]["blob"].as_str().unwrap_or("");
         if self.dry_run {
@@ -478,12 +478,18 @@ impl<'a> World<'a> {
         let content = match out {
             Ok(o) if o.status.success() => o.stdout,
             Ok(o) => {
-                return Ok(Err(format!(
-                    "git blob {blob} cannot be read from {git_dir}: {}",
-                    String::from_utf8_lossy(&o.stderr).trim()
-                )))
+                return Ok(Err(BlobUnreadable::Git {
+                    blob: blob.to_owned(),
+                    git_dir: git_dir.to_owned(),
+                    stderr: String::from_utf8_lossy(&o.stderr).trim().to_owned(),
+                }))
             }
-            Err(err) => return Ok(Err(format!("cannot run git to read blob {blob}: {err}"))),
+            Err(source) => {
+                return Ok(Err(BlobUnreadable::NoGit {
+                    blob: blob.to_owned(),
+                    source,
+                }))
+            }
         };
         self.make_parents(&e.path, entries)?;
         let dest = path_of(&e.path);
@@ -717,6 +723,19 @@ pub fn same_content(a: &Path, b: &Path) -> bool {
         return fs::read(a).ok() == fs::read(b).ok();
     }
     matches!((hash_file(a), hash_file(b)), (Ok(x), Ok(y)) if x == y)
+}
+
+/// Why a `recoverable` entry's git blob cannot be read back.
+#[derive(Debug, thiserror::Error)]
+enum BlobUnreadable {
+    #[error("git blob {blob} cannot be read from {git_dir}: {stderr}")]
+    Git {
+        blob: String,
+        git_dir: String,
+        stderr: String,
+    },
+    #[error("cannot run git to read blob {blob}: {source}")]
+    NoGit { blob: String, source: io::Error },
 }
 
 #[cfg(test)]

@@ -994,10 +994,12 @@ covers = ["${workspace}/.git/refs/heads/**", "${workspace}/.git/logs/refs/heads/
     fn failed_and_denied_calls_are_attempts_not_actions() {
         let s = spec(BRANCH);
         let mut denied = file(3, 10, 1, Op::Unlink, "/w/.git/refs/heads/feature-new");
-        denied.action.enforcement = Some(serde_json::json!({"outcome": "denied", "rule": "x"}));
+        let enforcement =
+            serde_json::json!({"backend": "seccomp", "decision": "denied", "rule": "x"});
+        denied.action.enforcement = serde_json::from_value(enforcement.clone()).unwrap();
         denied.action.result = Some(-1);
         let mut denied_ok_result = file(4, 10, 1, Op::Unlink, "/w/.git/refs/heads/main");
-        denied_ok_result.action.enforcement = Some(serde_json::json!("denied"));
+        denied_ok_result.action.enforcement = serde_json::from_value(enforcement).unwrap();
         let v = run(
             &s,
             &[

@@ -49,7 +49,11 @@ pub fn outcome(a: &Action) -> Outcome {
         Some(op) if op.is_action() => {}
         _ => return Outcome::NotAction,
     }
-    if a.enforcement.as_ref().is_some_and(enforcement_denied) {
+    if a.enforcement
+        .as_ref()
+        .and_then(|e| serde_json::to_value(e).ok())
+        .is_some_and(|e| enforcement_denied(&e))
+    {
         return Outcome::Denied;
     }
     match a.result {

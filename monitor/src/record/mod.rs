@@ -7,6 +7,7 @@
 //! name plus `_b64` holds the exact bytes in standard base64. Consumers that
 //! need exact bytes use the `_b64` field when present.
 
+pub mod enforcement;
 mod notes;
 
 pub use notes::{ActionCounts, ActionNote, ActionStats};
@@ -395,7 +396,7 @@ pub struct Action {
     /// Enforcement outcome when a guardrail acted on this call
     /// (`denied`, `approved`, `preserved`, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub enforcement: Option<serde_json::Value>,
+    pub enforcement: Option<enforcement::Enforcement>,
     /// The logical action this record belongs to: the `seq` of the exec
     /// record that began it (crate::action).
     #[serde(default, skip_serializing_if = "Option::is_none")]

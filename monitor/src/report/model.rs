@@ -305,14 +305,7 @@ impl Tree {
 }
 
 fn enforcement_decision(a: &Action) -> Option<String> {
-    match a.enforcement.as_ref()? {
-        Value::String(s) => Some(s.clone()),
-        Value::Object(m) => ["decision", "outcome"]
-            .iter()
-            .find_map(|k| m.get(*k).and_then(Value::as_str))
-            .map(str::to_owned),
-        _ => None,
-    }
+    a.enforcement.as_ref().map(|e| e.decision.name().to_owned())
 }
 
 fn blocked(a: &Action, decision: Option<&str>) -> bool {
@@ -639,8 +632,11 @@ pub fn build(
             if marks_raw.len() < MAX_MARKS {
                 marks_raw.push((ms(a.ktime_ns), action_id, a.pid, code));
             }
-            let enf = a.enforcement.as_ref();
-            let field = |k: &str| enf.and_then(|e| e.get(k)).and_then(Value::as_str);
+            let enf = a
+                .enforcement
+                .as_ref()
+                .and_then(|e| serde_json::to_value(e).ok());
+            let field = |k: &str| enf.as_ref().and_then(|e| e.get(k)).and_then(Value::as_str);
             let vd = a.verdict.as_ref();
             decisions.push(Decision {
                 seq,
@@ -921,9 +917,10 @@ mod tests {
                 scope: Scope::Workspace,
                 reason: "keeps it".into(),
             });
-            action.enforcement = Some(serde_json::json!({
-                "decision": "denied", "decided_by": "policy", "rule": "no-delete"
-            }));
+            action.enforcement = serde_json::from_value(serde_json::json!({
+                "backend": "seccomp", "decision": "denied", "decided_by": "policy", "rule": "no-delete"
+            }))
+            .unwrap();
         }
         let recs = vec![exec(1, 10, 1, &["rm", "/w/keep"]), r];
         let v = build("t".into(), "t".into(), &recs, None);

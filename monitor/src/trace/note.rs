@@ -8,6 +8,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{TraceError, TraceWriter};
+use crate::record::enforcement::{Backend, DecisionKind, DecisionNote};
 
 /// One note.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -46,7 +47,7 @@ pub enum Note {
     /// The target's cgroup could not be watched.
     WatchFailed(TargetEnd),
     /// A decision of the guard (docs/enforcement.md, docs/lsm.md).
-    Enforcement(Decision),
+    Enforcement(Box<Decision>),
     /// The seccomp supervisor's handling cost.
     EnforcementStats(EnforcementStats),
     /// The end of an enforcing run: decisions by kind, what was preserved.
@@ -75,26 +76,21 @@ pub enum Note {
     ActionStats(crate::record::ActionStats),
 }
 
-/// Body of `enforcement`: a decision of the guard. Its fields depend on
-/// the backend and the decision (docs/enforcement.md, docs/lsm.md); the
-/// process it concerns is a typed field, by which the daemon sorts the
-/// note to that process's target.
+/// Body of `enforcement`: a decision of the guard (docs/enforcement.md,
+/// docs/lsm.md). The process it concerns is a typed field, by which the
+/// daemon sorts the note to that process's target.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Decision {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
     #[serde(flatten)]
-    pub fields: serde_json::Map<String, Value>,
+    pub body: DecisionNote,
 }
 
 impl Decision {
-    /// The decision's name: its `decision`, or that of the record's
-    /// `enforcement` object it carries.
-    pub fn decision(&self) -> Option<&str> {
-        self.fields
-            .get("decision")
-            .or_else(|| self.fields.get("enforcement")?.get("decision"))
-            .and_then(Value::as_str)
+    /// The decision's name.
+    pub fn decision(&self) -> DecisionKind {
+        self.body.enforcement().decision
     }
 }
 
@@ -131,9 +127,9 @@ pub struct TargetEnd {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct LsmSummary {
     /// `lsm`.
-    pub backend: &'static str,
+    pub backend: Backend,
     /// Decisions by name.
-    pub decisions: BTreeMap<String, u64>,
+    pub decisions: BTreeMap<DecisionKind, u64>,
     /// Confirm requests still waiting when the run ended (refused).
     pub unanswered_requests: Vec<u64>,
     pub quarantine: String,
@@ -163,41 +159,37 @@ impl QuarantineLimit {
 /// Body of `enforcement_stats`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct EnforcementStats {
-    pub backend: String,
+    pub backend: Backend,
     pub notifications: u64,
     pub mean_handling_us: f64,
     pub max_handling_us: f64,
 }
 
+/// `notified` of `enforcement_summary`: the reason lines written to
+/// refused callers (enforce::notify).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Notified {
+    pub enabled: bool,
+    pub failed: u64,
+    pub sent: u64,
+    pub suppressed: u64,
+}
+
 /// Body of `enforcement_summary`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct EnforcementSummary {
-    pub backend: String,
-    pub decisions: BTreeMap<String, u64>,
+    pub backend: Backend,
+    pub decisions: BTreeMap<DecisionKind, u64>,
     pub preserved_entries: u64,
     pub quarantine: Option<String>,
     /// Reason lines written to refused callers (enforce::notify).
-    pub notified: Value,
+    pub notified: Notified,
 }
 
 impl Note {
-    /// An `enforcement` note of the fields of `body` (an object).
-    pub fn enforcement(body: Value) -> Note {
-        let mut fields = match body {
-            Value::Object(m) => m,
-            other => {
-                debug_assert!(false, "an enforcement note is an object: {other}");
-                serde_json::Map::new()
-            }
-        };
-        let pid = fields
-            .get("pid")
-            .and_then(Value::as_u64)
-            .and_then(|p| u32::try_from(p).ok());
-        if pid.is_some() {
-            fields.remove("pid");
-        }
-        Note::Enforcement(Decision { pid, fields })
+    /// An `enforcement` note about process `pid`.
+    pub fn decision(pid: Option<u32>, body: DecisionNote) -> Note {
+        Note::Enforcement(Box::new(Decision { pid, body }))
     }
 
     /// The note's kind and body, as written.
@@ -231,6 +223,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::record::enforcement::Enforcement;
 
     #[test]
     fn notes_are_written_as_their_kind_and_fields() {
@@ -257,26 +250,37 @@ mod tests {
                 json!({ "target": "a", "reason": "daemon_stopped" }),
             ),
             (
-                Note::enforcement(json!({ "decision": "denied", "pid": 7 })),
+                Note::decision(
+                    Some(7),
+                    DecisionNote::Flat(Enforcement::new(Backend::Seccomp, DecisionKind::Denied)),
+                ),
                 "enforcement",
-                json!({ "decision": "denied", "pid": 7 }),
+                json!({ "backend": "seccomp", "decision": "denied", "pid": 7 }),
             ),
             (
                 Note::EnforcementSummary(EnforcementSummary {
-                    backend: "seccomp".into(),
-                    decisions: BTreeMap::from([("denied".into(), 1)]),
+                    backend: Backend::Seccomp,
+                    decisions: BTreeMap::from([
+                        (DecisionKind::Timeout, 1),
+                        (DecisionKind::Approved, 2),
+                        (DecisionKind::Denied, 1),
+                    ]),
                     preserved_entries: 0,
                     quarantine: None,
-                    notified: json!({ "sent": 1 }),
+                    notified: Notified {
+                        sent: 1,
+                        ..Notified::default()
+                    },
                 }),
                 "enforcement_summary",
-                json!({ "backend": "seccomp", "decisions": { "denied": 1 },
-                        "preserved_entries": 0, "quarantine": null, "notified": { "sent": 1 } }),
+                json!({ "backend": "seccomp", "decisions": { "approved": 2, "denied": 1, "timeout": 1 },
+                        "preserved_entries": 0, "quarantine": null,
+                        "notified": { "enabled": false, "failed": 0, "sent": 1, "suppressed": 0 } }),
             ),
             (
                 Note::LsmSummary(LsmSummary {
-                    backend: "lsm",
-                    decisions: BTreeMap::from([("denied".into(), 2)]),
+                    backend: Backend::Lsm,
+                    decisions: BTreeMap::from([(DecisionKind::Denied, 2)]),
                     unanswered_requests: vec![4],
                     quarantine: "/q".into(),
                 }),

@@ -682,11 +682,7 @@ const BLOCKED: Decision = Decision {
 };
 
 fn decision(a: &Action) -> Option<Decision> {
-    let d = a
-        .enforcement
-        .as_ref()
-        .and_then(|e| e.get("decision"))
-        .and_then(Value::as_str);
+    let d = a.enforcement.as_ref().map(|e| e.decision.name());
     match d {
         Some("denied" | "timeout" | "preserve_pending") => return Some(BLOCKED),
         Some("approved") => {
@@ -964,7 +960,9 @@ mod tests {
         a.errno = Some("EPERM".into());
         a.result_note = Some(ResultNote::DeniedBySeccomp);
         a.verdict.as_mut().unwrap().treatment = Treatment::Deny;
-        a.enforcement = Some(json!({"backend":"seccomp","decision":"denied","rule":"r"}));
+        a.enforcement =
+            serde_json::from_value(json!({"backend":"seccomp","decision":"denied","rule":"r"}))
+                .unwrap();
         let e = mapper().map(&line(&a, 1)).unwrap().unwrap();
         assert_eq!(e["disposition_id"], 2);
         assert_eq!(e["disposition"], "Blocked");
@@ -978,7 +976,8 @@ mod tests {
             json!(["datetime", "security_control"])
         );
         assert_eq!(e["unmapped"]["enforcement"]["decision"], "denied");
-        a.enforcement = Some(json!({"decision":"approved"}));
+        a.enforcement =
+            serde_json::from_value(json!({"backend":"seccomp","decision":"approved"})).unwrap();
         a.result_note = None;
         a.result = Some(0);
         let e = mapper().map(&line(&a, 1)).unwrap().unwrap();

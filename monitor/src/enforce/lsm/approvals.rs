@@ -11,6 +11,10 @@
 //! kernel keys allowances by object, so a second `git reset --hard` after
 //! an approved one is refused once, then goes through without a question).
 use crate::enforce::answers::{self, Answer, Answers};
+use crate::enforce::DecideError;
+use crate::record::enforcement::{
+    AllowedBy, Backend, CallDecision, DecisionKind, DecisionNote, Enforcement,
+};
 
 use super::*;
 
@@ -28,7 +32,7 @@ pub struct Pending {
 /// A decision record not yet matched to its syscall record.
 pub(super) struct Held {
     pub(super) action: Action,
-    pub(super) enforcement: Value,
+    pub(super) enforcement: Enforcement,
 }
 
 /// Requests and allowances, shared by the session loop (which records
@@ -45,8 +49,8 @@ pub(super) struct ApprovalState {
     pub(super) next_request: u64,
     /// Approved and preserved requests, by key: id, how, what was kept;
     /// for the `allowed_once` record of the retry.
-    pub(super) granted: HashMap<AllowKey, (u64, &'static str, Value)>,
-    pub(super) counts: BTreeMap<String, u64>,
+    pub(super) granted: HashMap<AllowKey, (u64, AllowedBy, Value)>,
+    pub(super) counts: BTreeMap<DecisionKind, u64>,
     /// Answers for the trace, written by the session loop.
     pub(super) notes: Vec<Note>,
     /// The run's answers per logical action (shared with the control
@@ -87,17 +91,17 @@ impl ApprovalState {
         }
     }
 
-    pub(super) fn grant(&mut self, key: AllowKey) -> Result<(), String> {
+    pub(super) fn grant(&mut self, key: AllowKey) -> Result<(), DecideError> {
         let a = Allowance {
             expires_ns: monotonic_ns() + ALLOW_TTL_NS,
             tid: 0,
             _pad: 0,
         };
-        self.allow
+        Ok(self
+            .allow
             .as_mut()
-            .ok_or("LSM_ALLOW: no kernel map")?
-            .insert(key, a, 0)
-            .map_err(|e| format!("LSM_ALLOW: {e}"))
+            .ok_or(DecideError::NoAllowMap)?
+            .insert(key, a, 0)?)
     }
 
     /// A kernel `confirm` refusal of `a` (rule `rule`, allowance key
@@ -113,7 +117,8 @@ impl ApprovalState {
                 if let Err(e) = self.grant(key) {
                     tracing::warn!("re-granting approved request {id}: {e}");
                 }
-                self.granted.insert(key, (id, "approval", Value::Null));
+                self.granted
+                    .insert(key, (id, AllowedBy::Approval, Value::Null));
                 return Confirm::ApprovedBefore(id);
             }
             None => {}
@@ -174,23 +179,39 @@ impl Approvals {
     /// through once; refusing closes the request (the call already failed
     /// with EPERM) and the same action stays refused. A request answered
     /// before gets its answer changed for the next identical call.
-    pub fn decide(&self, id: u64, approve: bool, by: &str) -> Result<(), String> {
+    pub fn decide(&self, id: u64, approve: bool, by: &str) -> Result<(), DecideError> {
         let mut st = self.lock();
         let Some(p) = st.pending.get(&id).cloned() else {
             return st.reconsider(id, approve, by);
         };
         if approve {
             st.grant(p.key)?;
-            st.granted.insert(p.key, (id, "approval", Value::Null));
+            st.granted
+                .insert(p.key, (id, AllowedBy::Approval, Value::Null));
         }
         st.pending.remove(&id);
         st.answers.record(&p.action, approve, id);
         st.answers.answered(id, approve, "denied");
-        let decision = if approve { "approved" } else { "refused" };
-        *st.counts.entry(decision.into()).or_default() += 1;
-        let enf = json!({ "backend": "lsm", "decision": decision, "request": id, "rule": p.rule, "decided_by": by });
-        let note = json!({ "enforcement": enf, "what": p.what, "op": p.action.op, "path": p.action.path, "pid": p.action.pid });
-        st.notes.push(Note::enforcement(note));
+        let decision = if approve {
+            DecisionKind::Approved
+        } else {
+            DecisionKind::Refused
+        };
+        *st.counts.entry(decision).or_default() += 1;
+        let enf = Enforcement {
+            request: Some(id),
+            rule: Some(p.rule.clone()),
+            decided_by: Some(by.to_owned()),
+            ..Enforcement::new(Backend::Lsm, decision)
+        };
+        let note = CallDecision {
+            what: Some(p.what.clone()),
+            op: Some(p.action.op),
+            path: Some(p.action.path.clone()),
+            ..CallDecision::of(enf)
+        };
+        st.notes
+            .push(Note::decision(Some(p.action.pid), DecisionNote::Call(note)));
         Ok(())
     }
 
@@ -215,17 +236,15 @@ impl Approvals {
 
 impl ApprovalState {
     /// `abm approve|deny ID` of a request answered before.
-    fn reconsider(&mut self, id: u64, approve: bool, by: &str) -> Result<(), String> {
-        let key = *self
-            .keys
-            .get(&id)
-            .ok_or_else(|| format!("no pending BPF LSM request {id}"))?;
+    fn reconsider(&mut self, id: u64, approve: bool, by: &str) -> Result<(), DecideError> {
+        let key = *self.keys.get(&id).ok_or(DecideError::NoLsmRequest(id))?;
         self.answers
             .reconsider(id, approve)
-            .ok_or_else(|| format!("request {id} has no answer to change"))?;
+            .ok_or(DecideError::NoAnswerToChange(id))?;
         if approve {
             self.grant(key)?;
-            self.granted.insert(key, (id, "approval", Value::Null));
+            self.granted
+                .insert(key, (id, AllowedBy::Approval, Value::Null));
         } else if self.granted.get(&key).is_some_and(|g| g.0 == id) {
             self.granted.remove(&key);
             if let Some(m) = self.allow.as_mut() {
@@ -233,12 +252,17 @@ impl ApprovalState {
             }
         }
         let decision = if approve {
-            "approved_for_retry"
+            DecisionKind::ApprovedForRetry
         } else {
-            "denied_for_retry"
+            DecisionKind::DeniedForRetry
         };
-        let note = json!({ "enforcement": { "backend": "lsm", "decision": decision, "request": id, "decided_by": by } });
-        self.notes.push(Note::enforcement(note));
+        let enforcement = Enforcement {
+            request: Some(id),
+            decided_by: Some(by.to_owned()),
+            ..Enforcement::new(Backend::Lsm, decision)
+        };
+        self.notes
+            .push(Note::decision(None, DecisionNote::Nested { enforcement }));
         Ok(())
     }
 }
@@ -295,7 +319,7 @@ mod tests {
         let refused = st
             .notes
             .iter()
-            .filter(|n| matches!(n, Note::Enforcement(d) if d.decision() == Some("refused")))
+            .filter(|n| matches!(n, Note::Enforcement(d) if d.decision() == DecisionKind::Refused))
             .count();
         assert_eq!(refused, 1);
         drop(st);

@@ -1,6 +1,10 @@
 //! The running BPF LSM backend: maps filled, programs attached, decision
 //! records turned into trace records.
 use crate::enforce::notify::Outcome;
+use crate::record::enforcement::{
+    AllowedBy, Backend, CallDecision, DecisionKind, DecisionNote, Enforcement, REFUSED_BEFORE,
+    RETRY_ALLOWED_ONCE,
+};
 use crate::trace::note::LsmSummary;
 
 use super::*;
@@ -145,7 +149,7 @@ impl LsmBackend {
         let allow = take(ebpf, "LSM_ALLOW", BpfHashMap::try_from)?;
         let events = take(ebpf, "LSM_EVENTS", RingBuf::try_from)?;
         let btf = Btf::from_sys_fs()
-            .map_err(|e| LsmError::Unavailable(format!("cannot read the kernel BTF: {e}")))?;
+            .map_err(|e| LsmError::Unavailable(Unavailable::Btf(e.to_string())))?;
         let mut attached = Vec::new();
         for (name, hook, required) in PROGRAMS {
             let perr = |detail: String| LsmError::Program { name, hook, detail };
@@ -386,17 +390,17 @@ impl LsmBackend {
             rule: d.rule as u16,
         };
         let treatment = self.compiled.rules.get(&d.rule).map(|(_, t)| *t);
-        let mut enf = json!({
-            "backend": "lsm",
-            "rule": rule,
-            "hook": hook::name(d.hook),
-            "treatment": treatment,
-        });
+        let mut enf = Enforcement {
+            rule: Some(rule.clone()),
+            hook: Some(hook::name(d.hook).to_owned()),
+            treatment: Some(treatment),
+            ..Enforcement::new(Backend::Lsm, DecisionKind::Unknown)
+        };
         let approvals = self.approvals.clone();
         let mut st = approvals.lock();
         let mut told = None;
         let name = match d.decision & decision::MASK {
-            decision::DENIED => "denied",
+            decision::DENIED => DecisionKind::Denied,
             decision::CONFIRM_PENDING => match st.confirm(&a, &rule, key) {
                 Confirm::Asked(id) => {
                     let what = crate::enforce::describe(&a);
@@ -405,85 +409,95 @@ impl LsmBackend {
                             "abm: confirm request {id}: {what} was refused by rule {rule}; `abm approve {id}` lets a retry through"
                         );
                     }
-                    let note = json!({
-                        "enforcement": { "backend": "lsm", "decision": "confirm_requested", "request": id, "rule": rule },
-                        "what": what, "op": a.op, "path": a.path, "argv": a.argv, "cwd": a.cwd, "pid": a.pid,
-                    });
-                    st.notes.push(Note::enforcement(note));
-                    enf["request"] = json!(id);
-                    "pending_confirmation"
+                    let asked = Enforcement {
+                        request: Some(id),
+                        rule: Some(rule.clone()),
+                        ..Enforcement::new(Backend::Lsm, DecisionKind::ConfirmRequested)
+                    };
+                    let note = CallDecision {
+                        what: Some(what),
+                        op: Some(a.op),
+                        path: Some(a.path.clone()),
+                        argv: Some(a.argv.clone()),
+                        cwd: Some(a.cwd.clone()),
+                        ..CallDecision::of(asked)
+                    };
+                    st.notes
+                        .push(Note::decision(Some(a.pid), DecisionNote::Call(note)));
+                    enf.request = Some(id);
+                    DecisionKind::PendingConfirmation
                 }
                 Confirm::Joined(id) => {
-                    enf["request"] = json!(id);
-                    enf["same_as_request"] = json!(id);
-                    "pending_confirmation"
+                    enf.request = Some(id);
+                    enf.same_as_request = Some(id);
+                    DecisionKind::PendingConfirmation
                 }
                 Confirm::RefusedBefore(id) => {
-                    enf["request"] = json!(id);
-                    enf["decided_by"] = json!(format!("request:{id}"));
-                    enf["answer"] = json!("the same action was refused before in this run");
+                    enf.request = Some(id);
+                    enf.decided_by = Some(format!("request:{id}"));
+                    enf.answer = Some(REFUSED_BEFORE.to_owned());
                     told = Some(Outcome::Refused);
-                    "denied"
+                    DecisionKind::Denied
                 }
                 Confirm::ApprovedBefore(id) => {
-                    enf["request"] = json!(id);
-                    enf["approved_before"] = json!(id);
-                    enf["retry"] = json!("allowed once");
+                    enf.request = Some(id);
+                    enf.approved_before = Some(id);
+                    enf.retry = Some(RETRY_ALLOWED_ONCE.to_owned());
                     told = Some(Outcome::ApprovedBefore);
-                    "pending_confirmation"
+                    DecisionKind::PendingConfirmation
                 }
             },
             decision::PRESERVE_PENDING => {
                 if let Some((id, _, kept)) = st.granted.get(&key) {
                     // A repeat before the retry: the copy exists already.
-                    enf["request"] = json!(id);
-                    enf["preserved"] = kept.clone();
+                    enf.request = Some(*id);
+                    enf.preserved = Some(kept.clone());
                 } else {
                     let id = st.next_request;
                     st.next_request += 1;
-                    enf["request"] = json!(id);
+                    enf.request = Some(id);
                     match self.quarantine.preserve(&a, &rule) {
                         Ok(entries) => {
-                            let kept = json!(entries);
-                            enf["preserved"] = kept.clone();
+                            let kept = Value::Array(entries);
+                            enf.preserved = Some(kept.clone());
                             match st.grant(key) {
                                 Ok(()) => {
-                                    enf["retry"] = json!("allowed once");
-                                    st.granted.insert(key, (id, "preserved", kept));
+                                    enf.retry = Some(RETRY_ALLOWED_ONCE.to_owned());
+                                    st.granted.insert(key, (id, AllowedBy::Preserved, kept));
                                 }
-                                Err(e) => enf["error"] = json!(e),
+                                Err(e) => enf.error = Some(e.to_string()),
                             }
                         }
                         Err(e) => {
                             for n in self.quarantine.take_notes() {
                                 st.notes.push(Note::QuarantineLimit(n));
                             }
-                            enf["error"] = json!(format!(
+                            enf.error = Some(format!(
                                 "could not keep a copy, the call stays refused: {e}"
                             ));
                         }
                     }
                 }
-                "preserve_pending"
+                DecisionKind::PreservePending
             }
             decision::ALLOWED_ONCE => {
                 if let Some((id, how, kept)) = st.granted.remove(&key) {
-                    enf["request"] = json!(id);
-                    enf["allowed_by"] = json!(how);
-                    if how == "preserved" {
-                        enf["preserved"] = kept;
+                    enf.request = Some(id);
+                    enf.allowed_by = Some(how);
+                    if how == AllowedBy::Preserved {
+                        enf.preserved = Some(kept);
                     }
                 }
-                "allowed_once"
+                DecisionKind::AllowedOnce
             }
             decision::KILLED => {
-                enf["reason"] = json!(KILLED_REASON);
-                "killed"
+                enf.reason = Some(KILLED_REASON.to_owned());
+                DecisionKind::Killed
             }
-            _ => "unknown",
+            _ => DecisionKind::Unknown,
         };
-        enf["decision"] = json!(name);
-        *st.counts.entry(name.to_owned()).or_default() += 1;
+        enf.decision = name;
+        *st.counts.entry(name).or_default() += 1;
         drop(st);
         self.tell(&a, d.decision & decision::MASK, told, &rule, &enf);
         if d.decision & decision::HELD != 0 {
@@ -505,13 +519,13 @@ impl LsmBackend {
     /// earlier answer decided, else by the kernel's decision `d`. The
     /// kernel stopped the caller for this when it could (`HELD`);
     /// otherwise the caller may have exited, then its parent is told.
-    fn tell(&self, a: &Action, d: u32, told: Option<Outcome>, rule: &str, enf: &Value) {
+    fn tell(&self, a: &Action, d: u32, told: Option<Outcome>, rule: &str, enf: &Enforcement) {
         let Some(n) = &self.notify else { return };
         let outcome = match (told, d) {
             (Some(o), _) => o,
             (None, decision::DENIED) => Outcome::Denied,
             (None, decision::CONFIRM_PENDING) => Outcome::AwaitingApproval,
-            (None, decision::PRESERVE_PENDING) if enf.get("error").is_some() => Outcome::Denied,
+            (None, decision::PRESERVE_PENDING) if enf.error.is_some() => Outcome::Denied,
             _ => return,
         };
         let reason = self
@@ -521,7 +535,7 @@ impl LsmBackend {
             .find(|r| r.id == rule)
             .map_or("", |r| r.reason.as_str());
         let request = (outcome != Outcome::Denied)
-            .then(|| enf["request"].as_u64())
+            .then_some(enf.request)
             .flatten();
         n.tell(outcome, a, rule, reason, request);
     }
@@ -603,7 +617,7 @@ impl LsmBackend {
         let left: Vec<u64> = st.pending.keys().copied().collect();
         st.pending.clear();
         LsmSummary {
-            backend: "lsm",
+            backend: Backend::Lsm,
             decisions: st.counts.clone(),
             unanswered_requests: left,
             quarantine: self.quarantine.dir().to_string_lossy().into_owned(),
@@ -611,7 +625,7 @@ impl LsmBackend {
     }
 
     /// Decision counts so far, by decision name.
-    pub fn counts(&self) -> BTreeMap<String, u64> {
+    pub fn counts(&self) -> BTreeMap<DecisionKind, u64> {
         self.approvals.lock().counts.clone()
     }
 }

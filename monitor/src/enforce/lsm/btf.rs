@@ -31,10 +31,10 @@ fn u32_at(b: &[u8], at: usize) -> Option<u32> {
 
 /// Number of parameters of the kernel function `func` in the BTF blob
 /// `btf` (`None` when it has no such function).
-pub fn func_params(btf: &[u8], func: &str) -> Result<Option<usize>, String> {
-    let bad = || "malformed BTF".to_owned();
+pub fn func_params(btf: &[u8], func: &str) -> Result<Option<usize>, BtfError> {
+    let bad = || BtfError::Malformed;
     if btf.len() < 24 || u16::from_le_bytes([btf[0], btf[1]]) != 0xeb9f {
-        return Err("not a little-endian BTF blob".into());
+        return Err(BtfError::NotBtf);
     }
     let hdr = u32_at(btf, 4).ok_or_else(bad)? as usize;
     let (type_off, type_len) = (
@@ -63,7 +63,7 @@ pub fn func_params(btf: &[u8], func: &str) -> Result<Option<usize>, String> {
         if kind == 12 && func_type.is_none() && name_at(name) == func.as_bytes() {
             func_type = Some(u32_at(types, at + 8).ok_or_else(bad)? as usize);
         }
-        at += 12 + extra_len(kind, vlen).ok_or_else(|| format!("unknown BTF kind {kind}"))?;
+        at += 12 + extra_len(kind, vlen).ok_or(BtfError::UnknownKind(kind))?;
     }
     let Some(proto) = func_type else {
         return Ok(None);
@@ -71,16 +71,38 @@ pub fn func_params(btf: &[u8], func: &str) -> Result<Option<usize>, String> {
     let off = *offsets.get(proto).ok_or_else(bad)?;
     let info = u32_at(types, off + 4).ok_or_else(bad)?;
     if (info >> 24) & 0x1f != 13 {
-        return Err(format!("{func}'s BTF type is not a function prototype"));
+        return Err(BtfError::NotPrototype(func.to_owned()));
     }
     Ok(Some((info & 0xffff) as usize))
 }
 
 /// Number of arguments of LSM hook `hook` on the running kernel (its BPF
 /// attach point `bpf_lsm_<hook>` in /sys/kernel/btf/vmlinux).
-pub fn hook_args(hook: &str) -> Result<usize, String> {
+pub fn hook_args(hook: &str) -> Result<usize, BtfError> {
     let path = Path::new("/sys/kernel/btf/vmlinux");
-    let btf = std::fs::read(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
-    func_params(&btf, &format!("bpf_lsm_{hook}"))?
-        .ok_or_else(|| format!("the kernel BTF has no LSM hook {hook} (bpf_lsm_{hook})"))
+    let btf = std::fs::read(path).map_err(|source| BtfError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    func_params(&btf, &format!("bpf_lsm_{hook}"))?.ok_or_else(|| BtfError::NoHook(hook.to_owned()))
+}
+
+/// Why the kernel BTF does not tell a hook's arguments.
+#[derive(Debug, thiserror::Error)]
+pub enum BtfError {
+    #[error("reading {}: {source}", path.display())]
+    Read {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("not a little-endian BTF blob")]
+    NotBtf,
+    #[error("malformed BTF")]
+    Malformed,
+    #[error("unknown BTF kind {0}")]
+    UnknownKind(u32),
+    #[error("{0}'s BTF type is not a function prototype")]
+    NotPrototype(String),
+    #[error("the kernel BTF has no LSM hook {0} (bpf_lsm_{0})")]
+    NoHook(String),
 }

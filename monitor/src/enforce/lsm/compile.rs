@@ -124,7 +124,7 @@ pub(super) fn has_meta(s: &str) -> bool {
 
 /// Replaces a leading `${root}`; `None` when the root is not set (the
 /// pattern can never match), `Err` when unknown.
-pub(super) fn substitute(pattern: &str, ctx: &Context) -> Result<Option<String>, String> {
+pub(super) fn substitute(pattern: &str, ctx: &Context) -> Result<Option<String>, NoKernelForm> {
     let roots: [(&str, Option<&Path>); 3] = [
         (
             "${workspace}",
@@ -147,8 +147,36 @@ pub(super) fn substitute(pattern: &str, ctx: &Context) -> Result<Option<String>,
     if pattern.starts_with('/') {
         Ok(Some(pattern.to_owned()))
     } else {
-        Err(format!("`{pattern}` is not anchored"))
+        Err(NoKernelForm::NotAnchored(pattern.to_owned()))
     }
+}
+
+/// Why a path pattern or an exec condition has no kernel form; its text
+/// goes into the compile report.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoKernelForm {
+    #[error("`{0}` is not anchored")]
+    NotAnchored(String),
+    /// The glob does not parse (globset's text).
+    #[error("{0}")]
+    Glob(String),
+    #[error(
+        "`{0}`: only literal paths, DIR/*, DIR/** and (for blocking rules) DIR/NAME-GLOB compile"
+    )]
+    PathShape(String),
+    #[error("`{0}` is a pattern")]
+    Pattern(String),
+    #[error("`{0}` is longer than {max} bytes", max = MAX_TOKEN)]
+    TooLong(String),
+    #[error("several multi-word subcommands")]
+    MultiWordSubcommands,
+    #[error("several multi-flag alternatives")]
+    MultiFlagAlternatives,
+    #[error("`{0}` has no kernel form")]
+    Condition(String),
+    /// The flag does not parse (the policy parser's text).
+    #[error("{0}")]
+    Flag(String),
 }
 
 /// The kernel entries of one path glob: `Ok(entries)` (possibly empty when
@@ -160,7 +188,7 @@ pub(super) fn path_entries(
     pattern: &str,
     ctx: &Context,
     snapshot: bool,
-) -> Result<Entries, String> {
+) -> Result<Entries, NoKernelForm> {
     let Some(p) = substitute(pattern, ctx)? else {
         return Ok((vec![], None));
     };
@@ -185,9 +213,11 @@ pub(super) fn path_entries(
                 .literal_separator(true)
                 .backslash_escape(true)
                 .build()
-                .map_err(|e| e.to_string())?
+                .map_err(|e| NoKernelForm::Glob(e.to_string()))?
                 .compile_matcher();
-            let Ok(dir) = std::fs::read_dir(&prefix) else { return Ok((vec![], missing(pattern))) };
+            let Ok(dir) = std::fs::read_dir(&prefix) else {
+                return Ok((vec![], missing(pattern)));
+            };
             let mut out = Vec::new();
             for e in dir.flatten() {
                 if glob.is_match(e.file_name()) {
@@ -196,9 +226,12 @@ pub(super) fn path_entries(
                     }
                 }
             }
-            Ok((out, Some(format!("`{pattern}`: entries present at start only"))))
+            Ok((
+                out,
+                Some(format!("`{pattern}`: entries present at start only")),
+            ))
         }
-        _ => Err(format!("`{pattern}`: only literal paths, DIR/*, DIR/** and (for blocking rules) DIR/NAME-GLOB compile")),
+        _ => Err(NoKernelForm::PathShape(pattern.to_owned())),
     }
 }
 
@@ -439,11 +472,11 @@ pub(super) fn compile_file_rule(
                         }
                     }
                 }
-                Err(why) if blocking => partial.push(why),
+                Err(why) if blocking => partial.push(why.to_string()),
                 Err(why) => {
                     // An accept rule the kernel cannot bound matches any
                     // path: it may only ever let more through.
-                    notes.push(why);
+                    notes.push(why.to_string());
                     any_path = true;
                 }
             }
@@ -537,7 +570,7 @@ pub(super) enum Alt {
 
 /// A flag as the policy spells it, parsed by the policy's own parser
 /// (`FlagSpec`): one clause per part.
-pub(super) fn flag_alts(spec: &str) -> Result<Vec<Vec<Alt>>, String> {
+pub(super) fn flag_alts(spec: &str) -> Result<Vec<Vec<Alt>>, NoKernelForm> {
     fn clauses(f: FlagSpec, out: &mut Vec<Vec<Alt>>) {
         match f {
             FlagSpec::Word(w) => out.push(vec![Alt::Token(w)]),
@@ -546,17 +579,18 @@ pub(super) fn flag_alts(spec: &str) -> Result<Vec<Vec<Alt>>, String> {
         }
     }
     let mut out = Vec::new();
-    clauses(FlagSpec::parse(spec)?, &mut out);
+    let f = FlagSpec::parse(spec).map_err(|e| NoKernelForm::Flag(e.to_string()))?;
+    clauses(f, &mut out);
     Ok(out)
 }
 
 /// Clauses of one exec condition (each clause: alternatives, any may hold).
-pub(super) fn exec_clauses(cond: &Condition) -> Result<Clauses, String> {
-    let literal = |v: &str| -> Result<(), String> {
+pub(super) fn exec_clauses(cond: &Condition) -> Result<Clauses, NoKernelForm> {
+    let literal = |v: &str| -> Result<(), NoKernelForm> {
         if has_meta(v) {
-            Err(format!("`{v}` is a pattern"))
+            Err(NoKernelForm::Pattern(v.to_owned()))
         } else if v.len() > MAX_TOKEN {
-            Err(format!("`{v}` is longer than {MAX_TOKEN} bytes"))
+            Err(NoKernelForm::TooLong(v.to_owned()))
         } else {
             Ok(())
         }
@@ -588,7 +622,7 @@ pub(super) fn exec_clauses(cond: &Condition) -> Result<Clauses, String> {
                     anywhere,
                 ))
             } else {
-                Err("several multi-word subcommands".into())
+                Err(NoKernelForm::MultiWordSubcommands)
             }
         }
         (Field::Arg, Operator::Glob)
@@ -628,10 +662,10 @@ pub(super) fn exec_clauses(cond: &Condition) -> Result<Clauses, String> {
                     note,
                 ))
             } else {
-                Err("several multi-flag alternatives".into())
+                Err(NoKernelForm::MultiFlagAlternatives)
             }
         }
-        _ => Err(format!("`{cond}` has no kernel form")),
+        _ => Err(NoKernelForm::Condition(cond.to_string())),
     }
 }
 

@@ -13,7 +13,7 @@ use super::*;
 pub struct LsmGuard {
     backend: LsmBackend,
     /// Decision counts, by decision name, as of the last absorb.
-    counts: BTreeMap<String, u64>,
+    counts: BTreeMap<crate::record::enforcement::DecisionKind, u64>,
     /// Start of the window of the next `lsm_decode_error` loss record.
     losses_ns: u64,
     /// The last exec records released, for decisions read after their
@@ -53,7 +53,7 @@ struct LsmRequests {
 }
 
 impl Requests for LsmRequests {
-    fn decide(&self, id: u64, approve: bool, by: &str) -> Result<(), String> {
+    fn decide(&self, id: u64, approve: bool, by: &str) -> Result<(), crate::enforce::DecideError> {
         if !self.approvals.owns(id) {
             return Err(self.core.no_request(id));
         }
@@ -158,7 +158,7 @@ impl Guard for LsmGuard {
         Ok(())
     }
 
-    fn counts(&self) -> &BTreeMap<String, u64> {
+    fn counts(&self) -> &BTreeMap<crate::record::enforcement::DecisionKind, u64> {
         &self.counts
     }
 }

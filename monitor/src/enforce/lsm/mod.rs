@@ -96,7 +96,7 @@ pub fn setattr_idmap() -> Result<bool, LsmError> {
         Err(e) => Err(LsmError::Program {
             name: "lsm_inode_setattr",
             hook: "inode_setattr",
-            detail: e,
+            detail: e.to_string(),
         }),
     }
 }
@@ -124,7 +124,7 @@ pub const ALLOW_TTL_NS: u64 = 300 * 1_000_000_000;
 #[derive(Debug, thiserror::Error)]
 pub enum LsmError {
     #[error("{0}")]
-    Unavailable(String),
+    Unavailable(#[from] Unavailable),
     #[error("the policy does not fit the BPF LSM backend: {0}")]
     Capacity(String),
     #[error("map {name}: {detail}")]
@@ -143,8 +143,8 @@ pub enum LsmError {
 /// Whether BPF LSM programs load and attach here; the error says why not
 /// and what would fix it. The first call loads and attaches one program
 /// (a no-op while no policy is loaded), later calls reuse the answer.
-pub fn available() -> Result<(), String> {
-    static ANSWER: OnceLock<Result<(), String>> = OnceLock::new();
+pub fn available() -> Result<(), Unavailable> {
+    static ANSWER: OnceLock<Result<(), Unavailable>> = OnceLock::new();
     ANSWER.get_or_init(probe_available).clone()
 }
 
@@ -159,33 +159,59 @@ pub fn capability() -> Capability {
         Err(e) => Capability {
             name: "bpf_lsm",
             available: false,
-            detail: e,
+            detail: e.to_string(),
         },
     }
 }
 
-fn probe_available() -> Result<(), String> {
-    crate::kernel::probes::preflight().map_err(|e| e.to_string())?;
+fn probe_available() -> Result<(), Unavailable> {
+    crate::kernel::probes::preflight().map_err(|e| Unavailable::Preflight(e.to_string()))?;
     match crate::kernel::probes::lsm_list() {
         Some(l) if l.split(',').any(|x| x == "bpf") => {}
-        Some(l) => {
-            return Err(format!(
-                "the BPF LSM is not active (active LSMs: {l}): boot with `lsm={l},bpf` (needs CONFIG_BPF_LSM=y)"
-            ))
-        }
-        None => return Err("cannot read the active LSM list (/sys/kernel/security/lsm)".into()),
+        Some(l) => return Err(Unavailable::NotActive(l)),
+        None => return Err(Unavailable::NoLsmList),
     }
-    let btf = Btf::from_sys_fs().map_err(|e| format!("cannot read the kernel BTF: {e}"))?;
-    let mut ebpf = load_object().map_err(|e| format!("loading the kernel object: {e}"))?;
+    let btf = Btf::from_sys_fs().map_err(|e| Unavailable::Btf(e.to_string()))?;
+    let mut ebpf = load_object().map_err(|e| Unavailable::Object(e.to_string()))?;
     let (name, hook, _) = PROGRAMS[0];
     let prog: &mut Lsm = ebpf
         .program_mut(name)
-        .ok_or_else(|| format!("program {name} missing from the kernel object"))?
+        .ok_or(Unavailable::Missing(name))?
         .try_into()
-        .map_err(|e| format!("{name}: {e}"))?;
-    prog.load(hook, &btf).map_err(|e| explain_load(&e))?;
-    prog.attach().map_err(|e| explain_load(&e))?;
+        .map_err(|e: aya::programs::ProgramError| Unavailable::Program {
+            name,
+            detail: e.to_string(),
+        })?;
+    prog.load(hook, &btf)
+        .map_err(|e| Unavailable::Load(explain_load(&e)))?;
+    prog.attach()
+        .map_err(|e| Unavailable::Load(explain_load(&e)))?;
     Ok(())
+}
+
+/// Why BPF LSM programs do not load or attach here ([`available`]); the
+/// text says what would fix it.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum Unavailable {
+    /// The tracing preflight failed (its error's text).
+    #[error("{0}")]
+    Preflight(String),
+    /// The active LSMs, without `bpf`.
+    #[error("the BPF LSM is not active (active LSMs: {0}): boot with `lsm={0},bpf` (needs CONFIG_BPF_LSM=y)")]
+    NotActive(String),
+    #[error("cannot read the active LSM list (/sys/kernel/security/lsm)")]
+    NoLsmList,
+    #[error("cannot read the kernel BTF: {0}")]
+    Btf(String),
+    #[error("loading the kernel object: {0}")]
+    Object(String),
+    #[error("program {0} missing from the kernel object")]
+    Missing(&'static str),
+    #[error("{name}: {detail}")]
+    Program { name: &'static str, detail: String },
+    /// A load or attach error in words, with the likely cause.
+    #[error("{0}")]
+    Load(String),
 }
 
 fn load_object() -> Result<Ebpf, aya::EbpfError> {

@@ -235,7 +235,7 @@ impl Conn {
                 };
                 match sh.decide(id, approve, &format!("remote:{}", self.peer.ip())) {
                     Ok(()) => (200, json!({ "ok": true, "run": sh.run_id, "id": id })),
-                    Err(e) => (409, json!({ "ok": false, "error": e })),
+                    Err(e) => (409, json!({ "ok": false, "error": e.to_string() })),
                 }
             }
             (_, "/pending" | "/answer") => (

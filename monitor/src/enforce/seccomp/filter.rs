@@ -310,11 +310,13 @@ pub fn run_filter(prog: &[libc::sock_filter], arch: u32, nr: u32, args: [u64; 6]
 /// Runs `install` (a seccomp filter's installation) in a forked child that
 /// then exits: whether it works here, without filtering abm itself.
 /// `install` must make raw syscalls only (it runs between fork and exit).
-pub fn installs_in_child(install: impl Fn() -> std::io::Result<()>) -> Result<(), String> {
+pub fn installs_in_child(
+    install: impl Fn() -> std::io::Result<()>,
+) -> Result<(), ChildInstallError> {
     // SAFETY: the child only makes raw syscalls (install) and _exits.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
-        return Err(format!("fork: {}", std::io::Error::last_os_error()));
+        return Err(ChildInstallError::Fork(std::io::Error::last_os_error()));
     }
     if pid == 0 {
         let code = match install() {
@@ -330,10 +332,24 @@ pub fn installs_in_child(install: impl Fn() -> std::io::Result<()>) -> Result<()
     if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
         Ok(())
     } else if libc::WIFEXITED(status) {
-        Err(std::io::Error::from_raw_os_error(libc::WEXITSTATUS(status)).to_string())
+        Err(ChildInstallError::Refused(
+            std::io::Error::from_raw_os_error(libc::WEXITSTATUS(status)),
+        ))
     } else {
-        Err(format!("the probe child died (status {status:#x})"))
+        Err(ChildInstallError::Died(status))
     }
+}
+
+/// Why a filter did not install in the probe child of [`installs_in_child`].
+#[derive(Debug, thiserror::Error)]
+pub enum ChildInstallError {
+    #[error("fork: {0}")]
+    Fork(std::io::Error),
+    /// The installation's error, as the child exited with it.
+    #[error("{0}")]
+    Refused(std::io::Error),
+    #[error("the probe child died (status {0:#x})")]
+    Died(i32),
 }
 
 #[cfg(test)]

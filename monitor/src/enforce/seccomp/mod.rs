@@ -28,13 +28,15 @@ use std::{
 };
 
 use anyhow::Context as _;
-use serde_json::Value;
 
 use super::{default_socket_dir, trace_guard::TraceGuard, Backend, Guard, Start};
 use crate::{
     core::monotonic_ns,
     pipeline::{Pipeline, Recorder},
-    record::{Action, Op, Treatment, Verdict},
+    record::{
+        enforcement::{DecisionKind, DecisionNote, Enforcement},
+        Action, Op, Treatment, Verdict,
+    },
     trace::note::Note,
 };
 
@@ -64,8 +66,9 @@ pub(crate) enum Msg {
         syscall: String,
         /// CLOCK_MONOTONIC when the answer was sent.
         ktime_ns: u64,
-        enforcement: Value,
-        note: Value,
+        enforcement: Box<Enforcement>,
+        /// The note's pid and body.
+        note: Box<(u32, DecisionNote)>,
     },
     /// Any other note.
     Note(Note),
@@ -78,14 +81,14 @@ const ANNOTATION_WINDOW_NS: u64 = 1_000_000_000;
 struct Annotation {
     syscall: String,
     ktime_ns: u64,
-    enforcement: Value,
+    enforcement: Enforcement,
 }
 
 /// A record of a call that ran although its verdict blocks it (deny,
 /// confirm, preserve) and no decision of the supervisor is attached: under
 /// `--enforce` that is never left unsaid. Its `enforcement` says
 /// `unenforced`, with why it can happen. Calls that failed did nothing.
-fn unenforced(a: &Action) -> Option<Value> {
+fn unenforced(a: &Action) -> Option<Enforcement> {
     if a.enforcement.is_some()
         || a.result_note == Some(crate::record::ResultNote::DeniedBySeccomp)
         || !a.op.is_some_and(Op::is_action)
@@ -100,14 +103,16 @@ fn unenforced(a: &Action) -> Option<Value> {
     ) {
         return None;
     }
-    Some(serde_json::json!({
-        "backend": "seccomp",
-        "decision": "unenforced",
-        "rule": v.rule,
-        "treatment": v.treatment,
-        "reason": "the call ran: the supervisor judged it before it ran and let it through (its verdict then differed: the result and what the call left were not known yet), or it never reached the supervisor (a process outside the command's seccomp filter, such as a container the runtime started)",
-    }))
+    Some(Enforcement {
+        rule: Some(v.rule.clone()),
+        treatment: Some(Some(v.treatment)),
+        reason: Some(UNENFORCED_REASON.to_owned()),
+        ..Enforcement::new(Backend::Seccomp, DecisionKind::Unenforced)
+    })
 }
+
+/// `reason` of an `unenforced` decision.
+const UNENFORCED_REASON: &str = "the call ran: the supervisor judged it before it ran and let it through (its verdict then differed: the result and what the call left were not known yet), or it never reached the supervisor (a process outside the command's seccomp filter, such as a container the runtime started)";
 
 /// The seccomp guard of one enforcing `abm run`: owns the supervisor
 /// thread, the prompt and the channel of records.
@@ -119,7 +124,7 @@ pub struct SeccompGuard {
     prompt: Option<JoinHandle<()>>,
     denied_verdicts: HashMap<(u32, u64), Verdict>,
     annotations: HashMap<u32, Vec<Annotation>>,
-    counts: BTreeMap<String, u64>,
+    counts: BTreeMap<DecisionKind, u64>,
     preserved_entries: u64,
 }
 
@@ -223,9 +228,7 @@ impl Guard for SeccompGuard {
                     let decision = a
                         .enforcement
                         .as_ref()
-                        .and_then(|e| e["decision"].as_str())
-                        .unwrap_or("denied")
-                        .to_owned();
+                        .map_or(DecisionKind::Denied, |e| e.decision);
                     *self.counts.entry(decision).or_default() += 1;
                     if let Some(v) = &a.verdict {
                         self.denied_verdicts.insert((a.tid, a.ktime_ns), v.clone());
@@ -239,24 +242,24 @@ impl Guard for SeccompGuard {
                     enforcement,
                     note,
                 } => {
-                    let decision = enforcement["decision"].as_str().unwrap_or("?").to_owned();
-                    if decision == "preserved" {
-                        self.preserved_entries += enforcement["entries"]
-                            .as_array()
-                            .map_or(0, |e| e.len() as u64);
+                    let decision = enforcement.decision;
+                    if decision == DecisionKind::Preserved {
+                        self.preserved_entries +=
+                            enforcement.entries.as_ref().map_or(0, |e| e.len() as u64);
                     }
                     *self.counts.entry(decision).or_default() += 1;
-                    trace.note(&Note::enforcement(note))?;
+                    let (pid, body) = *note;
+                    trace.note(&Note::decision(Some(pid), body))?;
                     self.annotations.entry(tid).or_default().push(Annotation {
                         syscall,
                         ktime_ns,
-                        enforcement,
+                        enforcement: *enforcement,
                     });
                 }
                 Msg::Note(note) => {
                     if let Note::Enforcement(d) = &note {
-                        if d.decision() == Some("abandoned") {
-                            *self.counts.entry("abandoned".into()).or_default() += 1;
+                        if d.decision() == DecisionKind::Abandoned {
+                            *self.counts.entry(DecisionKind::Abandoned).or_default() += 1;
                         }
                     }
                     trace.note(&note)?;
@@ -296,7 +299,7 @@ impl Guard for SeccompGuard {
         }
         for a in acts.iter_mut() {
             if let Some(e) = unenforced(a) {
-                *self.counts.entry("unenforced".into()).or_default() += 1;
+                *self.counts.entry(DecisionKind::Unenforced).or_default() += 1;
                 a.enforcement = Some(e);
             }
         }
@@ -323,7 +326,7 @@ impl Guard for SeccompGuard {
         self.absorb(pipeline, trace)
     }
 
-    fn counts(&self) -> &BTreeMap<String, u64> {
+    fn counts(&self) -> &BTreeMap<DecisionKind, u64> {
         &self.counts
     }
 

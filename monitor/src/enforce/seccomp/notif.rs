@@ -313,28 +313,22 @@ impl Listener {
 
 /// Whether seccomp user notification works here: a forked child installs
 /// the real filter (and a listener) and exits.
-pub fn probe() -> Result<String, String> {
+pub fn probe() -> Result<String, Unavailable> {
     if let Ok(v) = std::env::var(crate::enforce::DISABLE_ENV) {
         if !v.is_empty() && v != "0" {
-            return Err(format!("disabled by {}={v}", crate::enforce::DISABLE_ENV));
+            return Err(Unavailable::Disabled { value: v });
         }
     }
     if std::env::consts::ARCH != "x86_64" {
-        return Err(format!(
-            "the filter is written for x86_64, this is {}",
-            std::env::consts::ARCH
-        ));
+        return Err(Unavailable::Arch(std::env::consts::ARCH));
     }
     let avail =
         std::fs::read_to_string("/proc/sys/kernel/seccomp/actions_avail").unwrap_or_default();
     if !avail.split_whitespace().any(|a| a == "user_notif") {
         return Err(if avail.is_empty() {
-            "the kernel has no seccomp (CONFIG_SECCOMP_FILTER)".into()
+            Unavailable::NoSeccomp
         } else {
-            format!(
-                "the kernel lacks the user_notif action (actions: {})",
-                avail.trim()
-            )
+            Unavailable::NoUserNotif(avail.trim().to_owned())
         });
     }
     let setup = ChildSetup::new(-1);
@@ -342,5 +336,20 @@ pub fn probe() -> Result<String, String> {
         .map(|()| {
             "a filter with a listener installs in a child (SECCOMP_FILTER_FLAG_NEW_LISTENER)".into()
         })
-        .map_err(|e| format!("installing the filter in a child failed: {e}"))
+        .map_err(Unavailable::Install)
+}
+
+/// Why seccomp user notification does not work here ([`probe`]).
+#[derive(Debug, thiserror::Error)]
+pub enum Unavailable {
+    #[error("disabled by {var}={value}", var = crate::enforce::DISABLE_ENV)]
+    Disabled { value: String },
+    #[error("the filter is written for x86_64, this is {0}")]
+    Arch(&'static str),
+    #[error("the kernel has no seccomp (CONFIG_SECCOMP_FILTER)")]
+    NoSeccomp,
+    #[error("the kernel lacks the user_notif action (actions: {0})")]
+    NoUserNotif(String),
+    #[error("installing the filter in a child failed: {0}")]
+    Install(super::filter::ChildInstallError),
 }

@@ -93,7 +93,12 @@ fn ask(shared: &State, id: u64) {
     }
     let answer = String::from_utf8_lossy(&line).trim().to_ascii_lowercase();
     let approve = answer == "y" || answer == "yes";
-    let r = shared.decide_as(id, approve, "tty", "denied");
+    let r = shared.decide_as(
+        id,
+        approve,
+        "tty",
+        crate::record::enforcement::DecisionKind::Denied,
+    );
     let msg = match r {
         Ok(()) => format!(
             "abm: request #{id} {}\n",

@@ -12,8 +12,11 @@ use serde_json::{json, Value};
 use super::{notif::Listener, supervisor, Msg};
 use crate::{
     core::{monotonic_ns, rfc3339},
-    enforce::{answers, describe, lock, notify, Requests, Shared},
-    record::{Action, Verdict},
+    enforce::{answers, describe, lock, notify, DecideError, Requests, Shared},
+    record::{
+        enforcement::{Backend, CallDecision, DecisionKind, DecisionNote, Enforcement, WENT_AWAY},
+        Action, Verdict,
+    },
     trace::note::Note,
 };
 
@@ -46,8 +49,8 @@ pub(crate) struct State {
 }
 
 impl Requests for State {
-    fn decide(&self, id: u64, approve: bool, by: &str) -> Result<(), String> {
-        self.decide_as(id, approve, by, "denied")
+    fn decide(&self, id: u64, approve: bool, by: &str) -> Result<(), DecideError> {
+        self.decide_as(id, approve, by, DecisionKind::Denied)
     }
 
     fn pending_list(&self) -> Vec<Value> {
@@ -112,57 +115,73 @@ impl State {
         }
     }
 
-    /// Answers a waiting request. `decision`: `approved`, `denied` or
+    /// Answers a waiting request. `decision`: of a refusal, `denied` or
     /// `timeout`; `by`: `tty`, `control:<uid>`, `timeout`, `shutdown`.
     pub fn decide_as(
         &self,
         id: u64,
         approve: bool,
         by: &str,
-        decision: &str,
-    ) -> Result<(), String> {
+        decision: DecisionKind,
+    ) -> Result<(), DecideError> {
         let Some(p) = self.pending().remove(&id) else {
             return self.reconsider(id, approve, by);
         };
         self.core.answers.record(&p.action, approve, id);
         let waited_ms = p.requested.elapsed().as_millis() as u64;
-        let name = if approve { "approved" } else { decision };
+        let name = if approve {
+            DecisionKind::Approved
+        } else {
+            decision
+        };
         let mut enf = super::verdicts::decided(name, &p.verdict, by);
-        enf["requested_at"] = json!(p.requested_at);
-        enf["request"] = json!(id);
-        enf["waited_ms"] = json!(waited_ms);
+        enf.requested_at = Some(p.requested_at.clone());
+        enf.request = Some(id);
+        enf.waited_ms = Some(waited_ms);
         // The answer is for the action: identical calls waiting on this
         // one get it too, even when this caller went away meanwhile.
-        let followers = self
-            .core
-            .answers
-            .answered(id, approve, answers::decision_name(decision));
+        let followers =
+            self.core
+                .answers
+                .answered(id, approve, answers::decision_name(decision.name()));
         for f in followers {
             let _ = self.decide_as(f, approve, &format!("request:{id}"), decision);
         }
         if !self.listener.get().is_some_and(|l| l.id_valid(p.notif_id)) {
-            enf["decision"] = json!("abandoned");
-            enf["reason"] =
-                json!("the waiting call went away (the process exited or was interrupted)");
-            let _ = self.tx.send(Msg::Note(Note::enforcement(
-                json!({ "enforcement": enf, "path": p.action.path, "pid": p.action.pid }),
+            enf.decision = DecisionKind::Abandoned;
+            enf.reason = Some(WENT_AWAY.to_owned());
+            let note = CallDecision {
+                path: Some(p.action.path.clone()),
+                ..CallDecision::of(enf)
+            };
+            let _ = self.tx.send(Msg::Note(Note::decision(
+                Some(p.action.pid),
+                DecisionNote::Call(note),
             )));
-            return Err(format!(
-                "request {id} is no longer waiting: the process exited or was interrupted"
-            ));
+            return Err(DecideError::NoLongerWaiting(id));
         }
         self.answer(p, id, approve, decision, enf)
     }
 
     /// `abm approve|deny ID` of a request already answered: the answer
     /// for the next identical call (enforce::answers).
-    fn reconsider(&self, id: u64, approve: bool, by: &str) -> Result<(), String> {
+    fn reconsider(&self, id: u64, approve: bool, by: &str) -> Result<(), DecideError> {
         match self.core.answers.reconsider(id, approve) {
             Some(_) => {
-                let _ = self.tx.send(Msg::Note(Note::enforcement(
-                    json!({ "backend": "seccomp", "decision": if approve { "approved_for_retry" } else { "denied_for_retry" },
-                            "request": id, "decided_by": by, "decided_at": rfc3339(SystemTime::now()) }),
-                )));
+                let decision = if approve {
+                    DecisionKind::ApprovedForRetry
+                } else {
+                    DecisionKind::DeniedForRetry
+                };
+                let enf = Enforcement {
+                    request: Some(id),
+                    decided_by: Some(by.to_owned()),
+                    decided_at: Some(rfc3339(SystemTime::now())),
+                    ..Enforcement::new(Backend::Seccomp, decision)
+                };
+                let _ = self
+                    .tx
+                    .send(Msg::Note(Note::decision(None, DecisionNote::Flat(enf))));
                 Ok(())
             }
             None => Err(self.core.no_request(id)),
@@ -174,28 +193,28 @@ impl State {
         p: Pending,
         id: u64,
         approve: bool,
-        decision: &str,
-        enf: Value,
-    ) -> Result<(), String> {
-        let l = self.listener.get().ok_or("the supervisor is not running")?;
+        decision: DecisionKind,
+        enf: Enforcement,
+    ) -> Result<(), DecideError> {
+        let l = self
+            .listener
+            .get()
+            .ok_or(DecideError::SupervisorNotRunning)?;
         if approve {
-            let note = json!({
-                "enforcement": enf,
-                "op": p.action.op, "syscall": p.action.syscall, "path": p.action.path, "path2": p.action.path2,
-                "pid": p.action.pid, "tid": p.action.tid, "comm": p.action.comm, "ktime_ns": p.ktime_ns,
-            });
+            let note = super::verdicts::let_through(&p.action, p.ktime_ns, enf.clone());
+            let note = (p.action.pid, DecisionNote::Call(note));
             let _ = self.tx.send(Msg::Decision {
                 tid: p.action.tid,
                 syscall: p.action.syscall.to_string(),
                 ktime_ns: monotonic_ns(),
-                enforcement: enf,
-                note,
+                enforcement: Box::new(enf),
+                note: Box::new(note),
             });
             l.allow(p.notif_id)
-                .map_err(|e| format!("answering request {id}: {e}"))
+                .map_err(|source| DecideError::Answering { id, source })
         } else {
             let mut a = p.action;
-            let outcome = if decision == "timeout" {
+            let outcome = if decision == DecisionKind::Timeout {
                 notify::Outcome::TimedOut
             } else {
                 notify::Outcome::Refused
@@ -206,7 +225,7 @@ impl State {
             supervisor::denied_record(&mut a, p.verdict, p.ktime_ns, enf);
             let _ = self.tx.send(Msg::Denied(Box::new(a)));
             l.refuse(p.notif_id, libc::EPERM)
-                .map_err(|e| format!("answering request {id}: {e}"))
+                .map_err(|source| DecideError::Answering { id, source })
         }
     }
 }

@@ -14,8 +14,6 @@ use std::{
     time::{Duration, Instant, SystemTime},
 };
 
-use serde_json::json;
-
 pub(crate) use super::verdicts::{
     canonical_in_view, denied_enforcement, denied_record, fail_closed,
 };
@@ -33,7 +31,13 @@ use crate::{
     kernel::sensitive::{ViewKey, Views},
     pipeline::resolve,
     policy::{Context, Policy},
-    record::{Action, Irreversibility, Op, PathIssue, Scope, Treatment, Verdict},
+    record::{
+        enforcement::{
+            Backend, CallDecision, DecisionKind, DecisionNote, Enforcement, GoneCall, PendingCall,
+            REFUSED_BEFORE, WENT_AWAY,
+        },
+        Action, Irreversibility, Op, PathIssue, Scope, Treatment, Verdict,
+    },
     trace::note::{EnforcementStats, Note},
 };
 
@@ -140,7 +144,7 @@ impl Supervisor {
             .shared
             .tx
             .send(Msg::Note(Note::EnforcementStats(EnforcementStats {
-                backend: "seccomp".into(),
+                backend: Backend::Seccomp,
                 notifications: st.notifications,
                 mean_handling_us: if st.notifications > 0 {
                     st.busy_ns as f64 / st.notifications as f64 / 1000.0
@@ -152,7 +156,9 @@ impl Supervisor {
         // Whatever still waits is refused: nobody is left to answer it.
         let ids: Vec<u64> = self.shared.pending().keys().copied().collect();
         for id in ids {
-            let _ = self.shared.decide_as(id, false, "shutdown", "denied");
+            let _ = self
+                .shared
+                .decide_as(id, false, "shutdown", DecisionKind::Denied);
         }
     }
 
@@ -172,7 +178,9 @@ impl Supervisor {
             }
         }
         for id in expired {
-            let _ = self.shared.decide_as(id, false, "timeout", "timeout");
+            let _ = self
+                .shared
+                .decide_as(id, false, "timeout", DecisionKind::Timeout);
         }
         for id in gone {
             if let Some(p) = self.shared.pending().remove(&id) {
@@ -181,18 +189,22 @@ impl Supervisor {
                 for f in self.shared.core.answers.abandoned(id) {
                     self.reask(f);
                 }
-                let _ = self.shared.tx.send(Msg::Note(Note::enforcement(json!({
-                    "backend": "seccomp",
-                    "decision": "abandoned",
-                    "request": id,
-                    "rule": p.verdict.rule,
-                    "op": p.action.op,
-                    "path": p.action.path,
-                    "pid": p.action.pid,
-                    "tid": p.action.tid,
-                    "decided_at": rfc3339(SystemTime::now()),
-                    "reason": "the waiting call went away (the process exited or was interrupted)",
-                }))));
+                let gone = GoneCall {
+                    enforcement: Enforcement {
+                        request: Some(id),
+                        rule: Some(p.verdict.rule.clone()),
+                        decided_at: Some(rfc3339(SystemTime::now())),
+                        reason: Some(WENT_AWAY.to_owned()),
+                        ..Enforcement::new(Backend::Seccomp, DecisionKind::Abandoned)
+                    },
+                    op: p.action.op,
+                    path: p.action.path.clone(),
+                    tid: p.action.tid,
+                };
+                let _ = self.shared.tx.send(Msg::Note(Note::decision(
+                    Some(p.action.pid),
+                    DecisionNote::Gone(gone),
+                )));
             }
         }
     }
@@ -283,10 +295,7 @@ impl Supervisor {
                 verdict,
                 ktime,
                 "policy",
-                Some((
-                    "preserve_error",
-                    "the caller is in another mount namespace or root".into(),
-                )),
+                Some("the caller is in another mount namespace or root".into()),
             );
         }
         // One decision per logical action (crate::action).
@@ -537,12 +546,10 @@ impl Supervisor {
         v: Verdict,
         ktime: u64,
         by: &str,
-        extra: Option<(&str, String)>,
+        preserve_error: Option<String>,
     ) {
         let mut enf = denied_enforcement(&v, by);
-        if let Some((k, val)) = extra {
-            enf[k] = json!(val);
-        }
+        enf.preserve_error = preserve_error;
         // Tell the caller why, while it is stopped in the call (before
         // its own error message). A call an earlier answer refused can
         // still be approved through that request.
@@ -567,21 +574,20 @@ impl Supervisor {
                 let _ = l.allow(id);
             }
             Ok(entries) => {
-                let mut enf = super::verdicts::decided("preserved", &v, "policy");
-                enf["quarantine"] = json!(self.quarantine.dir().to_string_lossy());
-                enf["entries"] = entries.iter().map(|e| e["id"].clone()).collect();
-                let note = json!({
-                    "enforcement": enf,
-                    "op": a.op, "syscall": a.syscall, "path": a.path, "path2": a.path2,
-                    "pid": a.pid, "tid": a.tid, "comm": a.comm, "ktime_ns": ktime,
-                    "preserved": entries,
-                });
+                let mut enf = super::verdicts::decided(DecisionKind::Preserved, &v, "policy");
+                enf.quarantine = Some(self.quarantine.dir().to_string_lossy().into_owned());
+                enf.entries = Some(entries.iter().filter_map(|e| e["id"].as_u64()).collect());
+                let note = CallDecision {
+                    preserved: Some(entries),
+                    ..super::verdicts::let_through(&a, ktime, enf.clone())
+                };
+                let note = (a.pid, DecisionNote::Call(note));
                 let _ = self.shared.tx.send(Msg::Decision {
                     tid: a.tid,
                     syscall: a.syscall.to_string(),
                     ktime_ns: monotonic_ns(),
-                    enforcement: enf,
-                    note,
+                    enforcement: Box::new(enf),
+                    note: Box::new(note),
                 });
                 let _ = l.allow(id);
             }
@@ -590,15 +596,7 @@ impl Supervisor {
                     let _ = self.shared.tx.send(Msg::Note(Note::QuarantineLimit(n)));
                 }
                 // No copy, no destruction: fail closed.
-                self.deny(
-                    l,
-                    id,
-                    a,
-                    v,
-                    ktime,
-                    "policy",
-                    Some(("preserve_error", e.to_string())),
-                );
+                self.deny(l, id, a, v, ktime, "policy", Some(e.to_string()));
             }
         }
     }
@@ -644,21 +642,30 @@ impl Supervisor {
         let requested_at = rfc3339(SystemTime::now());
         let timeout = self.shared.timeout;
         let what = describe(&a);
-        let note = json!({
-            "backend": "seccomp",
-            "decision": "pending",
-            "request": id,
-            "rule": v.rule,
-            "reason": v.reason,
-            "op": a.op, "syscall": a.syscall, "path": a.path, "path2": a.path2, "argv": a.argv,
-            "pid": a.pid, "tid": a.tid, "comm": a.comm,
-            "requested_at": requested_at,
-            "would": would,
-            "same_as_request": leader,
-            "timeout_secs": timeout.as_secs_f64(),
-            "control_socket": self.shared.core.socket_path.to_string_lossy(),
-        });
-        let _ = self.shared.tx.send(Msg::Note(Note::enforcement(note)));
+        let note = PendingCall {
+            enforcement: Enforcement {
+                request: Some(id),
+                rule: Some(v.rule.clone()),
+                reason: Some(v.reason.clone()),
+                requested_at: Some(requested_at.clone()),
+                ..Enforcement::new(Backend::Seccomp, DecisionKind::Pending)
+            },
+            op: a.op,
+            syscall: a.syscall.to_string(),
+            path: a.path.clone(),
+            path2: a.path2.clone(),
+            argv: a.argv.clone(),
+            tid: a.tid,
+            comm: a.comm.clone(),
+            would: would.clone(),
+            same_as_request: leader,
+            timeout_secs: timeout.as_secs_f64(),
+            control_socket: self.shared.core.socket_path.to_string_lossy().into_owned(),
+        };
+        let _ = self.shared.tx.send(Msg::Note(Note::decision(
+            Some(a.pid),
+            DecisionNote::Pending(note),
+        )));
         if !self.shared.quiet && leader.is_none() {
             eprintln!(
                 "abm: request #{id} waits for confirmation: {what} (rule {}: {}){}; answer with `abm approve {id}` or `abm deny {id}` (denied after {}s)",
@@ -704,19 +711,19 @@ impl Supervisor {
     ) {
         let by = format!("request:{first}");
         if approved {
-            let mut enf = super::verdicts::decided("approved", &v, &by);
-            enf["request"] = json!(first);
-            let note = json!({
-                "enforcement": enf,
-                "op": a.op, "syscall": a.syscall, "path": a.path, "path2": a.path2, "argv": a.argv,
-                "pid": a.pid, "tid": a.tid, "comm": a.comm, "ktime_ns": ktime,
-            });
+            let mut enf = super::verdicts::decided(DecisionKind::Approved, &v, &by);
+            enf.request = Some(first);
+            let note = CallDecision {
+                argv: Some(a.argv.clone()),
+                ..super::verdicts::let_through(&a, ktime, enf.clone())
+            };
+            let note = (a.pid, DecisionNote::Call(note));
             let _ = self.shared.tx.send(Msg::Decision {
                 tid: a.tid,
                 syscall: a.syscall.to_string(),
                 ktime_ns: monotonic_ns(),
-                enforcement: enf,
-                note,
+                enforcement: Box::new(enf),
+                note: Box::new(note),
             });
             let _ = l.allow(notif_id);
         } else {
@@ -728,8 +735,8 @@ impl Supervisor {
                 Some(first),
             );
             let mut enf = denied_enforcement(&v, &by);
-            enf["request"] = json!(first);
-            enf["answer"] = json!("the same action was refused before in this run");
+            enf.request = Some(first);
+            enf.answer = Some(REFUSED_BEFORE.to_owned());
             let mut rec = a;
             denied_record(&mut rec, v, ktime, enf);
             let _ = self.shared.tx.send(Msg::Denied(Box::new(rec)));

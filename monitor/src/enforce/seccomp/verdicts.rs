@@ -2,33 +2,48 @@
 //! exactly.
 use std::time::SystemTime;
 
-use serde_json::json;
-
 use super::supervisor::RULE_UNKNOWN_PATH;
 use crate::{
     core::rfc3339,
     policy::{Context, Policy},
-    record::{Action, PathIssue, ResultNote, Treatment, Verdict},
+    record::{
+        enforcement::{Backend, CallDecision, DecisionKind, Enforcement},
+        Action, PathIssue, ResultNote, Treatment, Verdict,
+    },
 };
 
 /// The `enforcement` object of a call the supervisor decided
 /// (docs/enforcement.md): the decision, the deciding rule and its
 /// treatment, who decided and now; the caller adds what its decision has
 /// besides (a request, a quarantine).
-pub(crate) fn decided(decision: &str, v: &Verdict, by: &str) -> serde_json::Value {
-    json!({
-        "backend": "seccomp",
-        "decision": decision,
-        "rule": v.rule,
-        "treatment": v.treatment,
-        "decided_by": by,
-        "decided_at": rfc3339(SystemTime::now()),
-    })
+pub(crate) fn decided(decision: DecisionKind, v: &Verdict, by: &str) -> Enforcement {
+    Enforcement {
+        rule: Some(v.rule.clone()),
+        treatment: Some(Some(v.treatment)),
+        decided_by: Some(by.to_owned()),
+        decided_at: Some(rfc3339(SystemTime::now())),
+        ..Enforcement::new(Backend::Seccomp, decision)
+    }
+}
+
+/// The note of a call let through after a confirm or preserve answer:
+/// `enforcement` beside the call (made at `ktime`).
+pub(crate) fn let_through(a: &Action, ktime: u64, enforcement: Enforcement) -> CallDecision {
+    CallDecision {
+        op: Some(a.op),
+        syscall: Some(a.syscall.to_string()),
+        path: Some(a.path.clone()),
+        path2: Some(a.path2.clone()),
+        tid: Some(a.tid),
+        comm: Some(a.comm.clone()),
+        ktime_ns: Some(ktime),
+        ..CallDecision::of(enforcement)
+    }
 }
 
 /// The `enforcement` of a call the supervisor refused.
-pub(crate) fn denied_enforcement(v: &Verdict, by: &str) -> serde_json::Value {
-    decided("denied", v, by)
+pub(crate) fn denied_enforcement(v: &Verdict, by: &str) -> Enforcement {
+    decided(DecisionKind::Denied, v, by)
 }
 
 /// Under `--enforce` a path that is not known exactly (`path_issues`: cut,
@@ -76,12 +91,7 @@ pub(crate) fn canonical_in_view(p: &str, follow: bool) -> String {
 }
 
 /// Turns an action into the event record of a refused call.
-pub(crate) fn denied_record(
-    a: &mut Action,
-    v: Verdict,
-    ktime: u64,
-    enforcement: serde_json::Value,
-) {
+pub(crate) fn denied_record(a: &mut Action, v: Verdict, ktime: u64, enforcement: Enforcement) {
     a.ktime_ns = ktime;
     a.result = Some(-i64::from(libc::EPERM));
     a.errno = Some("EPERM".into());
