@@ -224,7 +224,7 @@ pub fn check() -> Result<String, GoesOnWithout> {
 /// the reason is the text of the seccomp backend's check.
 #[derive(Debug, thiserror::Error)]
 #[error("installing its seccomp filter failed: {0}")]
-pub struct NotInstalled(String);
+pub struct NotInstalled(filter::ChildInstallError);
 
 /// [`check`]'s answer when the filter does not install: what `abm run`
 /// does then.

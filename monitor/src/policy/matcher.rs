@@ -642,13 +642,6 @@ pub(crate) enum FlagSpec {
 #[error("flag `{0}` must start with `-` or `--` (positional words go in `args` or `subcommand`)")]
 pub(crate) struct BadFlag(String);
 
-/// The BPF LSM compiler reports its problems as text.
-impl From<BadFlag> for String {
-    fn from(e: BadFlag) -> String {
-        e.to_string()
-    }
-}
-
 impl FlagSpec {
     pub fn parse(spec: &str) -> Result<FlagSpec, BadFlag> {
         let spec = spec.trim();

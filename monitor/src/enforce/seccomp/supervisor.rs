@@ -279,7 +279,7 @@ impl Supervisor {
                     let _ = l.allow(n.id);
                     return;
                 }
-                Err(why) => self.undecided(&mut action, &why),
+                Err(why) => self.undecided(&mut action, &why.to_string()),
             },
         };
         if foreign.is_some() && verdict.treatment == Treatment::Preserve {
@@ -374,7 +374,7 @@ impl Supervisor {
         tid: u32,
         key: ViewKey,
         a: &mut Action,
-    ) -> Result<Option<Verdict>, String> {
+    ) -> Result<Option<Verdict>, super::view::ViewError> {
         if let Some(v) = self.integrity(a) {
             return Ok(Some(v));
         }
@@ -389,19 +389,17 @@ impl Supervisor {
         let host_root = root == b"/";
         // A path in the caller's own terms: the host string itself when its
         // root is `/`, else the part under its root.
-        let inside =
-            |host: &Option<String>, cont: &Option<String>| -> Result<Option<String>, String> {
-                match host {
-                    None => Ok(None),
-                    Some(h) if host_root => Ok(Some(h.clone())),
-                    Some(h) => cont.clone().map(Some).ok_or_else(|| {
-                        format!(
-                            "{h} is outside the caller's root {}",
-                            String::from_utf8_lossy(&root)
-                        )
-                    }),
-                }
-            };
+        let inside = |host: &Option<String>, cont: &Option<String>| match host {
+            None => Ok(None),
+            Some(h) if host_root => Ok(Some(h.clone())),
+            Some(h) => cont
+                .clone()
+                .map(Some)
+                .ok_or_else(|| super::view::ViewError::OutsideRoot {
+                    path: h.clone(),
+                    root: String::from_utf8_lossy(&root).into_owned(),
+                }),
+        };
         let p1 = inside(&a.path, &a.container_path)?;
         let p2 = inside(&a.path2, &a.container_path2)?;
         if [&a.raw_path, &a.raw_path2]

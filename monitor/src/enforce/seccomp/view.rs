@@ -66,18 +66,42 @@ impl Switcher {
     }
 
     /// Enters the view of `tid` (its root and working directory).
-    pub fn enter(&self, tid: u32) -> Result<Entered<'_>, String> {
+    pub fn enter(&self, tid: u32) -> Result<Entered<'_>, ViewError> {
         if let Some(why) = &self.unusable {
-            return Err(why.clone());
+            return Err(ViewError::Unusable(why.clone()));
         }
-        let root = open_path(&format!("/proc/{tid}/root"))
-            .map_err(|e| format!("opening /proc/{tid}/root: {e}"))?;
-        let cwd = open_path(&format!("/proc/{tid}/cwd"))
-            .map_err(|e| format!("opening /proc/{tid}/cwd: {e}"))?;
+        let open = |what: &'static str| {
+            open_path(&format!("/proc/{tid}/{what}")).map_err(|err| ViewError::Open {
+                tid,
+                what,
+                err,
+            })
+        };
+        let (root, cwd) = (open("root")?, open("cwd")?);
         let entered = Entered { s: self };
-        enter_dirs(&root, &cwd).map_err(|e| format!("entering the caller's root: {e}"))?;
+        enter_dirs(&root, &cwd).map_err(ViewError::Enter)?;
         Ok(entered)
     }
+}
+
+/// Why a call could not be judged in its caller's view.
+#[derive(Debug, thiserror::Error)]
+pub enum ViewError {
+    /// abm could not keep its own root and working directory to come back
+    /// to: no view is entered this run.
+    #[error("{0}")]
+    Unusable(String),
+    #[error("opening /proc/{tid}/{what}: {err}")]
+    Open {
+        tid: u32,
+        what: &'static str,
+        err: std::io::Error,
+    },
+    #[error("entering the caller's root: {0}")]
+    Enter(std::io::Error),
+    /// A path of the call is not under the caller's root directory.
+    #[error("{path} is outside the caller's root {root}")]
+    OutsideRoot { path: String, root: String },
 }
 
 impl Drop for Entered<'_> {
