@@ -776,7 +776,10 @@ fn summary(seq: u64, st: &group::ActionState, info: &Info) -> ActionNote {
         action: seq,
         argv: st.argv.to_vec(),
         cwd: st.cwd.clone(),
-        counts: ActionCounts::of(info.records, &b),
+        counts: ActionCounts {
+            records: info.records,
+            blast: b.counts(),
+        },
         previewed: info.preview.is_some(),
         treatment,
         rule,

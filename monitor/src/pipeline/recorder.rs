@@ -123,7 +123,7 @@ impl Recorder {
     fn write_ended(&mut self, pipeline: &mut Pipeline, all: bool) -> Result<(), TraceError> {
         let (notes, stats) = crate::action::ended_notes(&mut pipeline.judge, all);
         for n in notes {
-            Note::Action(n).append_to(&mut self.writer)?;
+            Note::Action(Box::new(n)).append_to(&mut self.writer)?;
         }
         if let Some(s) = stats {
             Note::ActionStats(s).append_to(&mut self.writer)?;

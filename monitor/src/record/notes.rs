@@ -22,19 +22,12 @@ pub struct ActionNote {
 }
 
 /// `counts` of an [`ActionNote`]: its records, and what it destroys by
-/// kind (as in [`Blast`], without its `refs` and `truncated`).
+/// kind (the [`Blast`] counts, written beside `records`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct ActionCounts {
     pub records: u64,
-    pub files: u64,
-    pub irreversible: u64,
-    pub untracked: u64,
-    pub modified: u64,
-    pub git_internal: u64,
-    pub outside: u64,
-    pub recoverable: u64,
-    pub reversible: u64,
-    pub unmeasured: u64,
+    #[serde(flatten)]
+    pub blast: Blast,
 }
 
 /// Body of `action_stats`, the run's decision cost (the last note of a
@@ -44,22 +37,4 @@ pub struct ActionStats {
     pub actions: u64,
     pub decision_us_total: f64,
     pub decision_us_per_action: f64,
-}
-
-impl ActionCounts {
-    /// The counts of an action of `records` records that destroys `b`.
-    pub fn of(records: u64, b: &Blast) -> ActionCounts {
-        ActionCounts {
-            records,
-            files: b.files,
-            irreversible: b.irreversible,
-            untracked: b.untracked,
-            modified: b.modified,
-            git_internal: b.git_internal,
-            outside: b.outside,
-            recoverable: b.recoverable,
-            reversible: b.reversible,
-            unmeasured: b.unmeasured,
-        }
-    }
 }

@@ -71,7 +71,7 @@ pub enum Note {
     /// `--quarantine-limit` (docs/enforcement.md); written once per run.
     QuarantineLimit(QuarantineLimit),
     /// A logical action ended: what it was, did and how it was judged.
-    Action(crate::record::ActionNote),
+    Action(Box<crate::record::ActionNote>),
     /// The run's decision cost: the last note of a run.
     ActionStats(crate::record::ActionStats),
 }
@@ -332,7 +332,7 @@ mod tests {
         .append_to(&mut w)
         .unwrap();
         // docs/trace.md, the example trace.
-        Note::Action(example_action()).append_to(&mut w).unwrap();
+        Note::Action(Box::new(example_action())).append_to(&mut w).unwrap();
         w.append_loss(&Loss::new(
             Cause::Kernel(LossCause::RingbufFull),
             12,
@@ -364,15 +364,18 @@ mod tests {
             cwd: Some("/tmp/jt/ws".into()),
             counts: crate::record::ActionCounts {
                 records: 61,
-                files: 60,
-                irreversible: 50,
-                untracked: 4,
-                modified: 3,
-                git_internal: 50,
-                outside: 50,
-                recoverable: 0,
-                reversible: 1,
-                unmeasured: 9,
+                blast: crate::record::Blast {
+                    files: 60,
+                    irreversible: 50,
+                    untracked: 4,
+                    modified: 3,
+                    git_internal: 50,
+                    outside: 50,
+                    recoverable: 0,
+                    reversible: 1,
+                    unmeasured: 9,
+                    ..Default::default()
+                },
             },
             previewed: true,
             treatment: crate::record::Treatment::Confirm,
@@ -387,13 +390,13 @@ mod tests {
     #[test]
     fn action_notes_are_the_bytes_of_their_json_objects() {
         let n = example_action();
-        let c = &n.counts;
+        let (r, c) = (n.counts.records, &n.counts.blast);
         let old = json!({
             "action": n.action,
             "argv": &n.argv[..],
             "cwd": n.cwd,
             "counts": {
-                "records": c.records,
+                "records": r,
                 "files": c.files,
                 "irreversible": c.irreversible,
                 "untracked": c.untracked,
@@ -410,11 +413,11 @@ mod tests {
             "reason": json!(n.reason),
             "decision_us": n.decision_us,
         });
-        let (kind, body) = Note::Action(n.clone()).parts();
+        let (kind, body) = Note::Action(Box::new(n.clone())).parts();
         assert_eq!(kind, "action");
         assert_eq!(body.to_string(), old.to_string());
         let none = crate::record::ActionNote { cwd: None, ..n };
-        assert_eq!(Note::Action(none).parts().1["cwd"], Value::Null);
+        assert_eq!(Note::Action(Box::new(none)).parts().1["cwd"], Value::Null);
         let s = crate::record::ActionStats {
             actions: 3,
             decision_us_total: 12.5,
