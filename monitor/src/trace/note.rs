@@ -332,7 +332,9 @@ mod tests {
         .append_to(&mut w)
         .unwrap();
         // docs/trace.md, the example trace.
-        Note::Action(Box::new(example_action())).append_to(&mut w).unwrap();
+        Note::Action(Box::new(example_action()))
+            .append_to(&mut w)
+            .unwrap();
         w.append_loss(&Loss::new(
             Cause::Kernel(LossCause::RingbufFull),
             12,
