@@ -194,6 +194,7 @@ R=$OUT/sens.jsonl
 t sensitive-read "cat of a sensitive file recorded as read (abm exit $status), the ordinary file not" all \
     '[ $status = 0 ]' 'grep "\"op\":\"read\"" $R | grep -q "\"path\":\"$WS/sens/id_rsa\""' \
     '! grep -q "\"path\":\"$WS/sens/notes\"" $R'
+. /tests/failclosed.sh
 . /tests/identity.sh
 . /tests/adversarial.sh
 . /tests/feedback.sh
