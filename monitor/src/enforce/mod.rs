@@ -69,13 +69,16 @@ pub fn default_socket_dir() -> PathBuf {
 }
 
 /// The control sockets of the runs alive now (`*.sock` in
-/// [`default_socket_dir`]), sorted.
+/// [`default_socket_dir`] that accept a connection), sorted. A run killed
+/// with SIGKILL leaves its socket file behind; connecting to it is
+/// refused, and it is left out rather than taken for a run.
 pub fn live_sockets() -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = std::fs::read_dir(default_socket_dir())
         .map(|d| {
             d.filter_map(Result::ok)
                 .map(|e| e.path())
                 .filter(|p| p.extension().is_some_and(|x| x == "sock"))
+                .filter(|p| std::os::unix::net::UnixStream::connect(p).is_ok())
                 .collect()
         })
         .unwrap_or_default();
