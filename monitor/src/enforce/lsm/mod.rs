@@ -49,6 +49,7 @@ mod backend;
 pub mod btf;
 mod compile;
 mod guard;
+mod no_kernel_form;
 #[cfg(test)]
 mod tests;
 
@@ -57,6 +58,7 @@ pub use backend::*;
 pub use compile::*;
 pub(crate) use guard::hold_refused;
 pub use guard::LsmGuard;
+pub use no_kernel_form::NoKernelForm;
 
 /// LSM programs: (program name, hook, required). `file_truncate` exists
 /// since Linux 6.2; before that `path_truncate` sees ftruncate and O_TRUNC.
