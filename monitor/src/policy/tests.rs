@@ -1260,3 +1260,100 @@ fn remembered_hits_belong_to_the_roots_they_were_matched_under() {
         assert!(!index.hits("/a/x.txt", &a).has(0));
     }
 }
+
+/// The merged index says of every test what the test's own globs say, for
+/// every form it splits globs into (component, name, beneath, exact,
+/// top-level name, whole), with repeated globs shared between tests, and
+/// again when its remembered hits and parts answer.
+#[test]
+fn the_merged_index_agrees_with_each_test() {
+    use super::paths::{PathGlobs, PathIndex};
+    let tests: &[&[&str]] = &[
+        &["**/node_modules/**", "${workspace}/**/.venv/**"],
+        &["**/*.pem", "${home}/.ssh/*"],
+        &["**/*.pem"],
+        &[
+            "${workspace}/CHANGELOG*",
+            "${workspace}/.github/workflows/**",
+        ],
+        &["${workspace}/CHANGELOG*"],
+        &["${home}/.*history", "${home}/.ssh"],
+        &["/etc/**", "/etc/cron*/**", "/etc/**/*.dpkg-*"],
+        &["/home/*/.bashrc", "/usr/lib/python3*/**/__pycache__/**"],
+        &["${trace}*"],
+        &[
+            "${workspace}/{a,b}*",
+            "${workspace}/src/*.rs",
+            "${workspace}/x?",
+        ],
+        &["${workspace}", "${home}/.config/**"],
+        &["/tmp/*", "${workspace}/**/target/**/*.o"],
+    ];
+    let mut globs: Vec<PathGlobs> = tests
+        .iter()
+        .map(|t| PathGlobs::compile(&t.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap())
+        .collect();
+    let mut refs: Vec<&mut PathGlobs> = globs.iter_mut().collect();
+    let index = PathIndex::build(&mut refs);
+    let roots = Roots::new(
+        Path::new("/w"),
+        Path::new("/h"),
+        Some(Path::new("/t/run.abm")),
+    );
+    let names = [
+        "a",
+        "ab",
+        "b1",
+        "x1",
+        "xy",
+        "CHANGELOG",
+        "CHANGELOG.md",
+        "k.pem",
+        ".bash_history",
+        ".bashrc",
+        "m.o",
+        "lib.rs",
+        "c.dpkg-old",
+        "crontab",
+        "run.abm",
+        "run.abm.seal",
+        "",
+    ];
+    let dirs = [
+        "/w",
+        "/w/src",
+        "/w/a",
+        "/w/node_modules/x",
+        "/w/.venv/lib",
+        "/w/.github/workflows",
+        "/w/target/debug/deps",
+        "/h",
+        "/h/.ssh",
+        "/h/.config/gh",
+        "/etc",
+        "/etc/cron.d",
+        "/etc/apt/sources.list.d",
+        "/home/u",
+        "/usr/lib/python3.11/x/__pycache__",
+        "/tmp",
+        "/t",
+        "/t/x",
+        "/",
+    ];
+    for round in 0..2 {
+        for d in dirs {
+            for n in names {
+                let p = format!("{}/{n}", d.trim_end_matches('/'));
+                let hits = index.hits(&p, &roots);
+                for (i, g) in globs.iter().enumerate() {
+                    assert_eq!(
+                        hits.has(i as u32),
+                        g.is_match(&p, &roots),
+                        "test {i} {:?} on {p} (round {round})",
+                        tests[i]
+                    );
+                }
+            }
+        }
+    }
+}
