@@ -30,11 +30,11 @@ denial() {
 exists() { [ -e "$1" ]; }
 gone() { [ ! -e "$1" ]; }
 all() { for c in "$@"; do eval "$c" || return 1; done; }
-# pending_id SUBSTRING [SOCKET]: waits (up to 60 s) for a waiting request
+# pending_id SUBSTRING [SOCKET]: waits (up to 300 s) for a waiting request
 # whose path contains SUBSTRING (abm pending --json) and prints its id.
 pending_id() {
     pi=0
-    while [ $pi -lt 120 ]; do
+    while [ $pi -lt 600 ]; do
         pid_=$(abm pending --json ${2:+--socket "$2"} 2>/dev/null |
             awk -v p="$1" '/"id":/ { gsub(/[^0-9]/, ""); id = $0 } /"path":/ && index($0, p) { print id; exit }')
         [ -n "$pid_" ] && { echo "$pid_"; return 0; }
