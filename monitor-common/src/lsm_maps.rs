@@ -41,6 +41,16 @@ pub mod lsm {
     /// How long the thread that used an allowance may pass the later hooks
     /// of the same call.
     pub const ALLOW_GRACE_NS: u64 = 100_000_000;
+    /// Processes with answers to held `confirm` actions at once
+    /// (`LSM_ANSWERS`).
+    pub const MAX_ANSWERED: u32 = 4096;
+    /// What a hook returns to hold a call: `-ERESTARTNOINTR`
+    /// (include/linux/errno.h). With the `SIGSTOP` it sent pending, the
+    /// caller stops on its way back to user space; once continued, no
+    /// handler runs for a stop, so `arch_do_signal_or_restart`
+    /// (arch/x86/kernel/signal.c) restarts the system call, which reaches
+    /// the hook again.
+    pub const ERESTARTNOINTR: i32 = 513;
 
     /// `treatment` of a kernel rule.
     pub mod treatment {
@@ -65,6 +75,17 @@ pub mod lsm {
         /// image is not the one decided on at execve entry, and a rule
         /// refuses it.
         pub const KILLED: u32 = 5;
+        /// A `confirm` whose action this process has no answer to yet: the
+        /// caller is stopped (`SIGSTOP`) and its call restarts when it is
+        /// continued (`-ERESTARTNOINTR`). Userspace asks, writes the answer
+        /// into `LSM_ANSWERS` and continues it.
+        pub const CONFIRM_HELD: u32 = 6;
+        /// The first call of a process let through by its approved action
+        /// (`LSM_ANSWERS`); its later calls under the same rule pass without
+        /// a decision record (their syscall records remain).
+        pub const ALLOWED_BY_ANSWER: u32 = 7;
+        /// Refused by the process's "no" to the action (`LSM_ANSWERS`).
+        pub const REFUSED_BY_ANSWER: u32 = 8;
         /// The decision value proper (the low byte).
         pub const MASK: u32 = 0xff;
         /// Flag: the caller was stopped (`SIGSTOP`) after its refused call,
@@ -199,8 +220,31 @@ pub struct LsmConfig {
     /// `struct mnt_idmap *` first (6.12: `idmap, dentry, attr`; 6.1:
     /// `dentry, attr`). Set by the loader from the kernel BTF.
     pub setattr_idmap: u32,
+    /// Non-zero: a `confirm` of a file rule holds the caller (stopped,
+    /// its call restarted) until the process's answer is in
+    /// `LSM_ANSWERS` ([`lsm::decision::CONFIRM_HELD`]), except io_uring
+    /// requests and callers whose fd 2 is a terminal, which are refused
+    /// per call as without it.
+    pub hold_confirm: u32,
+    pub _pad: u32,
 }
-const _: () = assert!(size_of::<LsmConfig>() == 312);
+const _: () = assert!(size_of::<LsmConfig>() == 320);
+
+/// Value of `LSM_ANSWERS` (key: the process's tgid): the answers of its
+/// held `confirm` actions, one bit per file rule. Written by userspace;
+/// the kernel sets bits of `seen` only, and removes the entry when the
+/// process exits.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ActionAnswers {
+    /// Rules whose action the process may carry out.
+    pub allowed: u64,
+    /// Rules whose action the process is refused.
+    pub denied: u64,
+    /// Allowed rules of which the kernel has recorded the first call.
+    pub seen: u64,
+}
+const _: () = assert!(size_of::<ActionAnswers>() == 24);
 
 /// One entry of `LSM_EXEC_RULES`. Clause `c` of rule `r` is satisfied when
 /// an argument's hash maps to bit `r * EXEC_CLAUSES + c` in
@@ -332,4 +376,6 @@ mod lsm_pod {
     unsafe impl aya::Pod for super::Allowance {}
     // SAFETY: #[repr(C)], only integer fields, no padding (size asserted above): every byte pattern is a valid value.
     unsafe impl aya::Pod for super::LsmDecision {}
+    // SAFETY: #[repr(C)], only integer fields, no padding (size asserted above): every byte pattern is a valid value.
+    unsafe impl aya::Pod for super::ActionAnswers {}
 }

@@ -135,6 +135,19 @@ u32 shim_file_imode(struct file *f)
 	return f ? BPF_CORE_READ((struct file___imode *)f, f_inode, i_mode) : 0;
 }
 
+/* The device number of the file's inode (a character device's
+ * major << 20 | minor, include/linux/kdev_t.h). */
+u32 shim_file_rdev(struct file *f)
+{
+	return f ? BPF_CORE_READ((struct file___rdev *)f, f_inode, i_rdev) : 0;
+}
+
+/* The task's PF_* flags (PF_IO_WORKER: an io_uring worker). */
+u32 shim_task_flags(struct task_struct *t)
+{
+	return t ? BPF_CORE_READ((struct task_struct___lsm *)t, flags) : 0;
+}
+
 /* ---- Compat syscalls and thread-group lifetime ---- */
 
 /* Non-zero while the task is in a 32-bit compat syscall (int 0x80):

@@ -121,6 +121,18 @@ struct file___imode {
 	struct inode___imode *f_inode;
 };
 
+struct inode___rdev {
+	u32 i_rdev; /* dev_t */
+};
+
+struct file___rdev {
+	struct inode___rdev *f_inode;
+};
+
+struct task_struct___lsm {
+	unsigned int flags; /* PF_* (include/linux/sched.h) */
+};
+
 #pragma clang attribute pop
 
 /* ---- Compat syscalls and thread-group lifetime (probes/syscalls.rs,

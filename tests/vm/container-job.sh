@@ -5,11 +5,11 @@ L=/out/$1.log
 rm /ws/protected/$1; echo "unlink-protected $?" >> $L
 rm /ws/scratch/$1; echo "unlink-scratch $?" >> $L
 [ "$1" = c2 ] && { echo "done 0" >> $L; exit 0; }
+# Each confirm is held until daemon.sh answers: x approved, y refused,
+# the tree's rm -rf asked once and approved.
 rm /ws/confirm/x; echo "confirm-first $?" >> $L
-i=0
-while [ ! -e /out/approved ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
-rm /ws/confirm/x; echo "confirm-retry $?" >> $L
 rm /ws/confirm/y; echo "confirm-other $?" >> $L
+rm -rf /ws/tree; echo "tree $?" >> $L
 rm /ws/keep/a; echo "preserve-first $?" >> $L
 # The daemon keeps the copy when it reads the refusal, then lets one retry through.
 i=0

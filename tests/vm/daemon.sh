@@ -30,6 +30,10 @@ container_root() {
     echo x > "$r/ws/confirm/x"
     echo y > "$r/ws/confirm/y"
     echo alpha > "$r/ws/keep/a"
+    for d in 1 2 3 4; do
+        mkdir -p "$r/ws/tree/d$d"
+        for f in $(seq 1 50); do echo "$f" > "$r/ws/tree/d$d/f$f"; done
+    done
     cp /bin/busybox "$r/bin/busybox"
     chroot "$r" /bin/busybox --install -s /bin
     cp /tests/container-job.sh "$r/job.sh"
@@ -57,22 +61,17 @@ run_container c2
 echo "ABM-VM-INFO daemon c2 done secs=$(($(date +%s) - start)): $(tr '\n' ' ' < $D/c2/out/c2.log)"
 run_container c1 &
 job=$!
-i=0
-while ! grep -q confirm-first "$D/c1/out/c1.log" 2>/dev/null && kill -0 $job 2>/dev/null && [ $i -lt 1200 ]; do
-    sleep 0.1
-    i=$((i + 1))
-done
-id=
-i=0
-while [ -z "$id" ] && kill -0 $job 2>/dev/null && [ $i -lt 40 ]; do
-    id=$(abm pending --socket "$SOCK" --json 2>/dev/null | grep '"id"' | head -n 1 | tr -dc 0-9)
-    [ -z "$id" ] && sleep 0.5
-    i=$((i + 1))
-done
+# Each confirm holds the container's rm until it is answered here.
+id=$(pending_id confirm/x "$SOCK")
 approve_out=$(abm approve "$id" --socket "$SOCK" 2>&1)
-echo "ABM-VM-INFO daemon c1 request '$id' secs=$(($(date +%s) - start)): $(tr '\n' ' ' < $D/c1/out/c1.log)"
-touch "$D/c1/out/approved"
+other_id=$(pending_id confirm/y "$SOCK")
+deny_out=$(abm deny "$other_id" --socket "$SOCK" 2>&1)
+tree_id=$(pending_id /tree/ "$SOCK")
+sleep 1
+tree_waiting=$(abm pending --socket "$SOCK" --json 2>/dev/null | grep -c '"id":')
+tree_out=$(abm approve "$tree_id" --socket "$SOCK" 2>&1)
 wait $job
+echo "ABM-VM-INFO daemon c1 requests '$id' '$other_id' '$tree_id' secs=$(($(date +%s) - start)): $(tr '\n' ' ' < $D/c1/out/c1.log)"
 sleep 1
 abm watch remove c1 --socket "$SOCK" > /dev/null 2>&1
 abm watch remove c2 --socket "$SOCK" > /dev/null 2>&1
@@ -104,11 +103,14 @@ t daemon-lsm-deny "c1 (enforcing): rm of a protected file refused in the contain
 t daemon-lsm-per-target "c2 (recorded only): the same rm went through (rc $(rc c2 unlink-protected)), its trace judges it without enforcement" all \
     '[ "$(rc c2 unlink-protected)" = 0 ]' 'gone $W2/protected/c2' 'grep "\"op\":\"unlink\"" $T2 | grep -q "\"rule\":\"ct.unlink\""' \
     '! grep -q "\"backend\":\"lsm\"" $T2'
-t daemon-lsm-confirm "request '$id' approved through the daemon's socket ($approve_out); first rc $(rc c1 confirm-first), retry rc $(rc c1 confirm-retry), other rc $(rc c1 confirm-other)" all \
-    '[ -n "$id" ]' '[ "$(rc c1 confirm-first)" != 0 ]' '[ "$(rc c1 confirm-retry)" = 0 ]' 'gone $W1/confirm/x' \
-    '[ "$(rc c1 confirm-other)" != 0 ]' 'exists $W1/confirm/y' \
-    'grep "\"rule\":\"ct.confirm\"" $T1 | grep -q "\"decision\":\"pending_confirmation\""' \
-    'grep -q "\"decision\":\"approved\"" $T1' 'grep "\"rule\":\"ct.confirm\"" $T1 | grep -q "\"decision\":\"allowed_once\""'
+t daemon-lsm-confirm "request '$id' held, approved through the daemon's socket ($approve_out): rm rc $(rc c1 confirm-first); request '$other_id' refused ($deny_out): rm rc $(rc c1 confirm-other)" all \
+    '[ -n "$id" ]' '[ "$(rc c1 confirm-first)" = 0 ]' 'gone $W1/confirm/x' \
+    '[ -n "$other_id" ]' '[ "$(rc c1 confirm-other)" != 0 ]' 'exists $W1/confirm/y' \
+    'grep "\"rule\":\"ct.confirm\"" $T1 | grep -q "\"decision\":\"held\""' \
+    'grep -q "\"decision\":\"approved\"" $T1' 'grep "\"rule\":\"ct.confirm\"" $T1 | grep -q "\"decision\":\"allowed\""'
+t daemon-lsm-hold-tree "rm -rf of a 200-file tree in the container: request '$tree_id' ($tree_waiting waiting; $tree_out), rm rc $(rc c1 tree), $(find $W1/tree -type f 2>/dev/null | wc -l) files left, $(questions $T1 ct.tree) question(s)" all \
+    '[ -n "$tree_id" ]' '[ "$tree_waiting" = 1 ]' '[ "$(rc c1 tree)" = 0 ]' 'gone $W1/tree' \
+    '[ "$(questions $T1 ct.tree)" = 1 ]'
 t daemon-lsm-preserve "first rm refused (rc $(rc c1 preserve-first)), a copy kept, the retry went through" all \
     '[ "$(rc c1 preserve-first)" != 0 ]' '[ "$(rc c1 preserve-retry)" = 0 ]' 'gone $W1/keep/a' \
     'grep -rq alpha /var/lib/abm/quarantine/daemon-*/data' \
@@ -120,5 +122,5 @@ t daemon-lsm-reason-line "c1's refused rm got the reason line on its own stderr 
     'grep -q "^abm: denied unlink .*protected/c1 (ct.unlink: " $E1' \
     '[ "$(line_of "^abm: denied unlink .*protected/c1")" -gt 0 ]' \
     '[ "$(line_of "^abm: denied unlink .*protected/c1")" -lt "$(line_of "protected/c1.*Operation not permitted")" ]' \
-    'grep -q "^abm: held for approval unlink .*confirm/x (ct.confirm: .*abm approve $id" $E1'
+    'grep -q "^abm: refused unlink .*confirm/y (ct.confirm: .*abm approve $other_id" $E1'
 t daemon-traces-verify "both targets' traces verify" sh -c "abm verify $T1 > /dev/null 2>&1 && abm verify $T2 > /dev/null 2>&1"

@@ -31,18 +31,20 @@ fb_asked_refusals() {
 fb_fixtures
 run_abm feedback feedback.toml workload-feedback.sh &
 fb_pid=$!
+# The rm of the victim is held until answered: refused here.
+ask_id=$(pending_id "$WS/fb/victim.txt")
+ask_out=$(abm deny "$ask_id" 2>&1)
 i=0
 while ! grep -q reset1 "$OUT/fb.log" 2>/dev/null && [ $i -lt 1200 ]; do sleep 0.1; i=$((i + 1)); done
-ask_id= reset_ids=
+reset_ids=
 i=0
-while { [ -z "$ask_id" ] || [ -z "$reset_ids" ]; } && [ $i -lt 20 ]; do
-    ask_id=$(fb_ids vm.fb-ask)
+while [ -z "$reset_ids" ] && [ $i -lt 20 ]; do
     reset_ids=$(fb_ids vm.fb-reset)
     [ -z "$reset_ids" ] && sleep 0.5
     i=$((i + 1))
 done
 reset_id=$(echo $reset_ids | cut -d' ' -f1)
-deny_out="$(abm deny "$reset_id" 2>&1); $(abm deny "$ask_id" 2>&1)"
+deny_out="$(abm deny "$reset_id" 2>&1); $ask_out"
 left=$(abm pending --json 2>/dev/null | grep -c '"id":')
 touch "$OUT/fb-answered"
 i=0
@@ -58,9 +60,10 @@ t fb-reason-deny "first line of the refused rm's own stderr: $(fb_line fb-deny.e
     '[ "$(fb_line fb-deny.err)" = "abm: denied unlink $W/keep.txt (vm.fb-keep: test: keep files are never deleted). No approval path: the policy denies this; ask the user to change the policy." ]' \
     'grep -q "Operation not permitted" $OUT/fb-deny.err' \
     'denial $FB vm.fb-keep path_unlink'
-t fb-reason-confirm "first line of the held rm's own stderr: $(fb_line fb-ask.err)" all \
+t fb-reason-confirm "first line of the held rm's own stderr after abm deny: $(fb_line fb-ask.err)" all \
     '[ -n "$ask_id" ]' 'exists $W/victim.txt' \
-    '[ "$(fb_line fb-ask.err)" = "abm: held for approval unlink $W/victim.txt (vm.fb-ask: test: a human decides about victim files). Ask the user; they can allow it with: abm approve $ask_id (then retry once)" ]'
+    '[ "$(fb_line fb-ask.err)" = "abm: refused unlink $W/victim.txt (vm.fb-ask: test: a human decides about victim files). Ask the user; they can allow it with: abm approve $ask_id" ]' \
+    'grep -q "Operation not permitted" $OUT/fb-ask.err'
 t fb-asks-once "git reset --hard through three PATH entries: requests '$(echo $reset_ids)', $(fb_asked_refusals $FB vm.fb-reset) refused execs, $(fb_count $FB confirm_requested vm.fb-reset) asked; $(rc fb reset1); stderr: $(fb_line fb-reset1.err)" all \
     '[ "$(echo $reset_ids)" = "$reset_id" ]' '[ -n "$reset_id" ]' \
     '[ "$(fb_asked_refusals $FB vm.fb-reset)" = 3 ]' \

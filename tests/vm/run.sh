@@ -30,6 +30,23 @@ denial() {
 exists() { [ -e "$1" ]; }
 gone() { [ ! -e "$1" ]; }
 all() { for c in "$@"; do eval "$c" || return 1; done; }
+# pending_id SUBSTRING [SOCKET]: waits (up to 300 s) for a waiting request
+# whose path contains SUBSTRING (abm pending --json) and prints its id.
+pending_id() {
+    pi=0
+    while [ $pi -lt 600 ]; do
+        pid_=$(abm pending --json ${2:+--socket "$2"} 2>/dev/null |
+            awk -v p="$1" '/"id":/ { gsub(/[^0-9]/, ""); id = $0 } /"path":/ && index($0, p) { print id; exit }')
+        [ -n "$pid_" ] && { echo "$pid_"; return 0; }
+        sleep 0.5
+        pi=$((pi + 1))
+    done
+    return 1
+}
+# questions TRACE RULE: confirm questions asked for RULE.
+questions() {
+    grep '"decision":"confirm_requested"' "$1" | grep -c "\"rule\":\"$2\""
+}
 
 fixtures() {
     rm -rf "$WS" "$OUT"
@@ -141,20 +158,14 @@ t benign-no-denials "benign workload exit $status, $n LSM refusals in its trace"
     '[ $status = 0 ]' 'grep -q benign-done $OUT/benign.log' '[ "$n" = 0 ]' 'grep -q "\"backends\":\[\"tracepoint\",\"lsm\"\]" $B'
 
 # --- confirm and preserve ---------------------------------------------------
-# confirm: refused, approved from a second process, the retry goes through.
-# preserve: refused until a copy is kept, then the retry goes through.
+# confirm: the rm is held (stopped, its call restarted when answered) and
+# approved from a second process while it waits; another rm is held and
+# refused. preserve: refused until a copy is kept, then the retry goes
+# through.
 fixtures
 run_abm treatments treatments.toml workload-treatments.sh &
 abm_pid=$!
-i=0
-while ! grep -q first "$OUT/confirm.log" 2>/dev/null && [ $i -lt 1200 ]; do sleep 0.1; i=$((i + 1)); done
-id=
-i=0
-while [ -z "$id" ] && [ $i -lt 20 ]; do
-    id=$(abm pending --json 2>/dev/null | grep '"id"' | head -n 1 | tr -dc 0-9)
-    [ -z "$id" ] && sleep 0.5
-    i=$((i + 1))
-done
+id=$(pending_id "$WS/confirm/x")
 # While the command waits: the BPF LSM guard decides in the kernel, so abm
 # runs its control socket but no seccomp supervisor, and the command has
 # one seccomp filter, abm's self-protection, not the notification filter.
@@ -167,14 +178,17 @@ done
 t lsm-no-seccomp-supervisor "abm threads:$threads; seccomp filters of the command:$filters" all \
     'echo "$threads" | grep -q abm-control' '! echo "$threads" | grep -q abm-seccomp' '[ "$(echo $filters)" = 1 ]'
 approve_out=$(abm approve "$id" 2>&1)
-touch "$OUT/approved"
+other_id=$(pending_id "$WS/confirm/y")
+deny_out=$(abm deny "$other_id" 2>&1)
 wait $abm_pid
 C=$OUT/treatments.jsonl
-t lsm-confirm "request '$id' approved by a second process ($approve_out); first rc $(rc confirm first), retry rc $(rc confirm retry)" all \
-    '[ -n "$id" ]' '[ "$(rc confirm first)" != 0 ]' '[ "$(rc confirm retry)" = 0 ]' 'gone $WS/confirm/x' \
-    '[ "$(rc confirm other)" != 0 ]' 'exists $WS/confirm/y' \
-    'grep "\"rule\":\"vm.confirm\"" $C | grep -q "\"decision\":\"pending_confirmation\""' \
-    'grep -q "\"decision\":\"approved\"" $C' 'grep "\"rule\":\"vm.confirm\"" $C | grep -q "\"decision\":\"allowed_once\""'
+t lsm-confirm "request '$id' held, approved by a second process ($approve_out): rm rc $(rc confirm first); request '$other_id' refused ($deny_out): rm rc $(rc confirm other)" all \
+    '[ -n "$id" ]' '[ "$(rc confirm first)" = 0 ]' 'gone $WS/confirm/x' \
+    '[ -n "$other_id" ]' '[ "$(rc confirm other)" != 0 ]' 'exists $WS/confirm/y' \
+    'grep "\"rule\":\"vm.confirm\"" $C | grep -q "\"decision\":\"held\""' \
+    'grep -q "\"decision\":\"approved\"" $C' 'grep -q "\"decision\":\"refused\"" $C' \
+    'grep "\"rule\":\"vm.confirm\"" $C | grep -q "\"decision\":\"allowed\""' \
+    '[ "$(questions $C vm.confirm)" = 2 ]'
 Q=$OUT/q-treatments
 t lsm-preserve "unlink and O_TRUNC retried after a copy: $(tr '\n' ' ' < $OUT/preserve.log)" all \
     '[ "$(rc preserve unlink)" = 0 ]' 'gone $WS/keep/a' '[ "$(rc preserve otrunc)" = 0 ]' '[ ! -s $WS/keep/b ]' \
@@ -198,4 +212,5 @@ t sensitive-read "cat of a sensitive file recorded as read (abm exit $status), t
 . /tests/identity.sh
 . /tests/adversarial.sh
 . /tests/feedback.sh
+. /tests/holds.sh
 . /tests/daemon.sh

@@ -1,10 +1,7 @@
 # Runs under `abm run --enforce` with treatments.toml.
-# confirm: the first delete is refused pending a human; run.sh approves it
-# from a second process (`abm approve`); the retry goes through.
+# confirm: each rm is held until run.sh answers from a second process
+# (`abm approve`, then `abm deny`); stderr is /dev/null, not a terminal.
 rm "$WS/confirm/x" 2>/dev/null; echo "first $?" >> "$OUT/confirm.log"
-i=0
-while [ ! -e "$OUT/approved" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
-rm "$WS/confirm/x" 2>/dev/null; echo "retry $?" >> "$OUT/confirm.log"
 rm "$WS/confirm/y" 2>/dev/null; echo "other $?" >> "$OUT/confirm.log"
 # preserve: the first attempt is refused while abm keeps a copy; the retry
 # (as an agent would retry) succeeds.

@@ -71,5 +71,8 @@ pub fn sched_process_exit(_ctx: RawTracePointContext) -> i32 {
         rec.send();
     }
     let _ = SCOPE.remove(tgid);
+    // Its answers to held `confirm` actions (BPF LSM) die with it: a later
+    // process with the same pid is asked again.
+    let _ = crate::probes::lsm::LSM_ANSWERS.remove(tgid);
     0
 }

@@ -130,7 +130,7 @@ impl Daemon {
                 })?;
         // The reason line on a refused caller's stderr (enforce::notify), as
         // in `abm run`: the kernel stops the caller until it is written.
-        backend.notify = Some(std::sync::Arc::new(crate::enforce::notify::Notifier::new(
+        backend.set_notify(std::sync::Arc::new(crate::enforce::notify::Notifier::new(
             true,
         )));
         lsm::hold_refused(&mut self.probes).map_err(|e| {

@@ -295,7 +295,12 @@ async fn run(cfg: Config, config_path: PathBuf, policy: Policy) -> anyhow::Resul
     driver::drive(&mut ring, &mut l).await?;
     let mut d = l.d;
 
-    // Shutdown: everything the kernel produced so far, then seal all.
+    // Shutdown: callers held for a question are refused and continued
+    // while the LSM programs still decide; then everything the kernel
+    // produced so far, then seal all.
+    if let Some(e) = d.lsm.as_mut() {
+        e.backend.release_held();
+    }
     drain(&mut ring, &mut d);
     d.absorb_decisions()?;
     d.release(true)?;

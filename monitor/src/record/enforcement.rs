@@ -64,6 +64,14 @@ pub enum DecisionKind {
     AllowedOnce,
     /// The exec was killed: its argv changed after the decision (BPF LSM).
     Killed,
+    /// The caller was stopped until its action's question was answered;
+    /// the call restarts then (BPF LSM; the call's record has
+    /// `errno: ERESTARTNOINTR`, the restarted call a record of its own).
+    Held,
+    /// The first call of a process let through by the answer to its held
+    /// action (BPF LSM); the action's later calls in that process pass
+    /// without a decision of their own.
+    Allowed,
     /// A kernel decision abm does not know.
     Unknown,
 }
@@ -88,6 +96,8 @@ impl DecisionKind {
             PreservePending => "preserve_pending",
             AllowedOnce => "allowed_once",
             Killed => "killed",
+            Held => "held",
+            Allowed => "allowed",
             Unknown => "unknown",
         }
     }
@@ -554,6 +564,54 @@ mod tests {
                 r#"{"allowed_by":"approval","backend":"lsm","decision":"allowed_once","hook":"path_unlink","request":3,"rule":"r1","treatment":"confirm"}"#,
             ),
             (
+                Enforcement {
+                    request: Some(3),
+                    ..lsm(Held, Some(Treatment::Confirm))
+                },
+                r#"{"backend":"lsm","decision":"held","hook":"path_unlink","request":3,"rule":"r1","treatment":"confirm"}"#,
+            ),
+            (
+                Enforcement {
+                    request: Some(3),
+                    same_as_request: Some(3),
+                    ..lsm(Held, Some(Treatment::Confirm))
+                },
+                r#"{"backend":"lsm","decision":"held","hook":"path_unlink","request":3,"rule":"r1","same_as_request":3,"treatment":"confirm"}"#,
+            ),
+            (
+                Enforcement {
+                    request: Some(3),
+                    decided_by: Some("request:3".into()),
+                    answer: Some(REFUSED_BEFORE.into()),
+                    ..lsm(Held, Some(Treatment::Confirm))
+                },
+                r#"{"answer":"the same action was refused before in this run","backend":"lsm","decided_by":"request:3","decision":"held","hook":"path_unlink","request":3,"rule":"r1","treatment":"confirm"}"#,
+            ),
+            (
+                Enforcement {
+                    request: Some(3),
+                    approved_before: Some(3),
+                    ..lsm(Held, Some(Treatment::Confirm))
+                },
+                r#"{"approved_before":3,"backend":"lsm","decision":"held","hook":"path_unlink","request":3,"rule":"r1","treatment":"confirm"}"#,
+            ),
+            (
+                Enforcement {
+                    request: Some(3),
+                    allowed_by: Some(AllowedBy::Approval),
+                    ..lsm(Allowed, Some(Treatment::Confirm))
+                },
+                r#"{"allowed_by":"approval","backend":"lsm","decision":"allowed","hook":"path_unlink","request":3,"rule":"r1","treatment":"confirm"}"#,
+            ),
+            (
+                Enforcement {
+                    request: Some(3),
+                    decided_by: Some("request:3".into()),
+                    ..lsm(Denied, Some(Treatment::Confirm))
+                },
+                r#"{"backend":"lsm","decided_by":"request:3","decision":"denied","hook":"path_unlink","request":3,"rule":"r1","treatment":"confirm"}"#,
+            ),
+            (
                 lsm(AllowedOnce, Some(Treatment::Deny)),
                 r#"{"backend":"lsm","decision":"allowed_once","hook":"path_unlink","rule":"r1","treatment":"deny"}"#,
             ),
@@ -797,6 +855,8 @@ mod tests {
             PreservePending,
             AllowedOnce,
             Killed,
+            Held,
+            Allowed,
             Unknown,
         ];
         let by_kind: std::collections::BTreeMap<DecisionKind, u64> =

@@ -53,13 +53,14 @@ use aya_ebpf::{
 use monitor_common::{
     field_tag::{FD_PATH, ROOT},
     lsm::{
-        decision, field, hook, treatment, ALLOW_GRACE_NS, EXEC_CLAUSES, EXEC_INDEX_ARGV_UNREAD,
-        EXEC_INDEX_UNDECIDED, FNV_OFFSET, FNV_PRIME, MAX_ALLOW, MAX_ENFORCED_TARGETS,
-        MAX_EXEC_ARGS, MAX_EXEC_RULES, MAX_PROTECT, MAX_TOKEN, MAX_TOKENS, MAX_WALK,
+        decision, field, hook, treatment, ALLOW_GRACE_NS, ERESTARTNOINTR, EXEC_CLAUSES,
+        EXEC_INDEX_ARGV_UNREAD, EXEC_INDEX_UNDECIDED, FNV_OFFSET, FNV_PRIME, MAX_ALLOW,
+        MAX_ANSWERED, MAX_ENFORCED_TARGETS, MAX_EXEC_ARGS, MAX_EXEC_RULES, MAX_FILE_RULES,
+        MAX_PROTECT, MAX_TOKEN, MAX_TOKENS, MAX_WALK,
     },
     open_flags::O_TRUNC,
-    AllowKey, Allowance, EventHeader, EventKind, ExecRule, ExecVerdict, FieldHeader, InodeKey,
-    LossCause, LsmConfig, LsmDecision, PathRuleBits, TokenScratch,
+    ActionAnswers, AllowKey, Allowance, EventHeader, EventKind, ExecRule, ExecVerdict, FieldHeader,
+    InodeKey, LossCause, LsmConfig, LsmDecision, PathRuleBits, TokenScratch,
 };
 
 use crate::{
@@ -75,6 +76,9 @@ use crate::{
 
 mod exec;
 mod files;
+mod hold;
+
+use hold::{lsm_confirm_hold, HOLD_ALLOW, HOLD_REFUSE, HOLD_STOPPED};
 
 // CO-RE accessors of this backend (appended to shim/shim.c).
 // SAFETY: the C shim's accessors take kernel pointers and read through CO-RE relocated bpf_probe_read_kernel; a bad pointer yields 0, never a fault.
@@ -130,6 +134,13 @@ static LSM_EXEC_VERDICT: LruHashMap<u32, ExecVerdict> = LruHashMap::with_max_ent
 /// (preserve).
 #[map]
 static LSM_ALLOW: HashMap<AllowKey, Allowance> = HashMap::with_max_entries(MAX_ALLOW, 0);
+
+/// Process (tgid) -> its answers to held `confirm` actions, one bit per
+/// file rule (written by userspace after a question was answered; the
+/// entry is removed when the process exits, `sched_process_exit`).
+#[map]
+pub(crate) static LSM_ANSWERS: HashMap<u32, ActionAnswers> =
+    HashMap::with_max_entries(MAX_ANSWERED, 0);
 
 /// Decision records for the daemon.
 #[map]
@@ -316,8 +327,13 @@ pub extern "C" fn lsm_emit(packed: u64, d1: u64, m1: u64, d2: u64, m2: u64) -> u
     // SAFETY: this CPU's entry of the per-CPU scratch array (non-null from
     // the lookup), not referenced elsewhere while this program runs.
     let hdr: &mut EventHeader = unsafe { &mut (*buf).hdr };
-    let result = if dec == decision::ALLOWED_ONCE || dec == decision::KILLED {
+    let result = if dec == decision::ALLOWED_ONCE
+        || dec == decision::KILLED
+        || dec == decision::ALLOWED_BY_ANSWER
+    {
         0
+    } else if dec == decision::CONFIRM_HELD {
+        -(ERESTARTNOINTR as i64)
     } else {
         -(EPERM as i64)
     };
@@ -417,9 +433,11 @@ fn pack(op: u32, hook: u32, dec: u32, rule: u32) -> u64 {
     op as u64 | (hook as u64) << 8 | (dec as u64) << 16 | (rule as u64 & 0xffff) << 32
 }
 
-/// Carries out a matched rule: deny, or refuse pending approval/copy unless
-/// a one-shot allowance for this object and rule exists (then consume it).
-/// Returns the hook's verdict (0 or -EPERM).
+/// Carries out a matched rule: deny; for a `confirm` of a file rule, the
+/// process's answer or a hold ([`lsm_confirm_hold`]); else refuse pending
+/// approval/copy unless a one-shot allowance for this object and rule
+/// exists (then consume it). Returns the hook's verdict (0, -EPERM, or
+/// -ERESTARTNOINTR for a held caller).
 #[inline(always)]
 #[expect(
     clippy::too_many_arguments,
@@ -432,6 +450,14 @@ fn apply(op: u32, hook: u32, rule: u32, treat: u32, d1: u64, m1: u64, d2: u64, m
         treatment::PRESERVE => decision::PRESERVE_PENDING,
         _ => return 0,
     };
+    if dec == decision::CONFIRM_PENDING {
+        match lsm_confirm_hold(pack(op, hook, 0, rule), d1, m1, d2, m2) {
+            HOLD_ALLOW => return 0,
+            HOLD_REFUSE => return -EPERM,
+            HOLD_STOPPED => return -ERESTARTNOINTR,
+            _ => {}
+        }
+    }
     if dec != decision::DENIED {
         let k = inode_key(d1);
         let key = AllowKey {

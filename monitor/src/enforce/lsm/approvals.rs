@@ -1,15 +1,21 @@
 //! Requests waiting for `abm approve|deny`, the answers they got (in the
-//! run's one answer store, [`crate::enforce::answers`]) and the one-shot
-//! allowances the kernel consumes.
+//! run's one answer store, [`crate::enforce::answers`]), the per-process
+//! answers of held callers and the one-shot allowances the kernel
+//! consumes.
 //!
-//! The kernel refuses a `confirm` call before anyone is asked. What
-//! userspace adds is one question per logical action and answers that
-//! stick: the refusals of the same action (a PATH search's other entries,
-//! an identical retry) while the question waits join it; after a "no" the
-//! same action is refused with that answer and no new question; after a
-//! "yes" a refused identical retry gets a new one-shot allowance (the
-//! kernel keys allowances by object, so a second `git reset --hard` after
-//! an approved one is refused once, then goes through without a question).
+//! A `confirm` of a file rule holds its caller in the kernel (stopped, the
+//! call restarted once continued; `holds`): the answer is written for the
+//! process and rule into `LSM_ANSWERS`, so it covers the action's other
+//! calls (the unlinks of an `rm -rf`). Exec rules, io_uring requests and
+//! callers on a terminal are refused per call instead: the kernel refuses
+//! before anyone is asked. What userspace adds is one question per logical
+//! action and answers that stick: the refusals of the same action (a PATH
+//! search's other entries, an identical retry) while the question waits
+//! join it; after a "no" the same action is refused with that answer and
+//! no new question; after a "yes" a refused identical retry gets a new
+//! one-shot allowance (the kernel keys allowances by object, so a second
+//! `git reset --hard` after an approved one is refused once, then goes
+//! through without a question).
 use crate::enforce::answers::{self, Answer, Answers};
 use crate::enforce::DecideError;
 use crate::record::enforcement::{
@@ -27,6 +33,12 @@ pub struct Pending {
     pub what: String,
     pub action: Action,
     pub requested_ns: u64,
+    /// The rule's reason (for the caller's reason line).
+    pub reason: String,
+    /// Whether a caller was refused per call for it (an approval then
+    /// also grants a one-shot allowance for the object); held callers are
+    /// in [`ApprovalState::holds`].
+    pub per_call: bool,
 }
 
 /// A decision record not yet matched to its syscall record.
@@ -58,6 +70,17 @@ pub(super) struct ApprovalState {
     pub(super) answers: Arc<Answers>,
     /// The allowance key of every request asked, answered or not.
     pub(super) keys: HashMap<u64, AllowKey>,
+    /// `LSM_ANSWERS` (`None` only in tests without a kernel).
+    pub(super) answer_map: Option<BpfHashMap<MapData, u32, ActionAnswers>>,
+    /// Held callers by request: (tgid, kernel rule index).
+    pub(super) holds: HashMap<u64, Vec<(u32, u32)>>,
+    /// The request whose answer a process has for a rule (in the kernel's
+    /// `LSM_ANSWERS`, or waiting for it).
+    pub(super) held_by: HashMap<(u32, u32), u64>,
+    /// The reason line on a held caller's stderr when it is refused.
+    pub(super) notify: Option<Arc<crate::enforce::notify::Notifier>>,
+    /// A held caller's question left unanswered this long is refused.
+    pub(super) timeout: std::time::Duration,
 }
 
 /// What became of a `confirm` refusal.
@@ -80,6 +103,11 @@ impl ApprovalState {
         answers: Arc<Answers>,
     ) -> ApprovalState {
         ApprovalState {
+            answer_map: None,
+            holds: HashMap::new(),
+            held_by: HashMap::new(),
+            notify: None,
+            timeout: DEFAULT_HOLD_TIMEOUT,
             allow,
             pending: BTreeMap::new(),
             next_request: 1,
@@ -109,10 +137,31 @@ impl ApprovalState {
     /// request waiting for the same object under the same rule is the
     /// same question too.
     pub(super) fn confirm(&mut self, a: &Action, rule: &str, key: AllowKey) -> Confirm {
+        self.ask(a, rule, key, String::new(), true)
+    }
+
+    /// [`ApprovalState::confirm`] for a caller refused per call
+    /// (`per_call`, which an approval lets through with a one-shot
+    /// allowance) or held (which gets the answer for its process,
+    /// [`ApprovalState::hold`]); `reason`: the rule's.
+    pub(super) fn ask(
+        &mut self,
+        a: &Action,
+        rule: &str,
+        key: AllowKey,
+        reason: String,
+        per_call: bool,
+    ) -> Confirm {
         let logical = answers::key(a, rule);
         match self.answers.lookup(&logical) {
-            Some(Answer::Waiting(id)) => return Confirm::Joined(id),
+            Some(Answer::Waiting(id)) => {
+                if let Some(p) = self.pending.get_mut(&id) {
+                    p.per_call |= per_call;
+                }
+                return Confirm::Joined(id);
+            }
             Some(Answer::Refused(id, _)) => return Confirm::RefusedBefore(id),
+            Some(Answer::Approved(id)) if !per_call => return Confirm::ApprovedBefore(id),
             Some(Answer::Approved(id)) => {
                 if let Err(e) = self.grant(key) {
                     tracing::warn!("re-granting approved request {id}: {e}");
@@ -123,7 +172,8 @@ impl ApprovalState {
             }
             None => {}
         }
-        if let Some(p) = self.pending.values().find(|p| p.key == key) {
+        if let Some(p) = self.pending.values_mut().find(|p| p.key == key) {
+            p.per_call |= per_call;
             return Confirm::Joined(p.id);
         }
         let id = self.next_request;
@@ -139,6 +189,8 @@ impl ApprovalState {
                 what: crate::enforce::describe(a),
                 action: a.clone(),
                 requested_ns: monotonic_ns(),
+                reason,
+                per_call,
             },
         );
         Confirm::Asked(id)
@@ -174,29 +226,52 @@ impl Approvals {
         st.pending.contains_key(&id) || st.keys.contains_key(&id)
     }
 
-    /// Answers a request. Approving grants a one-shot allowance: the next
-    /// identical call (same object, same rule) within [`ALLOW_TTL_NS`] goes
-    /// through once; refusing closes the request (the call already failed
-    /// with EPERM) and the same action stays refused. A request answered
+    /// Answers a request. Held callers get the answer for their process
+    /// and are continued (approved: the call and the rest of the action go
+    /// on; refused: they fail with EPERM). For callers refused per call,
+    /// approving grants a one-shot allowance: the next identical call
+    /// (same object, same rule) within [`ALLOW_TTL_NS`] goes through once;
+    /// refusing closes the request (the call already failed with EPERM).
+    /// Either way the same action keeps the answer. A request answered
     /// before gets its answer changed for the next identical call.
     pub fn decide(&self, id: u64, approve: bool, by: &str) -> Result<(), DecideError> {
-        let mut st = self.lock();
+        let decision = if approve {
+            DecisionKind::Approved
+        } else {
+            DecisionKind::Refused
+        };
+        self.lock().decide_as(id, approve, by, decision)
+    }
+}
+
+impl ApprovalState {
+    /// Answers request `id` as `decision` (`approved`, `refused`,
+    /// `timeout`), then continues its held callers with that answer.
+    pub(super) fn decide_as(
+        &mut self,
+        id: u64,
+        approve: bool,
+        by: &str,
+        decision: DecisionKind,
+    ) -> Result<(), DecideError> {
+        let st = self;
         let Some(p) = st.pending.get(&id).cloned() else {
             return st.reconsider(id, approve, by);
         };
-        if approve {
+        if approve && (p.per_call || !st.holds.contains_key(&id)) {
             st.grant(p.key)?;
             st.granted
                 .insert(p.key, (id, AllowedBy::Approval, Value::Null));
         }
         st.pending.remove(&id);
         st.answers.record(&p.action, approve, id);
-        st.answers.answered(id, approve, "denied");
-        let decision = if approve {
-            DecisionKind::Approved
+        let as_name = if decision == DecisionKind::Timeout {
+            "timeout"
         } else {
-            DecisionKind::Refused
+            "denied"
         };
+        st.answers.answered(id, approve, as_name);
+        st.release(&p, approve, decision);
         *st.counts.entry(decision).or_default() += 1;
         let enf = Enforcement {
             request: Some(id),
@@ -214,7 +289,9 @@ impl Approvals {
             .push(Note::decision(Some(p.action.pid), DecisionNote::Call(note)));
         Ok(())
     }
+}
 
+impl Approvals {
     /// Waiting requests, for `abm pending`.
     pub fn pending_list(&self) -> Vec<Value> {
         let now = monotonic_ns();
@@ -227,7 +304,11 @@ impl Approvals {
                     "path2": p.action.path2, "argv": p.action.argv, "cwd": p.action.cwd, "pid": p.action.pid,
                     "comm": p.action.comm, "rule": p.rule,
                     "waiting_secs": (now.saturating_sub(p.requested_ns)) as f64 / 1e9,
-                    "retry": "the call was refused; approving lets the next identical call through once",
+                    "retry": if p.per_call {
+                        "the call was refused; approving lets the next identical call through once"
+                    } else {
+                        "the call waits; approving lets it and the rest of its action go on"
+                    },
                 })
             })
             .collect()
@@ -241,6 +322,7 @@ impl ApprovalState {
         self.answers
             .reconsider(id, approve)
             .ok_or(DecideError::NoAnswerToChange(id))?;
+        self.rewrite_answers(id, approve);
         if approve {
             self.grant(key)?;
             self.granted

@@ -99,6 +99,7 @@ impl LsmBackend {
         available().map_err(LsmError::Unavailable)?;
         let mut compiled = compile(policy, ctx)?;
         compiled.config.setattr_idmap = setattr_idmap()? as u32;
+        compiled.config.hold_confirm = 1;
         let ebpf = &mut probes.ebpf;
         // Filled in place: the maps stay owned by the object, whose program
         // instructions refer to their fds (a taken and dropped map would
@@ -147,6 +148,7 @@ impl LsmBackend {
         let ebpf = &mut probes.ebpf;
         // Taken (and kept alive by the backend): read and written during the run.
         let allow = take(ebpf, "LSM_ALLOW", BpfHashMap::try_from)?;
+        let answer_map = take(ebpf, "LSM_ANSWERS", BpfHashMap::try_from)?;
         let events = take(ebpf, "LSM_EVENTS", RingBuf::try_from)?;
         let btf = Btf::from_sys_fs()
             .map_err(|e| LsmError::Unavailable(Unavailable::Btf(e.to_string())))?;
@@ -214,6 +216,7 @@ impl LsmBackend {
             }
         }
         let approvals = Approvals::new(Some(allow), Default::default());
+        approvals.set_answer_map(answer_map);
         Ok(LsmBackend {
             events,
             approvals,
@@ -244,6 +247,7 @@ impl LsmBackend {
     ) -> Result<(), LsmError> {
         let mut new = compile(policy, ctx)?;
         new.config.setattr_idmap = self.compiled.config.setattr_idmap;
+        new.config.hold_confirm = self.compiled.config.hold_confirm;
         let ebpf = &mut probes.ebpf;
         {
             let mut protect: BpfHashMap<&mut MapData, InodeKey, PathRuleBits> =
@@ -325,6 +329,21 @@ impl LsmBackend {
             .unwrap_or_else(|| format!("#{index}"))
     }
 
+    /// The reason line on refused callers' stderr (enforce::notify).
+    pub fn set_notify(&mut self, n: std::sync::Arc<crate::enforce::notify::Notifier>) {
+        self.approvals.lock().notify = Some(n.clone());
+        self.notify = Some(n);
+    }
+
+    /// The reason of rule `id`.
+    fn reason_of(&self, id: &str) -> String {
+        self.policy
+            .rules()
+            .iter()
+            .find(|r| r.id == id)
+            .map_or(String::new(), |r| r.reason.clone())
+    }
+
     /// The shared request table (for the control socket).
     pub fn approvals(&self) -> Approvals {
         self.approvals.clone()
@@ -346,6 +365,7 @@ impl LsmBackend {
     /// there yet waits for up to [`EXEC_LINE_WAIT`] reads (its caller is
     /// stopped meanwhile when it was held), then goes on without it.
     pub fn absorb_with(&mut self, exec_of: &dyn Fn(&Action) -> Option<Action>) -> Vec<Note> {
+        self.approvals.sweep();
         let mut raw = Vec::new();
         while let Some(item) = self.events.next() {
             raw.push(item.to_vec());
@@ -401,29 +421,44 @@ impl LsmBackend {
         let mut told = None;
         let name = match d.decision & decision::MASK {
             decision::DENIED => DecisionKind::Denied,
+            decision::CONFIRM_HELD => {
+                let reason = self.reason_of(&rule);
+                match st.hold(&a, &rule, d.rule, key, reason) {
+                    Confirm::Asked(id) => {
+                        self.asked(&mut st, &a, &rule, id, true);
+                        enf.request = Some(id);
+                    }
+                    Confirm::Joined(id) => {
+                        enf.request = Some(id);
+                        enf.same_as_request = Some(id);
+                    }
+                    Confirm::RefusedBefore(id) => {
+                        enf.request = Some(id);
+                        enf.decided_by = Some(format!("request:{id}"));
+                        enf.answer = Some(REFUSED_BEFORE.to_owned());
+                    }
+                    Confirm::ApprovedBefore(id) => {
+                        enf.request = Some(id);
+                        enf.approved_before = Some(id);
+                    }
+                }
+                DecisionKind::Held
+            }
+            decision::ALLOWED_BY_ANSWER => {
+                enf.request = st.answered_by(a.pid, d.rule);
+                enf.allowed_by = Some(AllowedBy::Approval);
+                DecisionKind::Allowed
+            }
+            decision::REFUSED_BY_ANSWER => {
+                if let Some(id) = st.answered_by(a.pid, d.rule) {
+                    enf.request = Some(id);
+                    enf.decided_by = Some(format!("request:{id}"));
+                }
+                DecisionKind::Denied
+            }
             decision::CONFIRM_PENDING => match st.confirm(&a, &rule, key) {
                 Confirm::Asked(id) => {
-                    let what = crate::enforce::describe(&a);
-                    if !self.quiet {
-                        eprintln!(
-                            "abm: confirm request {id}: {what} was refused by rule {rule}; `abm approve {id}` lets a retry through"
-                        );
-                    }
-                    let asked = Enforcement {
-                        request: Some(id),
-                        rule: Some(rule.clone()),
-                        ..Enforcement::new(Backend::Lsm, DecisionKind::ConfirmRequested)
-                    };
-                    let note = CallDecision {
-                        what: Some(what),
-                        op: Some(a.op),
-                        path: Some(a.path.clone()),
-                        argv: Some(a.argv.clone()),
-                        cwd: Some(a.cwd.clone()),
-                        ..CallDecision::of(asked)
-                    };
-                    st.notes
-                        .push(Note::decision(Some(a.pid), DecisionNote::Call(note)));
+                    self.asked(&mut st, &a, &rule, id, false);
                     enf.request = Some(id);
                     DecisionKind::PendingConfirmation
                 }
@@ -513,6 +548,38 @@ impl LsmBackend {
             action: a,
             enforcement: enf,
         });
+    }
+
+    /// A new question `id` about `a` (rule `rule`): the line on abm's
+    /// stderr and the `confirm_requested` note. `held`: its caller waits.
+    fn asked(&self, st: &mut ApprovalState, a: &Action, rule: &str, id: u64, held: bool) {
+        let what = crate::enforce::describe(a);
+        if !self.quiet {
+            if held {
+                eprintln!(
+                    "abm: confirm request {id}: {what} is held by rule {rule}; `abm approve {id}` lets it and the rest of its action go on, `abm deny {id}` refuses them"
+                );
+            } else {
+                eprintln!(
+                    "abm: confirm request {id}: {what} was refused by rule {rule}; `abm approve {id}` lets a retry through"
+                );
+            }
+        }
+        let asked = Enforcement {
+            request: Some(id),
+            rule: Some(rule.to_owned()),
+            ..Enforcement::new(Backend::Lsm, DecisionKind::ConfirmRequested)
+        };
+        let note = CallDecision {
+            what: Some(what),
+            op: Some(a.op),
+            path: Some(a.path.clone()),
+            argv: Some(a.argv.clone()),
+            cwd: Some(a.cwd.clone()),
+            ..CallDecision::of(asked)
+        };
+        st.notes
+            .push(Note::decision(Some(a.pid), DecisionNote::Call(note)));
     }
 
     /// Tells the refused caller why (enforce::notify): `told` when an

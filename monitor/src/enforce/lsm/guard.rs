@@ -70,12 +70,13 @@ impl Guard for LsmGuard {
     /// and attaches the LSM programs.
     fn start(s: Start<'_>) -> anyhow::Result<LsmGuard> {
         let Start {
+            args,
             info,
             probes,
             quarantine,
             shared: core,
-            ..
         } = s;
+        let s_timeout = args.confirm_timeout;
         let (policy, ctx, quiet) = (info.policy, info.ctx, info.quiet);
         precreate_trace(info.trace);
         let mut b = LsmBackend::start(probes, policy, ctx, quarantine, quiet)
@@ -91,7 +92,9 @@ impl Guard for LsmGuard {
                 b.attached.join(", ")
             );
         }
-        b.notify = Some(core.notify.clone());
+        b.set_notify(core.notify.clone());
+        b.approvals()
+            .set_timeout(std::time::Duration::from_secs_f64(s_timeout));
         b.approvals().share_answers(core.answers.clone());
         if core.notify.enabled() {
             hold_refused(probes)
@@ -152,6 +155,7 @@ impl Guard for LsmGuard {
     }
 
     fn stop(&mut self, pipeline: &mut Pipeline, trace: &mut Recorder) -> anyhow::Result<()> {
+        self.backend.release_held();
         self.backend.expire_deferred();
         self.absorb(pipeline, trace)?;
         trace.note(&Note::LsmSummary(self.backend.stop()))?;

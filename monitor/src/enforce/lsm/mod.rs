@@ -14,6 +14,7 @@
 //! - [`LsmBackend`] (`backend`): one enforcing `abm run`.
 //! - [`LsmGuard`] (`guard`): the backend behind [`crate::enforce::Guard`].
 //! - `approvals`: requests waiting for a human, one-shot allowances.
+//! - `holds`: callers held for a `confirm`, answered per process.
 use std::{
     collections::{BTreeMap, HashMap},
     os::unix::fs::MetadataExt as _,
@@ -31,7 +32,7 @@ use monitor_common::{
         decision, field, fnv1a, hook, treatment, EXEC_CLAUSES, EXEC_INDEX_ARGV_UNREAD,
         EXEC_INDEX_UNDECIDED, MAX_EXEC_RULES, MAX_FILE_RULES, MAX_PROTECT, MAX_TOKEN, MAX_TOKENS,
     },
-    AllowKey, Allowance, ExecRule, InodeKey, LsmConfig, LsmDecision, PathRuleBits,
+    ActionAnswers, AllowKey, Allowance, ExecRule, InodeKey, LsmConfig, LsmDecision, PathRuleBits,
 };
 use serde_json::{json, Value};
 
@@ -49,6 +50,7 @@ mod backend;
 pub mod btf;
 mod compile;
 mod guard;
+mod holds;
 mod no_kernel_form;
 #[cfg(test)]
 mod tests;
@@ -58,6 +60,7 @@ pub use backend::*;
 pub use compile::*;
 pub(crate) use guard::hold_refused;
 pub use guard::LsmGuard;
+pub use holds::DEFAULT_HOLD_TIMEOUT;
 pub use no_kernel_form::NoKernelForm;
 
 /// LSM programs: (program name, hook, required). `file_truncate` exists

@@ -56,6 +56,9 @@ pub fn errno_name(err: i64) -> String {
         libc::ECANCELED => "ECANCELED",
         libc::EOWNERDEAD => "EOWNERDEAD",
         libc::EKEYREJECTED => "EKEYREJECTED",
+        // Kernel-internal (include/linux/errno.h): a BPF LSM hold, the
+        // call restarted once the caller is continued.
+        513 => "ERESTARTNOINTR",
         _ => return format!("E{e}"),
     };
     name.to_owned()
