@@ -163,6 +163,8 @@ struct Daemon {
     pending: HashMap<u64, Pending>,
     /// The BPF LSM backend, once a target enforces.
     lsm: Option<enforce::Enforcing>,
+    /// Kills the enforcing targets if the daemon dies without a clean stop.
+    lifeline: Option<crate::lifeline::targets::TargetLifeline>,
 }
 
 async fn run(cfg: Config, config_path: PathBuf, policy: Policy) -> anyhow::Result<i32> {
@@ -207,6 +209,11 @@ async fn run(cfg: Config, config_path: PathBuf, policy: Policy) -> anyhow::Resul
         ringbuf_bytes: cfg.ringbuf_kib * 1024,
         watch_cgroups: true,
     })?;
+    // Enforcing targets die with the daemon unless it stops cleanly
+    // (crate::lifeline::targets). Forked while the daemon has one thread,
+    // before the control socket exists.
+    let lifeline = crate::lifeline::targets::TargetLifeline::start(probes.scope_fd())
+        .context("starting the lifeline process")?;
     let listener = control::bind(&cfg.socket)?;
     let mut ring = ring::register(&mut probes)?;
     let (host, kernel) = uname();
@@ -252,6 +259,7 @@ async fn run(cfg: Config, config_path: PathBuf, policy: Policy) -> anyhow::Resul
         following: false,
         pending: HashMap::new(),
         lsm: None,
+        lifeline: Some(lifeline),
     };
     if let Some(k) = &d.cfg.kubernetes {
         publish_selector(&k.selector_file, &k.pod_selector);
@@ -261,6 +269,11 @@ async fn run(cfg: Config, config_path: PathBuf, policy: Policy) -> anyhow::Resul
             // Never watched unenforced when enforcement was asked for.
             if spec.enforce {
                 let _ = std::fs::remove_file(&d.cfg.socket);
+                // The daemon does not start: the targets it found running
+                // were running before it, and are left so.
+                if let Some(l) = d.lifeline.take() {
+                    let _ = l.stop();
+                }
                 return Err(e.context(format!(
                     "{}: target {:?} asks for enforcement",
                     d.config_path.display(),
@@ -300,6 +313,12 @@ async fn run(cfg: Config, config_path: PathBuf, policy: Policy) -> anyhow::Resul
     d.absorb_decisions()?;
     d.release(true)?;
     d.account_losses(&ring)?;
+    let enforcing: Vec<String> = d
+        .targets
+        .values()
+        .filter(|t| t.is_live() && t.spec.enforce)
+        .map(|t| t.name().to_owned())
+        .collect();
     let ids: Vec<u32> = d.targets.keys().copied().collect();
     let mut failed = false;
     for id in ids {
@@ -309,7 +328,22 @@ async fn run(cfg: Config, config_path: PathBuf, policy: Policy) -> anyhow::Resul
         }
     }
     let _ = std::fs::remove_file(&d.cfg.socket);
-    tracing::info!("abm daemon stopped");
+    // A clean stop: the enforcing targets are left running (unenforced),
+    // not killed.
+    if let Some(l) = d.lifeline.take() {
+        if let Err(e) = l.stop() {
+            tracing::error!("stopping the lifeline: {e}");
+        }
+    }
+    if enforcing.is_empty() {
+        tracing::info!("abm daemon stopped");
+    } else {
+        tracing::warn!(
+            "abm daemon stopped cleanly: its enforcing target(s) {} keep running, no longer enforced, and are not killed \
+             (only a daemon that dies without a clean stop has its enforcing targets killed)",
+            enforcing.join(", ")
+        );
+    }
     Ok(if failed { 1 } else { 0 })
 }
 
