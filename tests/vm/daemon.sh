@@ -18,7 +18,14 @@ socket = "$SOCK"
 policy = ["/tests/daemon.toml"]
 ringbuf_kib = 4096
 poll_interval = "200ms"
+
+[approvals]
+listen = "127.0.0.1:18470"
+secret = "$D/secret"
 EOT
+echo "daemon-vm-approvals-secret" > "$D/secret"
+chmod 600 "$D/secret"
+URL=http://127.0.0.1:18470
 
 # container_root NAME: a rootfs with busybox and a workspace.
 container_root() {
@@ -94,10 +101,40 @@ until rm /ws/keep/pv; do
 done
 echo "preserve-retry $([ -e /ws/keep/pv ] && echo 1 || echo 0)" >> $L
 echo "root $(ls / | tr '\n' ' ')" >> $L
+# A confirm answered through the daemon's remote approvals endpoint.
+rm /ws/confirm/w; echo "confirm-w-first $?" >> $L
+rm /ws/confirm/z; echo "confirm-first $?" >> $L
+i=0
+while [ ! -e /out/approved ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+rm /ws/confirm/z; echo "confirm-retry $?" >> $L
+rm /ws/confirm/w; echo "confirm-w-retry $?" >> $L
 echo "done 0" >> $L
 EOT
+echo z > "$D/c1/ws/confirm/z"
+echo w > "$D/c1/ws/confirm/w"
 sh -c "echo \$\$ > $CG/p1/cgroup.procs && exec unshare -m -p -f sh -c 'mount --make-rprivate / && mount --bind $D/p1 $D/p1 && mount --bind $D/c1/ws $D/p1/ws && cd $D/p1 && mount --move . / && exec chroot . /bin/sh /job-p1.sh'" \
-    > "$D/p1.stderr" 2>&1
+    > "$D/p1.stderr" 2>&1 &
+job=$!
+i=0
+while ! grep -q confirm-first "$D/p1/out/p1.log" 2>/dev/null && kill -0 $job 2>/dev/null && [ $i -lt 1200 ]; do
+    sleep 0.1
+    i=$((i + 1))
+done
+# The requests of p1's rm of confirm/z and confirm/w, listed remotely:
+# the first approved, the second denied.
+rid=
+i=0
+while [ -z "$rid" ] && kill -0 $job 2>/dev/null && [ $i -lt 40 ]; do
+    rid=$(abm pending --remote $URL --secret "$D/secret" --json 2>/dev/null | tr '{' '\n' | grep 'confirm/z' | grep -o '"id":[0-9]*' | head -n 1 | tr -dc 0-9)
+    [ -z "$rid" ] && sleep 0.5
+    i=$((i + 1))
+done
+yid=$(abm pending --remote $URL --secret "$D/secret" --json 2>/dev/null | tr '{' '\n' | grep 'confirm/w' | grep -o '"id":[0-9]*' | head -n 1 | tr -dc 0-9)
+remote_approve=$(abm approve "$rid" --remote $URL --secret "$D/secret" 2>&1)
+remote_deny=$(abm deny "$yid" --remote $URL --secret "$D/secret" 2>&1)
+unsigned=$(printf 'GET /pending HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n' | nc 127.0.0.1 18470 2>/dev/null | head -n 1)
+touch "$D/p1/out/approved"
+wait $job
 echo "ABM-VM-INFO daemon p1 done secs=$(($(date +%s) - start)): $(tr '\n' ' ' < $D/p1/out/p1.log)"
 sleep 1
 abm watch remove c1 --socket "$SOCK" > /dev/null 2>&1
@@ -161,6 +198,15 @@ t daemon-lsm-preserve-pivot-root "p1 (own root): first rm refused (rc $(rc p1 pr
 undo_out=$(abm undo "$Q" --entry "${pv_entry:-0}" 2>&1 | tail -n 3 | tr '\n' ' ')
 t daemon-undo-pivot-root "abm undo of p1's entry $pv_entry: $undo_out; $W1/keep/pv: $(cat $W1/keep/pv 2>/dev/null || echo missing)" all \
     '[ "$(cat $W1/keep/pv 2>/dev/null)" = pivot-bravo ]'
+P1=$OUT/daemon-p1.jsonl
+t daemon-remote-approvals "p1's request '$rid' approved through the daemon's remote endpoint ($remote_approve): first rc $(rc p1 confirm-first), retry rc $(rc p1 confirm-retry); request '$yid' denied remotely ($remote_deny): retry rc $(rc p1 confirm-w-retry); unsigned: $unsigned" all \
+    '[ -n "$rid" ]' '[ -n "$yid" ]' '[ "$(rc p1 confirm-first)" != 0 ]' '[ "$(rc p1 confirm-retry)" = 0 ]' 'gone $W1/confirm/z' \
+    '[ "$(rc p1 confirm-w-retry)" != 0 ]' 'exists $W1/confirm/w' \
+    'echo "$remote_approve" | grep -q "^approved request $rid of run daemon (via $URL)"' \
+    'echo "$remote_deny" | grep -q "^denied request $yid of run daemon (via $URL)"' \
+    'echo "$unsigned" | grep -q 401' \
+    'grep "\"decision\":\"approved\"" $P1 | grep -q "\"decided_by\":\"remote:127.0.0.1"' \
+    'grep -q "\"approvals_url\":\"$URL\"" $P1'
 t daemon-traces-verify "the targets' traces verify" sh -c "abm verify $T1 > /dev/null 2>&1 && abm verify $T2 > /dev/null 2>&1 && abm verify $OUT/daemon-p1.jsonl > /dev/null 2>&1"
 
 # --- The daemon fails closed (monitor/src/lifeline/targets.rs) ---------------

@@ -133,6 +133,10 @@ impl Daemon {
         backend.notify = Some(std::sync::Arc::new(crate::enforce::notify::Notifier::new(
             true,
         )));
+        // Remote approvals answer this backend's requests.
+        if let Some(r) = &self.remote {
+            r.serve(backend.approvals());
+        }
         lsm::hold_refused(&mut self.probes).map_err(|e| {
             anyhow::anyhow!("target {:?}: --enforce (BPF LSM backend): {e}", spec.name)
         })?;
@@ -219,6 +223,9 @@ impl Daemon {
                 "quarantine": e.quarantine.to_string_lossy(),
             }),
         );
+        if let (Some(r), Some(v)) = (&self.remote, h.extra.get_mut("enforcement")) {
+            v["approvals_url"] = json!(r.url());
+        }
         h.extra.insert("lsm".into(), e.backend.header_extra());
     }
 

@@ -61,6 +61,7 @@ use crate::{
     },
 };
 
+mod approvals;
 pub mod attribute;
 pub mod config;
 pub mod control;
@@ -117,6 +118,9 @@ pub fn main(args: DaemonArgs) -> anyhow::Result<i32> {
     let cfg = Config::load(&args.config)?;
     let policy = load_policy(&cfg.policy)?;
     if args.check {
+        if let Some(a) = &cfg.approvals {
+            a.check()?;
+        }
         println!("{}", toml::to_string_pretty(&cfg)?);
         println!("# policy digest {}", policy.digest());
         return Ok(0);
@@ -165,6 +169,8 @@ struct Daemon {
     lsm: Option<enforce::Enforcing>,
     /// Kills the enforcing targets if the daemon dies without a clean stop.
     lifeline: Option<crate::lifeline::targets::TargetLifeline>,
+    /// The remote approvals endpoint (`[approvals]`).
+    remote: Option<approvals::Remote>,
 }
 
 async fn run(cfg: Config, config_path: PathBuf, policy: Policy) -> anyhow::Result<i32> {
@@ -215,6 +221,10 @@ async fn run(cfg: Config, config_path: PathBuf, policy: Policy) -> anyhow::Resul
     let lifeline = crate::lifeline::targets::TargetLifeline::start(probes.scope_fd())
         .context("starting the lifeline process")?;
     let listener = control::bind(&cfg.socket)?;
+    let remote = match &cfg.approvals {
+        Some(a) => Some(approvals::Remote::start(a, cfg.socket.clone())?),
+        None => None,
+    };
     let mut ring = ring::register(&mut probes)?;
     let (host, kernel) = uname();
     let (tail, _) = broadcast::channel(4096);
@@ -260,6 +270,7 @@ async fn run(cfg: Config, config_path: PathBuf, policy: Policy) -> anyhow::Resul
         pending: HashMap::new(),
         lsm: None,
         lifeline: Some(lifeline),
+        remote,
     };
     if let Some(k) = &d.cfg.kubernetes {
         publish_selector(&k.selector_file, &k.pod_selector);
@@ -328,6 +339,9 @@ async fn run(cfg: Config, config_path: PathBuf, policy: Policy) -> anyhow::Resul
         }
     }
     let _ = std::fs::remove_file(&d.cfg.socket);
+    if let Some(r) = d.remote.take() {
+        r.stop();
+    }
     // A clean stop: the enforcing targets are left running (unenforced),
     // not killed.
     if let Some(l) = d.lifeline.take() {

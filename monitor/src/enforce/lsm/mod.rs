@@ -56,8 +56,8 @@ mod tests;
 pub use approvals::*;
 pub use backend::*;
 pub use compile::*;
-pub(crate) use guard::hold_refused;
 pub use guard::LsmGuard;
+pub(crate) use guard::{hold_refused, requests};
 pub use no_kernel_form::NoKernelForm;
 
 /// LSM programs: (program name, hook, required). `file_truncate` exists
