@@ -125,11 +125,13 @@ done
 rid=
 i=0
 while [ -z "$rid" ] && kill -0 $job 2>/dev/null && [ $i -lt 40 ]; do
-    rid=$(abm pending --remote $URL --secret "$D/secret" --json 2>/dev/null | tr '{' '\n' | grep 'confirm/z' | grep -o '"id":[0-9]*' | head -n 1 | tr -dc 0-9)
+    rid=$(abm pending --remote $URL --secret "$D/secret" 2>/dev/null | grep 'confirm/z' | head -n 1 | awk '{ print $1 }')
     [ -z "$rid" ] && sleep 0.5
     i=$((i + 1))
 done
-yid=$(abm pending --remote $URL --secret "$D/secret" --json 2>/dev/null | tr '{' '\n' | grep 'confirm/w' | grep -o '"id":[0-9]*' | head -n 1 | tr -dc 0-9)
+pending_remote=$(abm pending --remote $URL --secret "$D/secret" 2>&1)
+echo "$pending_remote" | sed 's/^/ABM-VM-INFO   pending (remote): /' | head -n 4
+yid=$(echo "$pending_remote" | grep 'confirm/w' | head -n 1 | awk '{ print $1 }')
 remote_approve=$(abm approve "$rid" --remote $URL --secret "$D/secret" 2>&1)
 remote_deny=$(abm deny "$yid" --remote $URL --secret "$D/secret" 2>&1)
 unsigned=$(printf 'GET /pending HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n' | nc 127.0.0.1 18470 2>/dev/null | head -n 1)
