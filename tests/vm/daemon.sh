@@ -285,7 +285,7 @@ wait $fc_pid 2>/dev/null
 before="f1 $(procs_of f1) f2 $(procs_of f2)"
 sleep 12
 after="f1 $(procs_of f1) f2 $(procs_of f2)"
-echo "ABM-VM-INFO daemon-killed secs=$(($(date +%s) - start)) processes at the kill: $before; 12 s later: $after"
+echo "ABM-VM-INFO daemon-killed secs=$(($(date +%s) - start)) processes right after the kill: $before; 12 s later: $after"
 sed 's/^/ABM-VM-INFO   /' "$F/daemon-kill.log" | tail -n 12
 t daemon-fail-closed-killed "daemon killed with SIGKILL: enforcing f1's processes gone ($after), its canary $([ -e $F/f1.canary ] && echo RAN || echo 'never ran'), recorded-only f2 lives on, the lifeline says so and exits" all \
     '[ -e $F/f1.started ]' '[ -e $F/f2.started ]' '[ "$(procs_of f1)" = 0 ]' '[ ! -e $F/f1.canary ]' \
