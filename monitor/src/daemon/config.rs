@@ -71,6 +71,11 @@ pub struct Config {
     /// 268435456 (256 MiB); 0 turns rotation off.
     #[serde(default = "default_rotate_bytes")]
     pub rotate_bytes: u64,
+    /// Remote approvals of the enforcing targets' `confirm` requests: the
+    /// signed HTTP(S) endpoint of `abm run --approvals-listen`. Off when
+    /// absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approvals: Option<super::approvals::RemoteApprovals>,
 }
 
 fn default_rotate_bytes() -> u64 {

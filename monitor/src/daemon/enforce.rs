@@ -133,6 +133,10 @@ impl Daemon {
         backend.set_notify(std::sync::Arc::new(crate::enforce::notify::Notifier::new(
             true,
         )));
+        // Remote approvals answer this backend's requests.
+        if let Some(r) = &self.remote {
+            r.serve(backend.approvals());
+        }
         lsm::hold_refused(&mut self.probes).map_err(|e| {
             anyhow::anyhow!("target {:?}: --enforce (BPF LSM backend): {e}", spec.name)
         })?;
@@ -156,6 +160,42 @@ impl Daemon {
             losses_ns: monotonic_ns(),
         });
         Ok(())
+    }
+
+    /// An enforcing target is live: the lifeline kills its cgroup (or its
+    /// process tree) if the daemon dies without a clean stop.
+    pub(super) fn guard(&mut self, id: u32) {
+        let (Some(t), Some(l)) = (self.targets.get(&id), self.lifeline.as_mut()) else {
+            return;
+        };
+        if !t.spec.enforce {
+            return;
+        }
+        let sent = match &t.cgroup {
+            Some((path, _)) => l.guard_cgroup(id, t.name(), path),
+            None => l.guard_pids(id, t.name()),
+        };
+        match sent {
+            Ok(()) => tracing::info!(
+                "target {}: enforcing; killed by the lifeline (pid {}) if the daemon dies without a clean stop",
+                t.name(),
+                l.pid()
+            ),
+            Err(e) => tracing::error!(
+                "target {}: the lifeline is gone ({e}): if the daemon dies, this enforcing target is not killed",
+                t.name()
+            ),
+        }
+    }
+
+    /// A target ends: the lifeline forgets it.
+    pub(super) fn unguard(&mut self, id: u32) {
+        let enforcing = self.targets.get(&id).is_some_and(|t| t.spec.enforce);
+        if let (true, Some(l)) = (enforcing, self.lifeline.as_mut()) {
+            if let Err(e) = l.release(id) {
+                tracing::error!("target {id}: the lifeline is gone: {e}");
+            }
+        }
     }
 
     /// Makes the kernel apply the rules to target `id` (`on`), or stop.
@@ -183,6 +223,9 @@ impl Daemon {
                 "quarantine": e.quarantine.to_string_lossy(),
             }),
         );
+        if let (Some(r), Some(v)) = (&self.remote, h.extra.get_mut("enforcement")) {
+            v["approvals_url"] = json!(r.url());
+        }
         h.extra.insert("lsm".into(), e.backend.header_extra());
     }
 

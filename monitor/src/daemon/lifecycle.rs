@@ -116,6 +116,7 @@ impl Daemon {
                 }
                 self.attr.watch_pid(p, id);
             }
+            self.guard(id);
             self.announce(id);
             return Ok(());
         }
@@ -145,6 +146,7 @@ impl Daemon {
         // what they did before now is not in the trace, and the trace says so.
         let running = cgroup::procs_recursive(&path);
         self.attr.watch_cgroup(id, cgid, path);
+        self.guard(id);
         if !running.is_empty() {
             let t = self.targets.get_mut(&id).expect("target");
             let reason = format!(
@@ -285,6 +287,7 @@ impl Daemon {
         *self.levels.entry(cg.level).or_default() += 1;
         self.write_levels();
         self.attr.watch_cgroup(id, cg.id, path);
+        self.guard(id);
         self.announce(id);
         if dropped > 0 {
             let l = self.losses.userspace(Cause::PendingOverflow, dropped);
@@ -378,6 +381,7 @@ impl Daemon {
             }
             self.write_levels();
         }
+        self.unguard(id);
         self.purge_scope(id);
         if let Err(e) = self.set_enforced(id, false) {
             tracing::error!("target {id}: {e:#}");

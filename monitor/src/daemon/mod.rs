@@ -61,6 +61,7 @@ use crate::{
     },
 };
 
+mod approvals;
 pub mod attribute;
 pub mod config;
 pub mod control;
@@ -117,6 +118,9 @@ pub fn main(args: DaemonArgs) -> anyhow::Result<i32> {
     let cfg = Config::load(&args.config)?;
     let policy = load_policy(&cfg.policy)?;
     if args.check {
+        if let Some(a) = &cfg.approvals {
+            a.check()?;
+        }
         println!("{}", toml::to_string_pretty(&cfg)?);
         println!("# policy digest {}", policy.digest());
         return Ok(0);
@@ -163,6 +167,10 @@ struct Daemon {
     pending: HashMap<u64, Pending>,
     /// The BPF LSM backend, once a target enforces.
     lsm: Option<enforce::Enforcing>,
+    /// Kills the enforcing targets if the daemon dies without a clean stop.
+    lifeline: Option<crate::lifeline::targets::TargetLifeline>,
+    /// The remote approvals endpoint (`[approvals]`).
+    remote: Option<approvals::Remote>,
 }
 
 async fn run(cfg: Config, config_path: PathBuf, policy: Policy) -> anyhow::Result<i32> {
@@ -207,7 +215,16 @@ async fn run(cfg: Config, config_path: PathBuf, policy: Policy) -> anyhow::Resul
         ringbuf_bytes: cfg.ringbuf_kib * 1024,
         watch_cgroups: true,
     })?;
+    // Enforcing targets die with the daemon unless it stops cleanly
+    // (crate::lifeline::targets). Forked while the daemon has one thread,
+    // before the control socket exists.
+    let lifeline = crate::lifeline::targets::TargetLifeline::start(probes.scope_fd())
+        .context("starting the lifeline process")?;
     let listener = control::bind(&cfg.socket)?;
+    let remote = match &cfg.approvals {
+        Some(a) => Some(approvals::Remote::start(a, cfg.socket.clone())?),
+        None => None,
+    };
     let mut ring = ring::register(&mut probes)?;
     let (host, kernel) = uname();
     let (tail, _) = broadcast::channel(4096);
@@ -252,6 +269,8 @@ async fn run(cfg: Config, config_path: PathBuf, policy: Policy) -> anyhow::Resul
         following: false,
         pending: HashMap::new(),
         lsm: None,
+        lifeline: Some(lifeline),
+        remote,
     };
     if let Some(k) = &d.cfg.kubernetes {
         publish_selector(&k.selector_file, &k.pod_selector);
@@ -261,6 +280,11 @@ async fn run(cfg: Config, config_path: PathBuf, policy: Policy) -> anyhow::Resul
             // Never watched unenforced when enforcement was asked for.
             if spec.enforce {
                 let _ = std::fs::remove_file(&d.cfg.socket);
+                // The daemon does not start: the targets it found running
+                // were running before it, and are left so.
+                if let Some(l) = d.lifeline.take() {
+                    let _ = l.stop();
+                }
                 return Err(e.context(format!(
                     "{}: target {:?} asks for enforcement",
                     d.config_path.display(),
@@ -305,6 +329,12 @@ async fn run(cfg: Config, config_path: PathBuf, policy: Policy) -> anyhow::Resul
     d.absorb_decisions()?;
     d.release(true)?;
     d.account_losses(&ring)?;
+    let enforcing: Vec<String> = d
+        .targets
+        .values()
+        .filter(|t| t.is_live() && t.spec.enforce)
+        .map(|t| t.name().to_owned())
+        .collect();
     let ids: Vec<u32> = d.targets.keys().copied().collect();
     let mut failed = false;
     for id in ids {
@@ -314,7 +344,25 @@ async fn run(cfg: Config, config_path: PathBuf, policy: Policy) -> anyhow::Resul
         }
     }
     let _ = std::fs::remove_file(&d.cfg.socket);
-    tracing::info!("abm daemon stopped");
+    if let Some(r) = d.remote.take() {
+        r.stop();
+    }
+    // A clean stop: the enforcing targets are left running (unenforced),
+    // not killed.
+    if let Some(l) = d.lifeline.take() {
+        if let Err(e) = l.stop() {
+            tracing::error!("stopping the lifeline: {e}");
+        }
+    }
+    if enforcing.is_empty() {
+        tracing::info!("abm daemon stopped");
+    } else {
+        tracing::warn!(
+            "abm daemon stopped cleanly: its enforcing target(s) {} keep running, no longer enforced, and are not killed \
+             (only a daemon that dies without a clean stop has its enforcing targets killed)",
+            enforcing.join(", ")
+        );
+    }
     Ok(if failed { 1 } else { 0 })
 }
 

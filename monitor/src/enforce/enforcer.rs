@@ -44,6 +44,26 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// The state of a run's enforcement before its backend starts; its
+    /// requests are installed later ([`Shared::set_requests`]).
+    pub fn new(
+        run_id: String,
+        target: String,
+        socket_path: PathBuf,
+        notify: Arc<notify::Notifier>,
+    ) -> Shared {
+        Shared {
+            run_id,
+            target,
+            socket_path,
+            stop: AtomicBool::new(false),
+            notify,
+            recent: notify::Recent::default(),
+            answers: Arc::default(),
+            requests: OnceLock::new(),
+        }
+    }
+
     /// Installs the backend's requests (once, when the guard starts).
     pub fn set_requests(&self, r: Arc<dyn Requests>) {
         let _ = self.requests.set(r);
@@ -121,16 +141,12 @@ impl Enforcer {
                 .clone()
                 .unwrap_or_else(|| default_socket_dir().join(format!("{run_id}.sock"))),
         );
-        let shared = Arc::new(Shared {
-            run_id: run_id.clone(),
-            target: info.target.clone(),
-            socket_path: socket_path.clone(),
-            stop: AtomicBool::new(false),
-            notify: Arc::new(notify::Notifier::new(!args.no_notify)),
-            recent: notify::Recent::default(),
-            answers: Arc::default(),
-            requests: OnceLock::new(),
-        });
+        let shared = Arc::new(Shared::new(
+            run_id.clone(),
+            info.target.clone(),
+            socket_path.clone(),
+            Arc::new(notify::Notifier::new(!args.no_notify)),
+        ));
         let control = control::Server::start(&socket_path, shared.clone()).with_context(|| {
             format!(
                 "--enforce: cannot open the control socket {}",

@@ -23,7 +23,8 @@
 //!   client (`--approvals-listen`, `abm approve --remote`).
 //! - [`trace_guard`]: abm protecting its trace (abm protecting its
 //!   process, in every run, is `crate::self_guard`).
-//! - [`preserve`], [`undo`]: the quarantine and `abm undo`.
+//! - [`preserve`], [`undo`]: the quarantine and `abm undo`; [`rootview`]:
+//!   the host's path to an object a caller with its own root named.
 //! - [`answers`], [`notify`]: one question per action; reason lines.
 use std::{
     collections::BTreeMap,
@@ -51,6 +52,7 @@ pub mod notify;
 pub mod preserve;
 pub mod remote;
 mod restore;
+pub mod rootview;
 pub mod seccomp;
 pub mod trace_guard;
 pub mod undo;

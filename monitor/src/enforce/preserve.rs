@@ -381,7 +381,7 @@ impl Quarantine {
     fn entry(&mut self, a: &Action, rule: &str, kind: &str) -> Value {
         let id = self.next_id;
         self.next_id += 1;
-        json!({
+        let mut e = json!({
             "id": id,
             "kind": kind,
             "time": rfc3339(SystemTime::now()),
@@ -390,7 +390,12 @@ impl Quarantine {
             "rule": rule,
             "pid": a.pid,
             "comm": a.comm,
-        })
+        });
+        // The caller's own view, when it has its own root (rootview).
+        if let Some(c) = &a.container_path {
+            e["container_path"] = json!(c);
+        }
+        e
     }
 
     fn write(&mut self, e: &Value) -> io::Result<()> {

@@ -491,7 +491,10 @@ impl LsmBackend {
                     let id = st.next_request;
                     st.next_request += 1;
                     enf.request = Some(id);
-                    match self.quarantine.preserve(&a, &rule) {
+                    // A caller with its own root named the object by its
+                    // container path: the copy reads it through the host's.
+                    let seen = crate::enforce::rootview::host_view(&a, d.dev, d.ino);
+                    match seen.and_then(|h| self.quarantine.preserve(&h, &rule)) {
                         Ok(entries) => {
                             let kept = Value::Array(entries);
                             enf.preserved = Some(kept.clone());

@@ -46,6 +46,12 @@ impl LsmGuard {
     }
 }
 
+/// The requests of the BPF LSM backend `approvals`, for the endpoints that
+/// answer through `core` (the control socket, remote approvals).
+pub(crate) fn requests(approvals: Approvals, core: Arc<Shared>) -> Arc<dyn Requests> {
+    Arc::new(LsmRequests { approvals, core })
+}
+
 /// The requests of the BPF LSM backend, for the control socket.
 struct LsmRequests {
     approvals: Approvals,

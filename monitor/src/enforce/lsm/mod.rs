@@ -58,8 +58,8 @@ mod tests;
 pub use approvals::*;
 pub use backend::*;
 pub use compile::*;
-pub(crate) use guard::hold_refused;
 pub use guard::LsmGuard;
+pub(crate) use guard::{hold_refused, requests};
 pub use holds::DEFAULT_HOLD_TIMEOUT;
 pub use no_kernel_form::NoKernelForm;
 

@@ -20,6 +20,12 @@
 //! The lifeline runs between `fork` and its own exit without `exec`: it
 //! only makes raw system calls on buffers prepared before the fork, as a
 //! child of a multi-threaded process must.
+//!
+//! [`targets`]: the same guarantee for `abm daemon`, whose enforcing
+//! targets are not its children: their cgroups are killed when the daemon
+//! dies without a clean stop.
+pub mod targets;
+
 use std::{
     ffi::CString,
     os::{fd::RawFd, unix::ffi::OsStrExt as _},
@@ -125,16 +131,7 @@ fn watch(
     // SAFETY: raw syscalls only (async-signal-safe), on stack buffers and
     // on memory allocated before the fork.
     unsafe {
-        libc::setsid();
-        for s in [
-            libc::SIGHUP,
-            libc::SIGINT,
-            libc::SIGTERM,
-            libc::SIGQUIT,
-            libc::SIGPIPE,
-        ] {
-            libc::signal(s, libc::SIG_IGN);
-        }
+        detach();
         // Every inherited fd stays open: the lifeline is forked after the
         // probes are loaded and before anything else (trace, control
         // socket, seccomp listener) exists, and holding the BPF program
@@ -202,6 +199,24 @@ fn watch(
     }
 }
 
+/// A new session, deaf to the signals a terminal or a service manager's
+/// stop sends: the lifeline outlives whoever it watches.
+fn detach() {
+    // SAFETY: setsid and signal with constant arguments (async-signal-safe).
+    unsafe {
+        libc::setsid();
+        for s in [
+            libc::SIGHUP,
+            libc::SIGINT,
+            libc::SIGTERM,
+            libc::SIGQUIT,
+            libc::SIGPIPE,
+        ] {
+            libc::signal(s, libc::SIG_IGN);
+        }
+    }
+}
+
 /// BPF_MAP_GET_NEXT_KEY on a map with u32 keys.
 fn next_key(map_fd: RawFd, key: Option<&u32>, next: &mut u32) -> bool {
     #[repr(C)]
@@ -229,4 +244,38 @@ fn next_key(map_fd: RawFd, key: Option<&u32>, next: &mut u32) -> bool {
             std::mem::size_of::<Attr>(),
         ) == 0
     }
+}
+
+/// BPF_MAP_LOOKUP_ELEM of `key` in the scope map (u32 pid -> 8-byte
+/// entry whose first u32 is the target id): the target, if the key is there.
+fn scope_target(map_fd: RawFd, key: u32) -> Option<u32> {
+    #[repr(C)]
+    struct Attr {
+        map_fd: u32,
+        _pad: u32,
+        key: u64,
+        value: u64,
+        flags: u64,
+    }
+    const _: () = assert!(std::mem::size_of::<monitor_common::ScopeEntry>() == 8);
+    let mut value = [0u32; 2];
+    let attr = Attr {
+        map_fd: map_fd as u32,
+        _pad: 0,
+        key: &key as *const u32 as u64,
+        value: value.as_mut_ptr() as u64,
+        flags: 0,
+    };
+    const BPF_MAP_LOOKUP_ELEM: libc::c_long = 1;
+    // SAFETY: attr points to a valid key and an 8-byte value buffer (the
+    // scope map's value size, `ScopeEntry`) for the call's duration.
+    let ok = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            BPF_MAP_LOOKUP_ELEM,
+            &attr as *const Attr,
+            std::mem::size_of::<Attr>(),
+        ) == 0
+    };
+    ok.then_some(value[0])
 }
