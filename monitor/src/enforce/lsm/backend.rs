@@ -284,6 +284,10 @@ impl LsmBackend {
         {
             let mut cfg: Array<&mut MapData, LsmConfig> =
                 borrow(ebpf, "LSM_CONFIG", Array::try_from)?;
+            // Turned on in the kernel's copy alone (guard::hold_refused):
+            // a new policy keeps the reason-line hold.
+            let old = cfg.get(&0, 0).map_err(map_err("LSM_CONFIG"))?;
+            new.config.hold_refused = old.hold_refused;
             cfg.set(0, new.config, 0).map_err(map_err("LSM_CONFIG"))?;
         }
         self.compiled = new;
