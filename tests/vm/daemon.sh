@@ -26,6 +26,8 @@ EOT
 echo "daemon-vm-approvals-secret" > "$D/secret"
 chmod 600 "$D/secret"
 URL=http://127.0.0.1:18470
+# The remote approvals endpoint listens on loopback, which /init leaves down.
+ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up
 
 # container_root NAME: a rootfs with busybox and a workspace.
 container_root() {
