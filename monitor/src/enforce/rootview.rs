@@ -33,18 +33,12 @@ use crate::{
     record::{text_fields, Action},
 };
 
-use super::preserve::exact;
-
-/// The kernel's `dev_t` encoding (major << 20 | minor) of a user-space
-/// `st_dev`.
-fn kernel_dev(st_dev: u64) -> u64 {
-    (u64::from(libc::major(st_dev)) << 20) | u64::from(libc::minor(st_dev))
-}
+use super::{lsm::kernel_dev, preserve::exact};
 
 /// Whether `p` is the object with kernel device `dev` and inode `ino`.
 fn is_object(p: &[u8], dev: u64, ino: u64) -> bool {
     std::fs::symlink_metadata(Path::new(OsStr::from_bytes(p)))
-        .is_ok_and(|m| m.ino() == ino && kernel_dev(m.dev()) == dev)
+        .is_ok_and(|m| m.ino() == ino && u64::from(kernel_dev(m.dev())) == dev)
 }
 
 /// `root` + `path` (absolute).
@@ -174,7 +168,7 @@ mod tests {
             pid: std::process::id(),
             ..Default::default()
         };
-        let v = host_view(&a, kernel_dev(m.dev()) as u32, m.ino()).unwrap();
+        let v = host_view(&a, kernel_dev(m.dev()), m.ino()).unwrap();
         assert_eq!(v.path, a.path);
         assert_eq!(v.container_path, None);
         // Another object at the path, a caller in the host's namespace: as before.

@@ -545,10 +545,7 @@ impl LsmBackend {
         if d.decision & decision::HELD != 0 {
             // The kernel stopped the caller after the refusal, for the line
             // above to come before its own error message.
-            // SAFETY: kill(2) with integer arguments.
-            if unsafe { libc::kill(a.pid as i32, libc::SIGCONT) } != 0 {
-                tracing::debug!("SIGCONT to {}: {}", a.pid, std::io::Error::last_os_error());
-            }
+            super::holds::cont(a.pid);
         }
         a.enforcement = Some(enf.clone());
         self.held.push(Held {

@@ -235,8 +235,8 @@ fn alive(pid: u32) -> bool {
     r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
-/// Continues a held process.
-fn cont(pid: u32) {
+/// Continues a stopped process (held, or stopped for its reason line).
+pub(super) fn cont(pid: u32) {
     // SAFETY: kill(2) with integer arguments.
     if unsafe { libc::kill(pid as i32, libc::SIGCONT) } != 0 {
         tracing::debug!("SIGCONT to {pid}: {}", std::io::Error::last_os_error());
