@@ -74,14 +74,43 @@ pub struct Locator {
     pub home: PathBuf,
     /// `$TMPDIR`, when set and not one of the usual places.
     pub tmpdir: Option<PathBuf>,
+    /// The roots as text without a `/` at the end, as [`under_str`]
+    /// compares them: worked out once, not for every path judged. `None`
+    /// for a root that is not UTF-8 (compared through [`under`]).
+    text: Roots,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Roots {
+    workspace: Option<String>,
+    home: Option<String>,
+    tmpdir: Option<String>,
+}
+
+fn root_text(p: &Path) -> Option<String> {
+    p.to_str().map(|s| s.trim_end_matches('/').to_owned())
+}
+
+/// `path` is under `dir`, given as text when it is UTF-8.
+fn under_root(path: &str, text: Option<&str>, dir: &Path) -> bool {
+    match text {
+        Some(t) => under_str(path, t),
+        None => under(path, dir),
+    }
 }
 
 impl Locator {
     pub fn new(workspace: &Path, home: &Path) -> Locator {
+        let tmpdir = std::env::var_os("TMPDIR").map(PathBuf::from);
         Locator {
+            text: Roots {
+                workspace: root_text(workspace),
+                home: root_text(home),
+                tmpdir: tmpdir.as_deref().and_then(root_text),
+            },
             workspace: workspace.to_path_buf(),
             home: home.to_path_buf(),
-            tmpdir: std::env::var_os("TMPDIR").map(PathBuf::from),
+            tmpdir,
         }
     }
 
@@ -91,11 +120,16 @@ impl Locator {
         if self.is_protected(path) {
             return Location::Protected;
         }
-        if !self.workspace.as_os_str().is_empty() && under(path, &self.workspace) {
+        if !self.workspace.as_os_str().is_empty()
+            && under_root(path, self.text.workspace.as_deref(), &self.workspace)
+        {
             return Location::Workspace;
         }
-        let temp = TEMP_DIRS.iter().any(|d| under(path, Path::new(d)))
-            || self.tmpdir.as_deref().is_some_and(|t| under(path, t));
+        let temp = TEMP_DIRS.iter().any(|d| under_str(path, d))
+            || self
+                .tmpdir
+                .as_deref()
+                .is_some_and(|t| under_root(path, self.text.tmpdir.as_deref(), t));
         if temp && !in_repo {
             Location::Scratch
         } else {
@@ -104,7 +138,7 @@ impl Locator {
     }
 
     pub fn is_protected(&self, path: &str) -> bool {
-        SYSTEM_DIRS.iter().any(|d| under(path, Path::new(d)))
+        SYSTEM_DIRS.iter().any(|d| under_str(path, d))
             || self.under_any(path, HOME_PROTECTED)
             || Path::new(path)
                 .file_name()
@@ -116,13 +150,10 @@ impl Locator {
     pub fn under_any(&self, path: &str, rel: &[&str]) -> bool {
         // Every place starts with the home directory: the rest of the path
         // after it is compared with each place, without joining.
-        let Some(home) = self.home.to_str() else {
+        let Some(home) = self.text.home.as_deref() else {
             return rel.iter().any(|r| under(path, &self.home.join(r)));
         };
-        let Some(rest) = path
-            .strip_prefix(home.trim_end_matches('/'))
-            .and_then(|r| r.strip_prefix('/'))
-        else {
+        let Some(rest) = path.strip_prefix(home).and_then(|r| r.strip_prefix('/')) else {
             return false;
         };
         rel.iter().any(|r| under_str(rest, r))

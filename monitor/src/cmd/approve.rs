@@ -56,8 +56,7 @@ pub struct PendingArgs {
 pub fn pending(a: PendingArgs) -> anyhow::Result<i32> {
     if let Some(r) = crate::enforce::remote::client::Remote::new(&a.target.remote)? {
         let v = r.call("GET", "/pending", b"")?;
-        let all = v["pending"].as_array().cloned().unwrap_or_default();
-        return print_pending(&all, a.json, "");
+        return print_pending(&remote_pending(&v), a.json, "");
     }
     let socks = a.target.sockets()?;
     let mut all = Vec::new();
@@ -86,6 +85,19 @@ pub fn pending(a: PendingArgs) -> anyhow::Result<i32> {
         ""
     };
     print_pending(&all, a.json, none)
+}
+
+/// The requests of a remote endpoint's `/pending` reply, each naming the
+/// run it waits in: the reply names it once (a daemon's requests name
+/// their target instead).
+fn remote_pending(reply: &Value) -> Vec<Value> {
+    let mut all = reply["pending"].as_array().cloned().unwrap_or_default();
+    for p in &mut all {
+        if p.get("run").is_none() && p.is_object() {
+            p["run"] = reply["run"].clone();
+        }
+    }
+    all
 }
 
 /// Prints the pending requests; `none`: what to add when there are none.
@@ -166,5 +178,27 @@ pub fn decide(a: DecideArgs, approve: bool) -> anyhow::Result<i32> {
         Ok(0)
     } else {
         bail!("{}", v["error"].as_str().unwrap_or("refused"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remote_requests_name_the_run_of_the_reply() {
+        let reply = json!({
+            "ok": true,
+            "run": "daemon",
+            "pending": [
+                {"id": 6, "rule": "ct.confirm", "target": "c1"},
+                {"id": 7, "run": "r-42"},
+            ],
+        });
+        let all = remote_pending(&reply);
+        assert_eq!(all[0]["run"], "daemon");
+        assert_eq!(all[0]["target"], "c1");
+        assert_eq!(all[1]["run"], "r-42");
+        assert!(remote_pending(&json!({"ok": true})).is_empty());
     }
 }

@@ -58,6 +58,15 @@ pub fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
     Ok(file)
 }
 
+/// The kernel's encoding of a device number (`MKDEV`: major << 20 |
+/// minor), which is what `i_sb->s_dev` holds and the kernel programs
+/// report, from a `stat` device number.
+pub fn kernel_dev(st_dev: u64) -> u32 {
+    let major = libc::major(st_dev);
+    let minor = libc::minor(st_dev);
+    (major << 20) | (minor & 0xfffff)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -104,9 +104,8 @@ impl TraceGuard {
         let p2 = Self::caller_path(a.tid, a.raw_path2.as_deref(), a.path2.as_deref());
         for p in [&p1, &p2].into_iter().flatten() {
             let s = p.to_string_lossy();
-            if s.starts_with(&self.proc_self)
-                || s.starts_with(&format!("/proc/{}/task/", std::process::id()))
-            {
+            // `/proc/<abm pid>/task/...` is under it too.
+            if s.starts_with(&self.proc_self) {
                 return deny(
                     "abm's own process (its memory, fds, attributes) belongs to the monitor",
                 );

@@ -174,16 +174,21 @@ impl Probes {
             unsafe { libc::malloc_trim(0) };
             let btf = Btf::from_sys_fs().map_err(|_| ProbeError::NoBtf)?;
             let (name, tracepoint) = BTF_TRACEPOINT;
-            btf_tracepoint(&mut ebpf, name)?
-                .load(tracepoint, &btf)
+            let t0 = std::time::Instant::now();
+            let p = btf_tracepoint(&mut ebpf, name)?;
+            p.load(tracepoint, &btf)
                 .map_err(|source| ProbeError::Program { name, source })?;
+            log_load(name, t0, p.info().ok());
+            let t0 = std::time::Instant::now();
             sensitive_unavailable = btf_tracepoint(&mut ebpf, SENSITIVE_PROGRAM)
                 .and_then(|p| {
                     p.load("sys_exit", &btf)
                         .map_err(|source| ProbeError::Program {
                             name: SENSITIVE_PROGRAM,
                             source,
-                        })
+                        })?;
+                    log_load(SENSITIVE_PROGRAM, t0, p.info().ok());
+                    Ok(())
                 })
                 .err()
                 .map(|e| e.to_string());
@@ -565,7 +570,20 @@ fn load_raw_tracepoint<'a>(
         .ok_or(ProbeError::MissingMap(name))?
         .try_into()
         .map_err(|source| ProbeError::Program { name, source })?;
+    let t0 = std::time::Instant::now();
     prog.load()
         .map_err(|source| ProbeError::Program { name, source })?;
+    log_load(name, t0, prog.info().ok());
     Ok(prog)
+}
+
+/// What loading one program cost: the verifier's time is most of abm's
+/// start-up (`abm --log monitor=debug run ...`).
+fn log_load(name: &str, t0: std::time::Instant, info: Option<aya::programs::ProgramInfo>) {
+    tracing::debug!(
+        program = name,
+        ms = t0.elapsed().as_secs_f64() * 1000.0,
+        verified_insns = info.and_then(|i| i.verified_instruction_count()),
+        "program loaded"
+    );
 }

@@ -122,14 +122,6 @@ struct Spec {
     defaults: bool,
 }
 
-/// The kernel's encoding of a device number (`MKDEV`: major << 20 | minor),
-/// which is what `i_sb->s_dev` holds.
-fn kernel_dev(st_dev: u64) -> u32 {
-    let major = libc::major(st_dev);
-    let minor = libc::minor(st_dev);
-    (major << 20) | (minor & 0xfffff)
-}
-
 /// Expands `${home}`/`${workspace}` and `~/`; an absolute pattern stays.
 fn anchor(pattern: &str, workspace: &Path, home: &Path) -> Result<String, SensitiveError> {
     let bad = |why: &str| SensitiveError::Pattern {
@@ -258,7 +250,7 @@ pub fn resolve(
 fn keys_of(path: &Path, m: &std::fs::Metadata) -> Vec<InodeKey> {
     let key = |dev: u64| InodeKey {
         ino: m.ino(),
-        dev: kernel_dev(dev),
+        dev: crate::core::sys::kernel_dev(dev),
         _pad: 0,
     };
     let mut keys = vec![key(m.dev())];

@@ -3,6 +3,8 @@
 use super::*;
 use crate::{policy::FlagSpec, record::FILE_OPS};
 
+pub use crate::core::sys::kernel_dev;
+
 /// The operations the file hooks decide: [`FILE_OPS`] and the metadata
 /// operations (`link`, `symlink`, `utimes`, `xattr`, `setflags`).
 pub const LSM_FILE_OPS: [Op; 12] = [
@@ -81,13 +83,6 @@ pub(super) fn kernel_treatment(t: Treatment) -> u32 {
 /// Whether the kernel refuses calls under treatment `t`.
 pub fn blocks(t: Treatment) -> bool {
     kernel_treatment(t) != treatment::ALLOW
-}
-
-/// The kernel's `dev_t` (`MKDEV`: major << 20 | minor) of a stat `st_dev`.
-pub fn kernel_dev(st_dev: u64) -> u32 {
-    let major = libc::major(st_dev) as u32;
-    let minor = libc::minor(st_dev) as u32;
-    (major << 20) | (minor & 0xfffff)
 }
 
 pub(super) fn inode_of(p: &Path, follow: bool) -> Option<InodeKey> {
