@@ -224,6 +224,10 @@ pub struct Views {
     host_retry: Option<Instant>,
     /// The host's mountinfo, polled for changes ([`Views::unalias`]).
     host_watch: Option<File>,
+    /// `CLOCK_MONOTONIC` (the clock of the records' `ktime_ns`) just before
+    /// the last poll of `host_watch`: a change made before then was seen,
+    /// so a record of a call that entered before then needs no new poll.
+    polled_at: u64,
     /// The kernel programs tag every record made outside this view's host
     /// namespace (the host they are given is the same): a record without a
     /// tag was made in the host's namespace, with no lookup in /proc.
@@ -270,6 +274,7 @@ impl Views {
             receiving: HashMap::new(),
             host_retry: None,
             host_watch: None,
+            polled_at: 0,
         }
     }
 
@@ -461,7 +466,7 @@ impl Views {
         if a.path.is_none() && a.path2.is_none() {
             return;
         }
-        if self.host_mounts_changed() {
+        if self.host_mounts_changed(a.ktime_ns) {
             self.host = None;
         }
         let host = self.host_table();
@@ -486,7 +491,15 @@ impl Views {
     /// Whether the host's mount table changed since the last call (the
     /// kernel wakes pollers of a mountinfo file with `POLLPRI` on any
     /// change of the namespace's mounts).
-    fn host_mounts_changed(&mut self) -> bool {
+    fn host_mounts_changed(&mut self, ktime: u64) -> bool {
+        // One poll serves every record of calls that entered before it (a
+        // batch of records is older than the batch's first poll): the
+        // table it vouches for is the one those calls saw. A record with
+        // no entry time is polled for.
+        if ktime != 0 && ktime < self.polled_at && self.host_watch.is_some() {
+            return false;
+        }
+        self.polled_at = crate::core::clock::monotonic_ns();
         if self.host_watch.is_none() {
             self.host_watch = File::open(format!("/proc/{}/mountinfo", self.host_pid)).ok();
             // The first poll reports the state at open as a change.
