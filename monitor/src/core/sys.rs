@@ -67,6 +67,62 @@ pub fn kernel_dev(st_dev: u64) -> u32 {
     (major << 20) | (minor & 0xfffff)
 }
 
+/// The `bpf(2)` map-element commands abm makes without a loader.
+#[derive(Clone, Copy, Debug)]
+pub enum MapElem {
+    Lookup = 1,
+    Update = 2,
+    NextKey = 4,
+}
+
+/// One `bpf(2)` map-element command on `map_fd` (the `map_elem` part of
+/// `union bpf_attr`, flags 0), made directly: one syscall and no
+/// allocation, so a forked child may make it before it execs, and the
+/// lifeline after a fork.
+///
+/// # Safety
+///
+/// `key` (0 for none: the first key of [`MapElem::NextKey`]) and `value`
+/// (the value buffer, or the next key's for [`MapElem::NextKey`]) are the
+/// addresses of buffers of the map's key and value sizes that live for the
+/// call; the kernel writes `value` for lookups and next keys.
+pub unsafe fn bpf_map_elem(
+    cmd: MapElem,
+    map_fd: std::os::fd::RawFd,
+    key: u64,
+    value: u64,
+) -> std::io::Result<()> {
+    #[repr(C)]
+    struct Attr {
+        map_fd: u32,
+        _pad: u32,
+        key: u64,
+        value: u64,
+        flags: u64,
+    }
+    let attr = Attr {
+        map_fd: map_fd as u32,
+        _pad: 0,
+        key,
+        value,
+        flags: 0,
+    };
+    // SAFETY: bpf(2) reads `attr` (its size is passed); its buffers are the
+    // caller's to keep valid.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            cmd as libc::c_long,
+            &attr as *const Attr,
+            std::mem::size_of::<Attr>(),
+        )
+    };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -374,39 +374,20 @@ fn take_map<T>(
 /// Adds the calling process to the SCOPE map through an inherited map fd.
 /// Async-signal-safe (one syscall): used between fork and exec.
 pub fn self_into_scope(map_fd: i32, target: u32) -> std::io::Result<()> {
-    #[repr(C)]
-    struct UpdateAttr {
-        map_fd: u32,
-        _pad: u32,
-        key: u64,
-        value: u64,
-        flags: u64,
-    }
+    use crate::core::sys::{bpf_map_elem, MapElem};
     // SAFETY: getpid(2) has no arguments and cannot fail.
     let pid: u32 = unsafe { libc::getpid() } as u32;
     let entry = ScopeEntry { target, _pad: 0 };
-    let attr = UpdateAttr {
-        map_fd: map_fd as u32,
-        _pad: 0,
-        key: &pid as *const u32 as u64,
-        value: &entry as *const ScopeEntry as u64,
-        flags: 0,
-    };
-    const BPF_MAP_UPDATE_ELEM: libc::c_long = 2;
-    // SAFETY: bpf(2) reads `attr` (its size is passed), whose key and value
-    // pointers point at live locals.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_bpf,
-            BPF_MAP_UPDATE_ELEM,
-            &attr as *const UpdateAttr,
-            std::mem::size_of::<UpdateAttr>() as u32,
+    // SAFETY: the key and value are live locals of the scope map's key
+    // (u32) and value (`ScopeEntry`) types.
+    unsafe {
+        bpf_map_elem(
+            MapElem::Update,
+            map_fd,
+            &pid as *const u32 as u64,
+            &entry as *const ScopeEntry as u64,
         )
-    };
-    if r < 0 {
-        return Err(std::io::Error::last_os_error());
     }
-    Ok(())
 }
 
 /// One line of `abm doctor`.

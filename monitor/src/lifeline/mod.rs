@@ -32,6 +32,8 @@ use std::{
     path::Path,
 };
 
+use crate::core::sys::{bpf_map_elem, MapElem};
+
 /// How long the lifeline keeps killing newly forked processes.
 const KILL_ROUNDS: u32 = 100;
 
@@ -219,63 +221,26 @@ fn detach() {
 
 /// BPF_MAP_GET_NEXT_KEY on a map with u32 keys.
 fn next_key(map_fd: RawFd, key: Option<&u32>, next: &mut u32) -> bool {
-    #[repr(C)]
-    struct Attr {
-        map_fd: u32,
-        _pad: u32,
-        key: u64,
-        next_key: u64,
-        flags: u64,
-    }
-    let attr = Attr {
-        map_fd: map_fd as u32,
-        _pad: 0,
-        key: key.map_or(0, |k| k as *const u32 as u64),
-        next_key: next as *mut u32 as u64,
-        flags: 0,
-    };
-    const BPF_MAP_GET_NEXT_KEY: libc::c_long = 4;
-    // SAFETY: attr points to valid key buffers for the call's duration.
-    unsafe {
-        libc::syscall(
-            libc::SYS_bpf,
-            BPF_MAP_GET_NEXT_KEY,
-            &attr as *const Attr,
-            std::mem::size_of::<Attr>(),
-        ) == 0
-    }
+    let key = key.map_or(0, |k| k as *const u32 as u64);
+    // SAFETY: `key` is 0 or a live u32, `next` a live, writable u32: the
+    // map's key size.
+    unsafe { bpf_map_elem(MapElem::NextKey, map_fd, key, next as *mut u32 as u64) }.is_ok()
 }
 
 /// BPF_MAP_LOOKUP_ELEM of `key` in the scope map (u32 pid -> 8-byte
 /// entry whose first u32 is the target id): the target, if the key is there.
 fn scope_target(map_fd: RawFd, key: u32) -> Option<u32> {
-    #[repr(C)]
-    struct Attr {
-        map_fd: u32,
-        _pad: u32,
-        key: u64,
-        value: u64,
-        flags: u64,
-    }
     const _: () = assert!(std::mem::size_of::<monitor_common::ScopeEntry>() == 8);
     let mut value = [0u32; 2];
-    let attr = Attr {
-        map_fd: map_fd as u32,
-        _pad: 0,
-        key: &key as *const u32 as u64,
-        value: value.as_mut_ptr() as u64,
-        flags: 0,
+    // SAFETY: `key` is a live u32 and `value` a live, writable 8-byte
+    // buffer: the scope map's key and value (`ScopeEntry`) sizes.
+    let found = unsafe {
+        bpf_map_elem(
+            MapElem::Lookup,
+            map_fd,
+            &key as *const u32 as u64,
+            value.as_mut_ptr() as u64,
+        )
     };
-    const BPF_MAP_LOOKUP_ELEM: libc::c_long = 1;
-    // SAFETY: attr points to a valid key and an 8-byte value buffer (the
-    // scope map's value size, `ScopeEntry`) for the call's duration.
-    let ok = unsafe {
-        libc::syscall(
-            libc::SYS_bpf,
-            BPF_MAP_LOOKUP_ELEM,
-            &attr as *const Attr,
-            std::mem::size_of::<Attr>(),
-        ) == 0
-    };
-    ok.then_some(value[0])
+    found.is_ok().then_some(value[0])
 }
