@@ -295,13 +295,13 @@ impl Judge {
                         b
                     });
                     let preview = if self.replaying {
-                        a.preview.clone()
+                        a.preview.as_deref().cloned()
                     } else {
                         let p = early.or_else(|| {
                             cwd.and_then(|c| preview_of(a, ahead, &argv, &c, &mut self.measurer))
                         });
                         // The record carries what its verdict is decided on.
-                        a.preview = p.as_ref().map(Blast::counts);
+                        a.preview = p.as_ref().map(|b| Box::new(b.counts()));
                         p
                     };
                     self.info.insert(

@@ -113,20 +113,18 @@ impl Metrics {
 
     /// Records written to a target's trace. `now_ns` is CLOCK_MONOTONIC,
     /// the clock of `ktime_ns`.
-    pub fn written(&self, target: &str, actions: &[(u64, Action)], now_ns: u64) {
+    pub fn written(&self, target: &str, a: &Action, now_ns: u64) {
         let mut r = self.lock();
-        for (_, a) in actions {
-            let op = a.op.map_or("other", |o| o.name()).to_owned();
-            let treatment = a.verdict.as_ref().map_or_else(
-                || "none".to_owned(),
-                |v| format!("{:?}", v.treatment).to_lowercase(),
-            );
-            *r.events
-                .entry((op, treatment, target.to_owned()))
-                .or_default() += 1;
-            if a.ktime_ns > 0 && now_ns >= a.ktime_ns {
-                r.latency.observe((now_ns - a.ktime_ns) as f64 / 1e9);
-            }
+        let op = a.op.map_or("other", |o| o.name()).to_owned();
+        let treatment = a.verdict.as_ref().map_or_else(
+            || "none".to_owned(),
+            |v| format!("{:?}", v.treatment).to_lowercase(),
+        );
+        *r.events
+            .entry((op, treatment, target.to_owned()))
+            .or_default() += 1;
+        if a.ktime_ns > 0 && now_ns >= a.ktime_ns {
+            r.latency.observe((now_ns - a.ktime_ns) as f64 / 1e9);
         }
     }
 
@@ -500,15 +498,13 @@ mod tests {
     #[test]
     fn exposition_counts_events_losses_and_latency() {
         let m = Metrics::new(4 << 20, "sha256:abc".into());
-        m.written(
-            "agent \"a\"",
-            &[
-                act(Op::Unlink, Treatment::Audit, 1_000_000_000),
-                act(Op::Unlink, Treatment::Audit, 1_000_000_000),
-                act(Op::Chmod, Treatment::Deny, 1_040_000_000),
-            ],
-            1_050_000_000,
-        );
+        for (_, a) in [
+            act(Op::Unlink, Treatment::Audit, 1_000_000_000),
+            act(Op::Unlink, Treatment::Audit, 1_000_000_000),
+            act(Op::Chmod, Treatment::Deny, 1_040_000_000),
+        ] {
+            m.written("agent \"a\"", &a, 1_050_000_000);
+        }
         m.lost(&[Loss {
             cause: "ringbuf_full".into(),
             count: 7,

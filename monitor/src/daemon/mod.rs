@@ -516,19 +516,21 @@ impl Daemon {
             _ => None,
         };
         let stage = decisions.as_mut().map(|d| d as &mut dyn Stage);
-        let written = t.release(force, stage)?;
-        if written.is_empty() {
-            return Ok(());
-        }
-        if let Some(m) = &self.metrics {
-            m.written(t.name(), &written, crate::core::monotonic_ns());
-        }
         let want_lines = self.stdout || self.tail.receiver_count() > 0;
-        if want_lines {
-            let name = t.name().to_owned();
-            for (seq, a) in &written {
-                self.emit(Some(&name), event_line(*seq, a));
+        let name = t.name().to_owned();
+        let metrics = self.metrics.as_ref();
+        let now = crate::core::monotonic_ns();
+        let mut lines = Vec::new();
+        t.release(force, stage, &mut |seq, a| {
+            if let Some(m) = metrics {
+                m.written(&name, a, now);
             }
+            if want_lines {
+                lines.push(event_line(seq, a));
+            }
+        })?;
+        for line in lines {
+            self.emit(Some(&name), line);
         }
         Ok(())
     }

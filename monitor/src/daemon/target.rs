@@ -364,22 +364,22 @@ impl Target {
         anyhow::bail!("no free trace file name in {}", dir.display())
     }
 
-    /// Writes released actions; returns them with their seqs.
     /// Releases ordered records to the trace (`stage`: the enforcing
-    /// target's decisions); returns them with their seqs.
+    /// target's decisions); `written` sees each one written, with its seq.
     pub fn release(
         &mut self,
         force: bool,
         stage: Option<&mut dyn Stage>,
-    ) -> anyhow::Result<Vec<(u64, Action)>> {
+        written: &mut dyn FnMut(u64, &Action),
+    ) -> anyhow::Result<()> {
         let Some(r) = self.recorder.as_mut() else {
-            let acts = self.pipeline.release(force);
+            let acts = self.pipeline.release(force, usize::MAX);
             self.count_unwritten(&acts);
-            return Ok(Vec::new());
+            return Ok(());
         };
-        let out = r.release(&mut self.pipeline, force, stage)?;
-        self.events += out.len() as u64;
-        Ok(out)
+        let n = r.release(&mut self.pipeline, force, stage, written)?;
+        self.events += n as u64;
+        Ok(())
     }
 
     pub fn append_loss(&mut self, loss: &Loss) -> anyhow::Result<()> {
@@ -518,7 +518,7 @@ mod tests {
         for a in acts {
             t.pipeline.orderer.ready(a);
         }
-        t.release(true, None).unwrap();
+        t.release(true, None, &mut |_, _| {}).unwrap();
     }
 
     fn lost_of(path: &Path) -> Vec<Loss> {

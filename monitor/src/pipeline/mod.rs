@@ -217,10 +217,11 @@ impl Pipeline {
         }
     }
 
-    /// Finishes released records: process details, wall time, verdict.
-    pub fn release(&mut self, force: bool) -> Vec<Action> {
+    /// Finishes released records, at most `max` (the oldest; the rest
+    /// wait for the next call): process details, wall time, verdict.
+    pub fn release(&mut self, force: bool, max: usize) -> Vec<Action> {
         let mut out = Vec::new();
-        self.orderer.release(monotonic_ns(), force, &mut out);
+        self.orderer.release(monotonic_ns(), force, max, &mut out);
         if out.is_empty() {
             return out;
         }

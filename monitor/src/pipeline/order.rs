@@ -23,7 +23,7 @@ struct Slot {
     action: Action,
     ready: bool,
     /// The entry record, kept when an argument must be read again at exit.
-    event: Option<KernelEvent>,
+    event: Option<Box<KernelEvent>>,
 }
 
 #[derive(Default)]
@@ -75,7 +75,7 @@ impl Orderer {
             Box::new(Slot {
                 action,
                 ready: false,
-                event,
+                event: event.map(Box::new),
             }),
         );
     }
@@ -119,8 +119,9 @@ impl Orderer {
     }
 
     /// Releases records that are complete and older than the reorder
-    /// window (`force`: everything, at the end of a run).
-    pub fn release(&mut self, now_ns: u64, force: bool, out: &mut Vec<Action>) {
+    /// window (`force`: everything, at the end of a run), at most `max` of
+    /// them: the rest stay, in order, for the next call.
+    pub fn release(&mut self, now_ns: u64, force: bool, max: usize, out: &mut Vec<Action>) {
         let releasable = |key: &(u64, u64), slot: &Slot| {
             let age = now_ns.saturating_sub(key.0);
             force || (slot.ready && age >= REORDER_WINDOW_NS) || age >= MAX_RESULT_WAIT_NS
@@ -130,10 +131,13 @@ impl Orderer {
         out.reserve(
             self.queue
                 .iter()
+                .take(max)
                 .take_while(|(k, s)| releasable(k, s))
                 .count(),
         );
-        while let Some(entry) = self.queue.first_entry() {
+        let mut n = 0;
+        while let Some(entry) = self.queue.first_entry().filter(|_| n < max) {
+            n += 1;
             let key = *entry.key();
             if !releasable(&key, entry.get()) {
                 break;
@@ -178,13 +182,13 @@ mod tests {
         o.enter_test(act(2, 200, Op::Unlink)); // arrives first, later timestamp
         o.enter_test(act(1, 100, Op::Rename));
         let mut out = Vec::new();
-        o.release(1_000_000_000, false, &mut out);
+        o.release(1_000_000_000, false, usize::MAX, &mut out);
         assert!(out.is_empty(), "nothing has a result yet");
         assert!(o.exit(2, 0, &[]).is_some());
-        o.release(1_000_000_000, false, &mut out);
+        o.release(1_000_000_000, false, usize::MAX, &mut out);
         assert!(out.is_empty(), "head of line (t=100) still waits");
         assert!(o.exit(1, -2, &[]).is_some());
-        o.release(1_000_000_000, false, &mut out);
+        o.release(1_000_000_000, false, usize::MAX, &mut out);
         assert_eq!(
             out.iter().map(|a| a.ktime_ns).collect::<Vec<_>>(),
             vec![100, 200]
@@ -198,10 +202,29 @@ mod tests {
         let mut o = Orderer::default();
         o.ready(act(1, 1_000, Op::Fork));
         let mut out = Vec::new();
-        o.release(1_000 + REORDER_WINDOW_NS - 1, false, &mut out);
+        o.release(1_000 + REORDER_WINDOW_NS - 1, false, usize::MAX, &mut out);
         assert!(out.is_empty());
-        o.release(1_000 + REORDER_WINDOW_NS, false, &mut out);
+        o.release(1_000 + REORDER_WINDOW_NS, false, usize::MAX, &mut out);
         assert_eq!(out.len(), 1);
+    }
+
+    #[test]
+    fn release_takes_at_most_max_in_order_and_leaves_the_rest() {
+        let mut o = Orderer::default();
+        for t in [30, 10, 50, 20, 40] {
+            o.ready(act(1, t, Op::Fork));
+        }
+        let mut out = Vec::new();
+        o.release(u64::MAX / 2, false, 2, &mut out);
+        assert_eq!(out.iter().map(|a| a.ktime_ns).collect::<Vec<_>>(), [10, 20]);
+        assert_eq!(o.len(), 3);
+        out.clear();
+        o.release(u64::MAX / 2, true, 2, &mut out);
+        assert_eq!(out.iter().map(|a| a.ktime_ns).collect::<Vec<_>>(), [30, 40]);
+        out.clear();
+        o.release(u64::MAX / 2, true, 2, &mut out);
+        assert_eq!(out.iter().map(|a| a.ktime_ns).collect::<Vec<_>>(), [50]);
+        assert!(o.is_empty());
     }
 
     #[test]
@@ -215,7 +238,7 @@ mod tests {
             "exit without entry is reported"
         );
         let mut out = Vec::new();
-        o.release(u64::MAX / 2, false, &mut out);
+        o.release(u64::MAX / 2, false, usize::MAX, &mut out);
         assert_eq!(out.len(), 2);
         assert_eq!(out[0].result, None);
         assert_eq!(out[0].result_note, Some(ResultNote::ExitNotSeen));
@@ -227,7 +250,7 @@ mod tests {
         let mut o = Orderer::default();
         o.enter_test(act(3, 0, Op::Write));
         let mut out = Vec::new();
-        o.release(MAX_RESULT_WAIT_NS, false, &mut out);
+        o.release(MAX_RESULT_WAIT_NS, false, usize::MAX, &mut out);
         assert_eq!(out[0].result_note, Some(ResultNote::Pending));
         assert!(
             o.exit(3, 0, &[]).is_none(),

@@ -14,6 +14,9 @@ use crate::{
     trace::{note::Note, Loss, SealInfo, SealSummary, TraceError, TraceWriter},
 };
 
+/// Most records taken from the pipeline, judged and written at once.
+pub const RELEASE_BATCH: usize = 1024;
+
 /// What runs between the pipeline's release and the trace: an enforcing
 /// guard, whose own records join the pipeline before the release
 /// (`absorb`, its notes to the trace) and whose decisions are attached to
@@ -68,21 +71,34 @@ impl Recorder {
 
     /// The pipeline's ordered, judged records to the trace (`force`: all
     /// of them, the run is over), with `stage`'s records merged in and its
-    /// decisions attached. Returns the records written with their seqs.
+    /// decisions attached; `written` sees each record written, with its
+    /// seq. Returns how many were written. Records are taken from the
+    /// pipeline [`RELEASE_BATCH`] at a time, so a backlog released at once
+    /// is never all in memory twice (decoded, then written).
     pub fn release(
         &mut self,
         pipeline: &mut Pipeline,
         force: bool,
         mut stage: Option<&mut dyn Stage>,
-    ) -> anyhow::Result<Vec<(u64, Action)>> {
+        written: &mut dyn FnMut(u64, &Action),
+    ) -> anyhow::Result<usize> {
         if let Some(s) = stage.as_deref_mut() {
             s.absorb(pipeline, self)?;
         }
-        let mut acts = pipeline.release(force);
-        if let Some(s) = stage {
-            s.annotate(&mut acts, force);
+        let mut n = 0;
+        loop {
+            let mut acts = pipeline.release(force, RELEASE_BATCH);
+            let last = acts.len() < RELEASE_BATCH;
+            if let Some(s) = stage.as_deref_mut() {
+                // Nothing more comes only after the last batch.
+                s.annotate(&mut acts, force && last);
+            }
+            n += acts.len();
+            self.record(pipeline, acts, written)?;
+            if last {
+                return Ok(n);
+            }
         }
-        Ok(self.record(pipeline, acts)?)
     }
 
     /// Records to the trace, in their order: each bound to the seq of the
@@ -93,8 +109,8 @@ impl Recorder {
         &mut self,
         pipeline: &mut Pipeline,
         acts: Vec<Action>,
-    ) -> Result<Vec<(u64, Action)>, TraceError> {
-        let mut out = Vec::with_capacity(acts.len());
+        written: &mut dyn FnMut(u64, &Action),
+    ) -> Result<(), TraceError> {
         for mut a in acts {
             pipeline.judge.bind(&mut a, self.writer.records_written());
             let seq = self.writer.append_event(&a)?;
@@ -106,10 +122,9 @@ impl Recorder {
             if let Some(s) = self.summary.as_mut() {
                 s.add(&a);
             }
-            out.push((seq, a));
+            written(seq, &a);
         }
-        self.write_ended(pipeline, false)?;
-        Ok(out)
+        self.write_ended(pipeline, false)
     }
 
     /// At the end of a run: the notes of every action still open and the

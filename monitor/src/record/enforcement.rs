@@ -822,7 +822,11 @@ mod tests {
             pid: 7,
             tid: 8,
             comm: "rm".into(),
-            enforcement: Some(decided(DecisionKind::Denied, Treatment::Deny, "policy")),
+            enforcement: Some(Box::new(decided(
+                DecisionKind::Denied,
+                Treatment::Deny,
+                "policy",
+            ))),
             ..Default::default()
         };
         let line = serde_json::to_string(&a).unwrap();

@@ -394,9 +394,11 @@ pub struct Action {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<Verdict>,
     /// Enforcement outcome when a guardrail acted on this call
-    /// (`denied`, `approved`, `preserved`, ...).
+    /// (`denied`, `approved`, `preserved`, ...). Boxed, like `preview`:
+    /// few records have one, and every record waiting in the reorder
+    /// window would otherwise carry its room.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub enforcement: Option<enforcement::Enforcement>,
+    pub enforcement: Option<Box<enforcement::Enforcement>>,
     /// The logical action this record belongs to: the `seq` of the exec
     /// record that began it (crate::action).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -410,7 +412,7 @@ pub struct Action {
     /// it ran (`git reset --hard`, `rm -r`, `dd of=`...). Its verdict was
     /// decided on it, and `abm replay` decides on it again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub preview: Option<Blast>,
+    pub preview: Option<Box<Blast>>,
     /// The kernel said this open created the file it opened (its result
     /// record's `OPENED_CREATED`): nothing was at that name before the
     /// call. Not written to the trace itself; `measured` says it.

@@ -575,13 +575,14 @@ impl Session<'_> {
     /// Released records (with the guard's records merged in) to the trace.
     fn release(&mut self, force: bool) -> anyhow::Result<()> {
         let stage = self.enforcer.as_mut().map(|e| e as &mut dyn Stage);
-        let written = self.trace.release(&mut self.pipeline, force, stage)?;
-        if self.args.verbose {
-            for (seq, a) in &written {
-                // A closed terminal must not stop the run: errors ignored.
-                let _ = writeln!(std::io::stderr(), "abm: {}", one_line(*seq, a));
-            }
-        }
+        let verbose = self.args.verbose;
+        self.trace
+            .release(&mut self.pipeline, force, stage, &mut |seq, a| {
+                if verbose {
+                    // A closed terminal must not stop the run: errors ignored.
+                    let _ = writeln!(std::io::stderr(), "abm: {}", one_line(seq, a));
+                }
+            })?;
         Ok(())
     }
 

@@ -547,7 +547,7 @@ impl LsmBackend {
             // above to come before its own error message.
             super::holds::cont(a.pid);
         }
-        a.enforcement = Some(enf.clone());
+        a.enforcement = Some(Box::new(enf.clone()));
         self.held.push(Held {
             action: a,
             enforcement: enf,
@@ -649,7 +649,7 @@ impl LsmBackend {
                 })
                 .max_by_key(|a| a.ktime_ns);
             if let Some(t) = target {
-                t.enforcement = Some(h.enforcement);
+                t.enforcement = Some(Box::new(h.enforcement));
                 continue;
             }
             let stale = monotonic_ns().saturating_sub(h.action.ktime_ns) > 30_000_000_000;

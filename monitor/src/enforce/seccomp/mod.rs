@@ -290,7 +290,7 @@ impl Guard for SeccompGuard {
                     n.ktime_ns <= a.ktime_ns && a.ktime_ns - n.ktime_ns < ANNOTATION_WINDOW_NS
                 };
                 if let Some(i) = list.iter().position(|n| n.syscall == a.syscall && close(n)) {
-                    a.enforcement = Some(list.remove(i).enforcement);
+                    a.enforcement = Some(Box::new(list.remove(i).enforcement));
                 }
                 if list.is_empty() {
                     self.annotations.remove(&a.tid);
@@ -300,7 +300,7 @@ impl Guard for SeccompGuard {
         for a in acts.iter_mut() {
             if let Some(e) = unenforced(a) {
                 *self.counts.entry(DecisionKind::Unenforced).or_default() += 1;
-                a.enforcement = Some(e);
+                a.enforcement = Some(Box::new(e));
             }
         }
         // Forget outcomes whose record never came (the call was not traced).

@@ -97,5 +97,5 @@ pub(crate) fn denied_record(a: &mut Action, v: Verdict, ktime: u64, enforcement:
     a.errno = Some("EPERM".into());
     a.result_note = Some(ResultNote::DeniedBySeccomp);
     a.verdict = Some(v);
-    a.enforcement = Some(enforcement);
+    a.enforcement = Some(Box::new(enforcement));
 }
