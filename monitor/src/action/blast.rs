@@ -400,20 +400,35 @@ fn stash_index(s: &str) -> Option<usize> {
 }
 
 fn walk(p: &Path, recursive: bool, m: &mut Measurer, b: &mut Blast, keep: &dyn Fn(&Path) -> bool) {
+    let Ok(meta) = std::fs::symlink_metadata(p) else {
+        return;
+    };
+    walk_entry(p, meta.is_dir(), recursive, m, b, keep);
+}
+
+/// [`walk`] below its start: whether an entry is a directory comes from
+/// the listing (`d_type`; the entry is stat'ed only where the file system
+/// does not say), not from a stat of each path.
+fn walk_entry(
+    p: &Path,
+    is_dir: bool,
+    recursive: bool,
+    m: &mut Measurer,
+    b: &mut Blast,
+    keep: &dyn Fn(&Path) -> bool,
+) {
     if b.files as usize >= WALK_LIMIT {
         b.truncated = true;
         return;
     }
-    let Ok(meta) = std::fs::symlink_metadata(p) else {
-        return;
-    };
-    if meta.is_dir() {
+    if is_dir {
         if !recursive {
             return;
         }
         let Ok(rd) = std::fs::read_dir(p) else { return };
         for e in rd.flatten() {
-            walk(&e.path(), true, m, b, keep);
+            let Ok(t) = e.file_type() else { continue };
+            walk_entry(&e.path(), t.is_dir(), true, m, b, keep);
         }
     } else if keep(p) {
         let by_git = false;

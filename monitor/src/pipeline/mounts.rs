@@ -27,7 +27,7 @@
 //! be had the path keeps the namespace's view and `path_issues` says
 //! `host_path_unknown`.
 use std::{
-    collections::HashMap,
+    collections::{HashMap, HashSet},
     fs::File,
     io::{self, Read as _},
     os::{
@@ -119,20 +119,8 @@ pub fn to_host(path: &[u8], ns: &[MountLine], host: &[MountLine]) -> Option<Vec<
 /// root that holds the object, then the shortest mount point, then the
 /// first in the table. `None` when `path` is already that view.
 pub fn unaliased(path: &[u8], host: &[MountLine]) -> Option<Vec<u8>> {
-    let m = host
-        .iter()
-        .filter(|m| is_under(path, &m.mount_point))
-        .fold(None::<&MountLine>, |best, m| match best {
-            Some(b) if b.mount_point.len() > m.mount_point.len() => Some(b),
-            _ => Some(m),
-        })?;
-    let in_fs = rebase(path, &m.mount_point, &m.root);
-    let primary = host
-        .iter()
-        .filter(|h| h.dev == m.dev && is_under(&in_fs, &h.root))
-        .min_by_key(|h| (h.root.len(), h.mount_point.len()))?;
-    if std::ptr::eq(primary, m) || (primary.root == m.root && primary.mount_point == m.mount_point)
-    {
+    let (m, primary, in_fs) = views_of(path, host)?;
+    if is_primary(m, primary) {
         return None;
     }
     let canonical = rebase(&in_fs, &primary.root, &primary.mount_point);
@@ -146,6 +134,55 @@ pub fn unaliased(path: &[u8], host: &[MountLine]) -> Option<Vec<u8>> {
             _ => Some(x),
         })?;
     (top.dev == primary.dev && top.root == primary.root && canonical != path).then_some(canonical)
+}
+
+/// The mount `path` is seen through, the primary mount of the same object
+/// (see [`unaliased`]), and the path inside the file system.
+fn views_of<'a>(
+    path: &[u8],
+    host: &'a [MountLine],
+) -> Option<(&'a MountLine, &'a MountLine, Vec<u8>)> {
+    let m = host
+        .iter()
+        .filter(|m| is_under(path, &m.mount_point))
+        .fold(None::<&MountLine>, |best, m| match best {
+            Some(b) if b.mount_point.len() > m.mount_point.len() => Some(b),
+            _ => Some(m),
+        })?;
+    let in_fs = rebase(path, &m.mount_point, &m.root);
+    let primary = host
+        .iter()
+        .filter(|h| h.dev == m.dev && is_under(&in_fs, &h.root))
+        .min_by_key(|h| (h.root.len(), h.mount_point.len()))?;
+    Some((m, primary, in_fs))
+}
+
+fn is_primary(m: &MountLine, primary: &MountLine) -> bool {
+    std::ptr::eq(primary, m) || (primary.root == m.root && primary.mount_point == m.mount_point)
+}
+
+/// [`unaliased`] with what `table` learnt: a directory seen through its
+/// primary mount, with no mount point beneath it, holds only names that
+/// are their own views (that mount holds them all, and no mount with a
+/// shorter root holds them), so the table remembers it and its other
+/// names need no scan.
+fn unaliased_in(path: &[u8], table: &mut Table) -> Option<Vec<u8>> {
+    let dir = match path.iter().rposition(|&c| c == b'/') {
+        Some(0) | None => None,
+        Some(i) => Some(&path[..i]),
+    };
+    if dir.is_some_and(|d| table.plain_dirs.contains(d)) {
+        return None;
+    }
+    let found = unaliased(path, &table.mounts);
+    if let (None, Some(d)) = (&found, dir) {
+        let beneath = |m: &MountLine| m.mount_point.len() > d.len() && is_under(&m.mount_point, d);
+        let own = views_of(d, &table.mounts).is_some_and(|(m, p, _)| is_primary(m, p));
+        if own && !table.mounts.iter().any(beneath) {
+            table.plain_dirs.insert(d.to_vec());
+        }
+    }
+    found
 }
 
 /// Reads the mount table of the mount namespace of `pid`, as seen from
@@ -187,6 +224,9 @@ pub fn read_ns_table(pid: u32) -> io::Result<Vec<MountLine>> {
 struct Table {
     mounts: Vec<MountLine>,
     read_at: Instant,
+    /// Directories every name in which is its own view (see
+    /// [`unaliased_in`]), learnt from the paths looked up.
+    plain_dirs: HashSet<Vec<u8>>,
 }
 
 /// A namespace's table as the kernel captured it.
@@ -403,6 +443,7 @@ impl Views {
             self.host = Some(Table {
                 mounts: parse_mountinfo(&text),
                 read_at: Instant::now(),
+                plain_dirs: HashSet::new(),
             });
         }
         &self.host.as_ref().expect("set above").mounts
@@ -444,6 +485,7 @@ impl Views {
                     Table {
                         mounts,
                         read_at: Instant::now(),
+                        plain_dirs: HashSet::new(),
                     },
                 );
             }
@@ -469,13 +511,13 @@ impl Views {
         if self.host_mounts_changed(a.ktime_ns) {
             self.host = None;
         }
-        let host = self.host_table();
-        if host.len() < 2 {
+        if self.host_table().len() < 2 {
             return;
         }
-        let map = |p: &Option<String>| -> Option<String> {
+        let host = self.host.as_mut().expect("read by host_table");
+        let mut map = |p: &Option<String>| -> Option<String> {
             let p = p.as_deref()?;
-            unaliased(p.as_bytes(), host).map(|c| text_fields(&c).0)
+            unaliased_in(p.as_bytes(), host).map(|c| text_fields(&c).0)
         };
         let (c1, c2) = (map(&a.path), map(&a.path2));
         if let Some(c) = c1 {
@@ -649,6 +691,51 @@ mod tests {
             mount_point: mp.as_bytes().to_vec(),
             fstype: "x".into(),
         }
+    }
+
+    #[test]
+    fn learnt_plain_directories_answer_as_the_scan_does() {
+        let mut table = Table {
+            mounts: vec![
+                ml("254:0", "/", "/"),
+                ml("254:0", "/srv/data", "/mnt/data"),
+                ml("0:9", "/", "/home/u/m"),
+            ],
+            read_at: Instant::now(),
+            plain_dirs: HashSet::new(),
+        };
+        let paths = [
+            "/home/v/a",
+            "/home/v/b",
+            "/mnt/data/f",
+            "/mnt/data/g",
+            "/srv/data/f",
+            "/home/u/a",
+            "/home/u/m/f",
+            "/x",
+        ];
+        for _ in 0..2 {
+            for p in paths {
+                assert_eq!(
+                    unaliased_in(p.as_bytes(), &mut table),
+                    unaliased(p.as_bytes(), &table.mounts),
+                    "{p}"
+                );
+            }
+        }
+        assert_eq!(
+            unaliased_in(b"/mnt/data/g", &mut table).as_deref(),
+            Some(&b"/srv/data/g"[..])
+        );
+        let plain: std::collections::BTreeSet<&[u8]> =
+            table.plain_dirs.iter().map(Vec::as_slice).collect();
+        // Not /mnt/data (an alias), not /home/u (a mount beneath it).
+        assert_eq!(
+            plain,
+            [&b"/home/v"[..], b"/srv/data", b"/home/u/m"]
+                .into_iter()
+                .collect()
+        );
     }
 
     #[test]
