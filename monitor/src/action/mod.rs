@@ -145,7 +145,7 @@ impl Judge {
             info: HashMap::new(),
             // Provisional keys live far above any trace seq.
             next_key: 1 << 62,
-            run_start: SystemTime::now(),
+            run_start: crate::core::clock::realtime_coarse(),
             ended: Vec::new(),
             role: None,
             early: HashMap::new(),

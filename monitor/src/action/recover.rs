@@ -88,7 +88,7 @@ impl Measurer {
             built: PathSet::new(),
             pushed: Default::default(),
             last_lstat: None,
-            since: std::time::SystemTime::now(),
+            since: crate::core::clock::realtime_coarse(),
             tips: Default::default(),
             born_own: false,
         }

@@ -53,6 +53,23 @@ pub fn thread_cpu_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// The wall clock as file systems stamp files (`CLOCK_REALTIME_COARSE`,
+/// the clock of `current_time()`: up to a tick behind the precise one). A
+/// file made after this is read has a birth time at or after it, which
+/// [`SystemTime::now`] does not promise.
+pub fn realtime_coarse() -> SystemTime {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_REALTIME_COARSE, &mut ts) };
+    if rc != 0 {
+        return SystemTime::now();
+    }
+    UNIX_EPOCH + Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
 /// CLOCK_MONOTONIC in nanoseconds: the clock of the kernel's records.
 pub fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec {
@@ -67,6 +84,20 @@ pub fn monotonic_ns() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn files_made_after_the_coarse_clock_is_read_are_born_at_or_after_it() {
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..200 {
+            let t = realtime_coarse();
+            let f = dir.path().join(i.to_string());
+            std::fs::write(&f, "x").unwrap();
+            let Ok(born) = std::fs::metadata(&f).and_then(|m| m.created()) else {
+                panic!("the test's file system keeps no birth time");
+            };
+            assert!(born >= t, "file {i} born {born:?} before {t:?}");
+        }
+    }
 
     #[test]
     fn wall_time_of_now_is_close_to_now() {

@@ -428,7 +428,7 @@ fn state_file(opts: &Opts, key: &str) -> PathBuf {
 /// When the agent session `session` started, as this hook first saw it
 /// (kept in the state directory): what the session made since is its own.
 fn session_start(opts: &Opts, session: &str) -> std::time::SystemTime {
-    use std::time::{Duration, SystemTime, UNIX_EPOCH};
+    use std::time::{Duration, UNIX_EPOCH};
     let f = state_file(opts, &format!("session-{session}"));
     if let Some(ns) = std::fs::read_to_string(&f)
         .ok()
@@ -436,7 +436,9 @@ fn session_start(opts: &Opts, session: &str) -> std::time::SystemTime {
     {
         return UNIX_EPOCH + Duration::from_nanos(ns);
     }
-    let now = SystemTime::now();
+    // The clock birth times are stamped with: a file the session makes at
+    // once is not born "before" its start.
+    let now = crate::core::clock::realtime_coarse();
     let ns = now
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
