@@ -37,20 +37,22 @@ impl Default for Clock {
     }
 }
 
-/// CPU time the calling thread has used, in nanoseconds
-/// (`CLOCK_THREAD_CPUTIME_ID`: a system call, not a vDSO read, so read it
-/// per batch of work, not per item).
-pub fn thread_cpu_ns() -> u64 {
+/// `clock`'s time in nanoseconds, `None` when the kernel refuses it.
+fn clock_ns(clock: libc::clockid_t) -> Option<u64> {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: clock_gettime writes one timespec we own.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    if rc != 0 {
-        return 0;
-    }
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    let rc = unsafe { libc::clock_gettime(clock, &mut ts) };
+    (rc == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+}
+
+/// CPU time the calling thread has used, in nanoseconds
+/// (`CLOCK_THREAD_CPUTIME_ID`: a system call, not a vDSO read, so read it
+/// per batch of work, not per item).
+pub fn thread_cpu_ns() -> u64 {
+    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID).unwrap_or(0)
 }
 
 /// The wall clock as file systems stamp files (`CLOCK_REALTIME_COARSE`,
@@ -58,27 +60,14 @@ pub fn thread_cpu_ns() -> u64 {
 /// file made after this is read has a birth time at or after it, which
 /// [`SystemTime::now`] does not promise.
 pub fn realtime_coarse() -> SystemTime {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_REALTIME_COARSE, &mut ts) };
-    if rc != 0 {
-        return SystemTime::now();
-    }
-    UNIX_EPOCH + Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+    clock_ns(libc::CLOCK_REALTIME_COARSE)
+        .map_or_else(SystemTime::now, |ns| UNIX_EPOCH + Duration::from_nanos(ns))
 }
 
 /// CLOCK_MONOTONIC in nanoseconds: the clock of the kernel's records.
 pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always exists.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    // CLOCK_MONOTONIC always exists.
+    clock_ns(libc::CLOCK_MONOTONIC).unwrap_or(0)
 }
 
 #[cfg(test)]
