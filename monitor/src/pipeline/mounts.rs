@@ -27,7 +27,7 @@
 //! be had the path keeps the namespace's view and `path_issues` says
 //! `host_path_unknown`.
 use std::{
-    collections::{HashMap, HashSet},
+    collections::HashMap,
     fs::File,
     io::{self, Read as _},
     os::{
@@ -171,16 +171,17 @@ fn unaliased_in(path: &[u8], table: &mut Table) -> Option<Vec<u8>> {
         Some(0) | None => None,
         Some(i) => Some(&path[..i]),
     };
-    if dir.is_some_and(|d| table.plain_dirs.contains(d)) {
+    let plain = dir.and_then(|d| table.plain_dirs.get(d).copied());
+    if plain == Some(true) {
         return None;
     }
     let found = unaliased(path, &table.mounts);
-    if let (None, Some(d)) = (&found, dir) {
+    if let (None, Some(d)) = (plain, dir) {
+        // Decided once per directory, plain or not.
         let beneath = |m: &MountLine| m.mount_point.len() > d.len() && is_under(&m.mount_point, d);
         let own = views_of(d, &table.mounts).is_some_and(|(m, p, _)| is_primary(m, p));
-        if own && !table.mounts.iter().any(beneath) {
-            table.plain_dirs.insert(d.to_vec());
-        }
+        let is_plain = own && !table.mounts.iter().any(beneath);
+        table.plain_dirs.insert(d.to_vec(), is_plain);
     }
     found
 }
@@ -224,9 +225,9 @@ pub fn read_ns_table(pid: u32) -> io::Result<Vec<MountLine>> {
 struct Table {
     mounts: Vec<MountLine>,
     read_at: Instant,
-    /// Directories every name in which is its own view (see
-    /// [`unaliased_in`]), learnt from the paths looked up.
-    plain_dirs: HashSet<Vec<u8>>,
+    /// Directories looked up, and whether every name in them is its own
+    /// view (see [`unaliased_in`]).
+    plain_dirs: HashMap<Vec<u8>, bool>,
 }
 
 /// A namespace's table as the kernel captured it.
@@ -443,7 +444,7 @@ impl Views {
             self.host = Some(Table {
                 mounts: parse_mountinfo(&text),
                 read_at: Instant::now(),
-                plain_dirs: HashSet::new(),
+                plain_dirs: HashMap::new(),
             });
         }
         &self.host.as_ref().expect("set above").mounts
@@ -485,7 +486,7 @@ impl Views {
                     Table {
                         mounts,
                         read_at: Instant::now(),
-                        plain_dirs: HashSet::new(),
+                        plain_dirs: HashMap::new(),
                     },
                 );
             }
@@ -702,7 +703,7 @@ mod tests {
                 ml("0:9", "/", "/home/u/m"),
             ],
             read_at: Instant::now(),
-            plain_dirs: HashSet::new(),
+            plain_dirs: HashMap::new(),
         };
         let paths = [
             "/home/v/a",
@@ -727,8 +728,12 @@ mod tests {
             unaliased_in(b"/mnt/data/g", &mut table).as_deref(),
             Some(&b"/srv/data/g"[..])
         );
-        let plain: std::collections::BTreeSet<&[u8]> =
-            table.plain_dirs.iter().map(Vec::as_slice).collect();
+        let plain: std::collections::BTreeSet<&[u8]> = table
+            .plain_dirs
+            .iter()
+            .filter(|(_, &p)| p)
+            .map(|(d, _)| d.as_slice())
+            .collect();
         // Not /mnt/data (an alias), not /home/u (a mount beneath it).
         assert_eq!(
             plain,
