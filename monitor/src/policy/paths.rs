@@ -403,12 +403,16 @@ struct IndexSet {
     built: bool,
 }
 
-/// One glob set and, for each of its globs, a number (a test, or a split
-/// glob of an [`IndexSet`]).
+/// One glob set and, for each of its globs, the numbers it stands for
+/// (tests, or split globs of an [`IndexSet`]). A glob that several tests
+/// share (a `@list` used by many rules) is in the set once: the cost of
+/// a search grows with the patterns of the set, not with their owners.
 #[derive(Clone, Debug, Default)]
 struct Merged {
     set: Option<GlobSet>,
-    owner: Vec<u32>,
+    /// Per glob of the set: where its owners start in `owners`.
+    first: Vec<u32>,
+    owners: Vec<u32>,
 }
 
 impl Merged {
@@ -416,25 +420,48 @@ impl Merged {
         if globs.is_empty() {
             return Some(Merged::default());
         }
-        let mut b = GlobSetBuilder::new();
-        let mut owner = Vec::with_capacity(globs.len());
+        // Owners of each distinct glob, in the order the globs first come.
+        let mut order: Vec<(Glob, Vec<u32>)> = Vec::new();
+        let mut at: foldhash::HashMap<Glob, usize> = foldhash::HashMap::default();
         for (id, g) in globs {
-            b.add(g);
-            owner.push(id);
+            match at.get(&g) {
+                Some(&i) => order[i].1.push(id),
+                None => {
+                    at.insert(g.clone(), order.len());
+                    order.push((g, vec![id]));
+                }
+            }
         }
+        let mut b = GlobSetBuilder::new();
+        let mut first = Vec::with_capacity(order.len() + 1);
+        let mut owners = Vec::new();
+        for (g, ids) in order {
+            b.add(g);
+            first.push(owners.len() as u32);
+            owners.extend(ids);
+        }
+        first.push(owners.len() as u32);
         // Each glob already compiled on its own, and a set of compiled
         // globs always builds.
         b.build().ok().map(|set| Merged {
             set: Some(set),
-            owner,
+            first,
+            owners,
         })
+    }
+
+    /// The numbers glob `i` of the set stands for.
+    fn owners_of(&self, i: usize) -> &[u32] {
+        &self.owners[self.first[i] as usize..self.first[i + 1] as usize]
     }
 
     fn mark(&self, s: &str, scratch: &mut Vec<usize>, hits: &mut Hits) {
         if let Some(set) = &self.set {
             set.matches_into(s, scratch);
             for &i in scratch.iter() {
-                hits.set(self.owner[i]);
+                for &id in self.owners_of(i) {
+                    hits.set(id);
+                }
             }
         }
     }
