@@ -420,3 +420,151 @@ fn the_hook_gives_each_command_the_treatment_the_run_gives() {
         diffs.join("\n")
     );
 }
+
+/// An application's own data layer: `init` drops and recreates its
+/// tables, as `flask init-db` does; `add` inserts a row and deletes
+/// another, as the application's pages do. Python's `sqlite3`, SQLite's
+/// default rollback journal.
+const APP: &str = r#"
+import sqlite3, sys
+db = sqlite3.connect("instance/app.sqlite")
+if sys.argv[1] == "init":
+    db.executescript("""
+DROP TABLE IF EXISTS user;
+DROP TABLE IF EXISTS post;
+CREATE TABLE user (id INTEGER PRIMARY KEY, name TEXT);
+CREATE TABLE post (id INTEGER PRIMARY KEY, body TEXT);
+""")
+else:
+    db.execute("INSERT INTO post (body) VALUES ('third')")
+    db.execute("DELETE FROM post WHERE body = 'first'")
+db.commit()
+"#;
+
+/// The dev database the session finds: a user and two posts.
+fn database(ws: &Path) {
+    std::fs::create_dir_all(ws.join("instance")).unwrap();
+    std::fs::write(ws.join("app.py"), APP).unwrap();
+    sh(
+        "python3 -c \"import sqlite3; c = sqlite3.connect('instance/app.sqlite'); \
+         c.executescript('CREATE TABLE user (id INTEGER PRIMARY KEY, name TEXT); \
+         CREATE TABLE post (id INTEGER PRIMARY KEY, body TEXT); \
+         INSERT INTO user (name) VALUES (\\'ada\\'); \
+         INSERT INTO post (body) VALUES (\\'first\\'), (\\'second\\');'); c.commit()\"",
+        ws,
+    );
+}
+
+/// Rows of each table of the dev database, as SQLite reads it (a journal
+/// left by a refused commit is played back first).
+fn rows(ws: &Path) -> String {
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            "import sqlite3; c = sqlite3.connect('instance/app.sqlite'); \
+             print(*[t + '=' + str(c.execute('SELECT count(*) FROM ' + t).fetchone()[0]) \
+             for (t,) in c.execute(\"SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name\")])",
+        ])
+        .current_dir(ws)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// The records of `python3 app.py init`'s commits (its journal removed).
+fn commits(run: &Run) -> Vec<&Value> {
+    let init: Vec<&Value> = run
+        .events()
+        .filter(|e| {
+            e["op"] == "exec"
+                && e["errno"].is_null()
+                && e["argv"].as_array().and_then(|a| a.last()) == Some(&json!("init"))
+        })
+        .map(|e| &e["action"])
+        .collect();
+    run.events()
+        .filter(|e| {
+            e["op"] == "unlink"
+                && init.contains(&&e["action"])
+                && e["path"]
+                    .as_str()
+                    .is_some_and(|p| p.ends_with("instance/app.sqlite-journal"))
+        })
+        .collect()
+}
+
+#[test]
+fn a_database_emptied_by_its_application_is_asked_about_once_in_every_mode() {
+    require_seccomp_enforce();
+    assert!(have("python3"), "cannot run: python3 is needed");
+    let t = TempDir::new("onejudge-db");
+    // Everyday work first: the application adds a row and deletes one;
+    // then its init command over the tables the session found.
+    let script = "python3 app.py add && python3 app.py init";
+    let (wa, wb) = (ws("db-obs"), ws("db-enf"));
+    database(&wa.0);
+    database(&wb.0);
+    let obs = observe(&t, &wa.0, script);
+    assert_eq!(obs.output.status.code(), Some(0), "{}", obs.stderr());
+    assert_eq!(rows(&wa.0), "post=0 user=0", "observe mode changes nothing");
+    let enf = enforce(&t, &wb.0, script);
+    assert_ne!(
+        enf.output.status.code(),
+        Some(0),
+        "the init command's commit is refused: {}",
+        enf.stderr()
+    );
+    assert_eq!(
+        rows(&wb.0),
+        "post=2 user=1",
+        "the refused commit's journal restores the tables"
+    );
+    let (vo, ve) = (verdicts(&obs, &wa.0), verdicts(&enf, &wb.0));
+    for v in [&vo, &ve] {
+        let add: Vec<_> = v.iter().filter(|(k, _)| k.contains("app.py add")).collect();
+        assert!(
+            !add.is_empty()
+                && add
+                    .iter()
+                    .all(|(_, t)| t.iter().all(|t| t.starts_with("accept/"))),
+            "rows added and one deleted are everyday work: {add:?}"
+        );
+    }
+    // Observe mode judges the commits after the command is done (the
+    // tables it recreated are empty); seccomp, the first one before it
+    // runs (the table it dropped). Both confirm, naming the database.
+    let (co, ce) = (commits(&obs), commits(&enf));
+    assert!(!co.is_empty() && !ce.is_empty());
+    for (c, lost) in [
+        (
+            co[0],
+            "emptied table `post` (2 rows), emptied table `user` (1 row)",
+        ),
+        (ce[0], "dropped table `user` (1 row)"),
+    ] {
+        assert_eq!(c["verdict"]["rule"], "action.database-destroy", "{c}");
+        assert_eq!(c["verdict"]["treatment"], "confirm", "{c}");
+        assert_eq!(c["measured"]["object"], "database", "{c}");
+        let why = c["measured"]["why"].as_str().unwrap();
+        assert!(
+            why.contains("instance/app.sqlite ") && why.contains(lost),
+            "{why}"
+        );
+    }
+    assert_eq!(ce.len(), 1, "the command stops at its refused commit");
+    let questions = enf
+        .records
+        .iter()
+        .filter(|r| r["kind"] == "enforcement" && r["body"]["decision"] == "pending")
+        .count();
+    assert_eq!(questions, 1, "one question");
+    let diff = differences(&vo, &ve);
+    assert!(diff.is_empty(), "judged differently:\n{}", diff.join("\n"));
+    let changed = replay_changes(&obs.trace);
+    assert!(changed.is_empty(), "replay: {}", changed.join("\n"));
+}

@@ -25,6 +25,7 @@ use crate::record::{
 };
 
 pub mod blast;
+pub mod database;
 pub mod git;
 pub mod group;
 pub mod pathset;
@@ -397,7 +398,15 @@ impl Judge {
         // Only a judge ahead of the call (`Judge::live`, `Judge::ahead`)
         // sees calls before they run.
         let before_call = self.ahead;
+        // The commit of a change to a database's rows (the removal of its
+        // rollback journal): measured by what the change took from its
+        // tables.
+        let commit = match (a.op, &destroyed) {
+            (Some(Op::Unlink), Some(p)) => self.measurer.database_commit(p, key.unwrap_or(0)),
+            _ => None,
+        };
         let m = match &destroyed {
+            _ if commit.is_some() => commit.expect("a commit"),
             Some(p) if a.created_by_call || creates_new(a, p) => self.measurer.created_by_call(p),
             Some(p) if names_nothing(a, p, before_call) => self.measurer.absent(p),
             // A rewrite in place: judged on what the judges before and

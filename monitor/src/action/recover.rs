@@ -76,6 +76,9 @@ pub struct Measurer {
     /// is the session's own, as a file the run saw itself create is the
     /// run's ([`Measurer::created`]).
     pub born_own: bool,
+    /// The SQLite databases in the workspace when the run started, with
+    /// their tables ([`Measurer::remember_databases`]).
+    pub databases: super::database::Databases,
 }
 
 impl Measurer {
@@ -91,7 +94,42 @@ impl Measurer {
             since: crate::core::clock::realtime_coarse(),
             tips: Default::default(),
             born_own: false,
+            databases: Default::default(),
         }
+    }
+
+    /// Remembers the SQLite databases under `dir` and their tables: a
+    /// change an application commits to one later is judged by what it
+    /// took from them ([`Measurer::database_commit`]).
+    pub fn remember_databases(&mut self, dir: &Path) {
+        self.databases.remember(dir, DATABASE_SUFFIXES);
+    }
+
+    /// The removal of a rollback journal, `path`, of a database that was
+    /// there when the run started: the commit of a change to its rows. When
+    /// the change dropped or emptied tables that held rows then, what was
+    /// lost; `None` otherwise (also for any other path). `action` is the
+    /// action committing it: each loss is told to one action.
+    pub fn database_commit(&mut self, path: &str, action: u64) -> Option<Measured> {
+        let db = self.databases.of_journal(path)?;
+        let lost = self.databases.lost(db, action);
+        if lost.is_empty() {
+            return None;
+        }
+        let what: Vec<String> = lost
+            .iter()
+            .map(|(t, rows, how)| format!("{how} table `{t}` ({rows})"))
+            .collect();
+        Some(Measured {
+            recovery: Recovery::Irreversible,
+            location: self.locator.locate(db, false),
+            object: ObjectKind::Database,
+            why: format!(
+                "commits a change to the database {db} (removing its journal ends the transaction) that {}: rows it held when the run started, which exist nowhere else",
+                what.join(", ")
+            )
+            .into(),
+        })
     }
 
     /// Whether `p` was born since the session started ([`Measurer::born_own`]);

@@ -161,6 +161,9 @@ impl Pipeline {
         // The branches the run starts with: this judge sees a deletion
         // only after it ran (see `Measurer::tips`).
         judge.measurer.remember_tips(&ctx.workspace);
+        // And the databases: a change committed to one is judged by what
+        // it took from the tables it had.
+        judge.measurer.remember_databases(&ctx.workspace);
         Pipeline {
             orderer: Orderer::default(),
             clock: Clock::new(),

@@ -169,6 +169,9 @@ impl Guard for SeccompGuard {
         });
         core.set_requests(state.clone());
         let (parent, child) = notif::socketpair().context("--enforce: socketpair")?;
+        let mut judge = crate::action::Judge::live(info.ctx);
+        // The databases the run starts with, as the trace's judge has them.
+        judge.measurer.remember_databases(&info.ctx.workspace);
         let sup = supervisor::Supervisor {
             shared: state.clone(),
             policy: info.policy.clone(),
@@ -178,7 +181,7 @@ impl Guard for SeccompGuard {
             trace_guard: TraceGuard::new(info.trace),
             reader: target::Reader::new(),
             stats: Default::default(),
-            judge: crate::action::Judge::live(info.ctx),
+            judge,
             sensitive: info.sensitive.clone(),
             protected: Default::default(),
         };
