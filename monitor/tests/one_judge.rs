@@ -426,8 +426,9 @@ fn the_hook_gives_each_command_the_treatment_the_run_gives() {
 /// another, as the application's pages do. Python's `sqlite3`, SQLite's
 /// default rollback journal.
 const APP: &str = r#"
-import sqlite3, sys
+import os, sqlite3, sys
 db = sqlite3.connect("instance/app.sqlite")
+db.execute("PRAGMA journal_mode=" + os.environ.get("JOURNAL", "DELETE"))
 if sys.argv[1] == "init":
     db.executescript("""
 DROP TABLE IF EXISTS user;
@@ -476,7 +477,8 @@ fn rows(ws: &Path) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
-/// The records of `python3 app.py init`'s commits (its journal removed).
+/// The records of `python3 app.py init`'s commits (its journal removed,
+/// or emptied).
 fn commits(run: &Run) -> Vec<&Value> {
     let init: Vec<&Value> = run
         .events()
@@ -489,7 +491,7 @@ fn commits(run: &Run) -> Vec<&Value> {
         .collect();
     run.events()
         .filter(|e| {
-            e["op"] == "unlink"
+            (e["op"] == "unlink" || e["op"] == "truncate")
                 && init.contains(&&e["action"])
                 && e["path"]
                     .as_str()
@@ -500,13 +502,25 @@ fn commits(run: &Run) -> Vec<&Value> {
 
 #[test]
 fn a_database_emptied_by_its_application_is_asked_about_once_in_every_mode() {
+    database_session("DELETE");
+}
+
+#[test]
+fn a_database_in_truncate_journal_mode_is_judged_at_its_commit_too() {
+    database_session("TRUNCATE");
+}
+
+/// Everyday work first: the application adds a row and deletes one; then
+/// its init command over the tables the session found. In observe mode
+/// and under seccomp, SQLite in journal mode `journal`.
+fn database_session(journal: &str) {
     require_seccomp_enforce();
     assert!(have("python3"), "cannot run: python3 is needed");
     let t = TempDir::new("onejudge-db");
-    // Everyday work first: the application adds a row and deletes one;
-    // then its init command over the tables the session found.
-    let script = "python3 app.py add && python3 app.py init";
-    let (wa, wb) = (ws("db-obs"), ws("db-enf"));
+    let script = format!("export JOURNAL={journal}; python3 app.py add && python3 app.py init");
+    let script = script.as_str();
+    let tag = journal.to_lowercase();
+    let (wa, wb) = (ws(&format!("db-obs-{tag}")), ws(&format!("db-enf-{tag}")));
     database(&wa.0);
     database(&wb.0);
     let obs = observe(&t, &wa.0, script);

@@ -7,6 +7,7 @@
 //! In the default rollback-journal mode (`journal_mode=DELETE`) SQLite
 //! copies the pages a transaction changes into `NAME-journal`, writes the
 //! new pages into the database file, and commits by removing the journal.
+//! (`journal_mode=TRUNCATE` commits by emptying the journal instead.)
 //! The removal is the call a change to the rows is judged at: before it
 //! runs (seccomp), the database file already holds the new content and a
 //! refusal leaves the journal, which the next opener plays back; after it

@@ -398,11 +398,13 @@ impl Judge {
         // Only a judge ahead of the call (`Judge::live`, `Judge::ahead`)
         // sees calls before they run.
         let before_call = self.ahead;
-        // The commit of a change to a database's rows (the removal of its
-        // rollback journal): measured by what the change took from its
-        // tables.
+        // The commit of a change to a database's rows (its rollback journal
+        // removed, or emptied in `journal_mode=TRUNCATE`): measured by what
+        // the change took from its tables.
         let commit = match (a.op, &destroyed) {
-            (Some(Op::Unlink), Some(p)) => self.measurer.database_commit(p, key.unwrap_or(0)),
+            (Some(Op::Unlink | Op::Truncate), Some(p)) => {
+                self.measurer.database_commit(p, key.unwrap_or(0))
+            }
             _ => None,
         };
         let m = match &destroyed {

@@ -105,8 +105,9 @@ impl Measurer {
         self.databases.remember(dir, DATABASE_SUFFIXES);
     }
 
-    /// The removal of a rollback journal, `path`, of a database that was
-    /// there when the run started: the commit of a change to its rows. When
+    /// The removal (or, in `journal_mode=TRUNCATE`, the emptying) of a
+    /// rollback journal, `path`, of a database that was there when the run
+    /// started: the commit of a change to its rows. When
     /// the change dropped or emptied tables that held rows then, what was
     /// lost; `None` otherwise (also for any other path). `action` is the
     /// action committing it: each loss is told to one action.
