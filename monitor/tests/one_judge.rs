@@ -197,18 +197,7 @@ with zipfile.ZipFile(p, 'w') as z:
     z.writestr('demobundle-1.0.dist-info/RECORD', rec)
 print(p)
 "#;
-    let out = Command::new("python3")
-        .arg("-c")
-        .arg(script)
-        .arg(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+    PathBuf::from(python_out(script, &[dir.as_os_str()], dir))
 }
 
 /// A virtualenv made and a package installed into it (pip writes the
@@ -459,22 +448,13 @@ fn database(ws: &Path) {
 /// Rows of each table of the dev database, as SQLite reads it (a journal
 /// left by a refused commit is played back first).
 fn rows(ws: &Path) -> String {
-    let out = Command::new("python3")
-        .args([
-            "-c",
-            "import sqlite3; c = sqlite3.connect('instance/app.sqlite'); \
-             print(*[t + '=' + str(c.execute('SELECT count(*) FROM ' + t).fetchone()[0]) \
-             for (t,) in c.execute(\"SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name\")])",
-        ])
-        .current_dir(ws)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    python_out(
+        "import sqlite3; c = sqlite3.connect('instance/app.sqlite'); \
+         print(*[t + '=' + str(c.execute('SELECT count(*) FROM ' + t).fetchone()[0]) \
+         for (t,) in c.execute(\"SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name\")])",
+        &[],
+        ws,
+    )
 }
 
 /// The records of `python3 app.py init`'s commits (its journal removed,

@@ -269,6 +269,24 @@ pub fn sh(script: &str, cwd: &Path) {
     assert!(st.success(), "setup script failed: {script}");
 }
 
+/// The trimmed standard output of `python3 -c script args...` run in
+/// `cwd`; panics with its standard error when it fails.
+pub fn python_out(script: &str, args: &[&std::ffi::OsStr], cwd: &Path) -> String {
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "python3 failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
 pub fn have(prog: &str) -> bool {
     Command::new("sh")
         .arg("-c")
