@@ -74,9 +74,22 @@ pub fn is_sqlite(path: &Path) -> bool {
 
 /// The tables of the database in `path`, with their rows.
 pub fn tables(path: &Path) -> Result<Tables, Unreadable> {
+    read(path, false)
+}
+
+/// The tables of the database in `path`, each read only as far as its
+/// root page: its rows when they all fit there, else "at least 1". A few
+/// pages, however large the database: what a commit is judged on.
+pub fn occupancy(path: &Path) -> Result<Tables, Unreadable> {
+    read(path, true)
+}
+
+fn read(path: &Path, shallow: bool) -> Result<Tables, Unreadable> {
     let f = File::open(path).map_err(|_| Unreadable::NotSqlite)?;
     let len = f.metadata().map_err(|_| Unreadable::NotSqlite)?.len();
-    Reader::open(&f, len)?.tables()
+    let mut r = Reader::open(&f, len)?;
+    r.shallow = shallow;
+    r.tables()
 }
 
 struct Reader<'a> {
@@ -85,6 +98,8 @@ struct Reader<'a> {
     usable: usize,
     pages: u64,
     budget: usize,
+    /// Count rows on root pages only ([`occupancy`]).
+    shallow: bool,
 }
 
 impl<'a> Reader<'a> {
@@ -113,6 +128,7 @@ impl<'a> Reader<'a> {
             usable,
             pages: len / page_size as u64,
             budget: PAGE_BUDGET,
+            shallow: false,
         })
     }
 
@@ -167,6 +183,11 @@ impl<'a> Reader<'a> {
             0x05 | 0x02 => {
                 if kind == 0x02 {
                     rows.count += cells;
+                }
+                if self.shallow {
+                    rows.count = rows.count.max(1);
+                    rows.exact = false;
+                    return Ok(());
                 }
                 for c in children(&p, at, cells as usize)? {
                     self.count(c, depth + 1, rows)?;
@@ -348,15 +369,17 @@ const SKIP_DIRS: &[&str] = &[
     ".tox",
     ".mypy_cache",
 ];
-/// Directory levels and entries searched at most.
+/// Directory levels and entries searched at most, and databases read.
 const MAX_DEPTH: usize = 6;
 const MAX_ENTRIES: usize = 50_000;
+const MAX_DATABASES: usize = 64;
 
 impl Databases {
     /// Remembers the SQLite databases under `root` (a file whose name a
     /// database file usually has, checked by its content), up to
-    /// `MAX_DEPTH` levels and `MAX_ENTRIES` entries, skipping
-    /// `SKIP_DIRS`. Nothing is searched when `root` is `/`.
+    /// `MAX_DEPTH` levels, `MAX_ENTRIES` entries and `MAX_DATABASES`
+    /// databases, skipping `SKIP_DIRS`. Nothing is searched when `root`
+    /// is `/`.
     pub fn remember(&mut self, root: &Path, names: &[&str]) {
         if root == Path::new("/") || root.as_os_str().is_empty() {
             return;
@@ -384,7 +407,7 @@ impl Databases {
                     tracing::debug!(path = %e.path().display(), "database candidate");
                     let p = e.path();
                     let small = e.metadata().is_ok_and(|m| m.len() <= MAX_FILE);
-                    if small {
+                    if small && self.at_start.len() < MAX_DATABASES {
                         if let Ok(t) = tables(&p) {
                             self.at_start.insert(p.to_string_lossy().into_owned(), t);
                         }
@@ -409,7 +432,7 @@ impl Databases {
         let Some(before) = self.at_start.get(db) else {
             return Vec::new();
         };
-        let now = match tables(Path::new(db)) {
+        let now = match occupancy(Path::new(db)) {
             Ok(t) => t,
             Err(e) => {
                 tracing::debug!(db, ?e, "database not read");
@@ -489,6 +512,17 @@ mod tests {
         ]
         .into();
         assert_eq!(t, want);
+        // On root pages only: a table whose rows span pages is "at least 1".
+        let o = occupancy(&db).unwrap();
+        assert_eq!(o["user"], rows(1));
+        assert_eq!(o["empty_one"], rows(0));
+        assert_eq!(
+            o["post"],
+            Rows {
+                count: 1,
+                exact: false
+            }
+        );
     }
 
     #[test]
