@@ -85,10 +85,15 @@ pub fn occupancy(path: &Path) -> Result<Tables, Unreadable> {
 }
 
 fn read(path: &Path, shallow: bool) -> Result<Tables, Unreadable> {
+    read_within(path, shallow, PAGE_BUDGET)
+}
+
+fn read_within(path: &Path, shallow: bool, budget: usize) -> Result<Tables, Unreadable> {
     let f = File::open(path).map_err(|_| Unreadable::NotSqlite)?;
     let len = f.metadata().map_err(|_| Unreadable::NotSqlite)?.len();
     let mut r = Reader::open(&f, len)?;
     r.shallow = shallow;
+    r.budget = budget;
     r.tables()
 }
 
@@ -163,11 +168,17 @@ impl<'a> Reader<'a> {
     }
 
     /// Counts the entries of the b-tree rooted at page `n` into `rows`.
+    /// Once the page budget is spent, a table's root page is still read
+    /// (whether it is empty is always known) but no page beneath it: the
+    /// count is then "at least" what was read, and at least 1 below an
+    /// interior page.
     fn count(&mut self, n: u64, depth: u32, rows: &mut Rows) -> Result<(), Unreadable> {
         if depth > 40 {
             return Err(Unreadable::Damaged("b-tree depth"));
         }
-        if self.budget == 0 {
+        let shallow = self.shallow || self.budget == 0;
+        if shallow && depth > 0 {
+            rows.count = rows.count.max(1);
             rows.exact = false;
             return Ok(());
         }
@@ -184,7 +195,7 @@ impl<'a> Reader<'a> {
                 if kind == 0x02 {
                     rows.count += cells;
                 }
-                if self.shallow {
+                if shallow {
                     rows.count = rows.count.max(1);
                     rows.exact = false;
                     return Ok(());
@@ -512,6 +523,16 @@ mod tests {
         ]
         .into();
         assert_eq!(t, want);
+        // A budget spent on the first table's pages: the tables after it
+        // are still read as far as their root pages, never taken as empty.
+        let few = read_within(&db, false, 3).unwrap();
+        assert_eq!(few["user"], rows(1));
+        assert_eq!(few["empty_one"], rows(0));
+        assert!(
+            !few["post"].exact && few["post"].count >= 1,
+            "{:?}",
+            few["post"]
+        );
         // On root pages only: a table whose rows span pages is "at least 1".
         let o = occupancy(&db).unwrap();
         assert_eq!(o["user"], rows(1));
