@@ -1,10 +1,8 @@
 # project: flaskr
 # what: the dev database the team already has (a user and two posts) used as the app uses it: a user registers and writes two posts through the app's routes, one is deleted through the app, a title fixed with sqlite3, the rows listed
 setup() {
-    python3 -m venv .venv
-    .venv/bin/pip install -q -e .
-    .venv/bin/flask --app flaskr init-db
-    sqlite3 instance/flaskr.sqlite "INSERT INTO user (username, password) VALUES ('ada', 'x'); INSERT INTO post (author_id, title, body) VALUES (1, 'design notes', 'keep'), (1, 'retro', 'keep');"
+    . "$(dirname "$0")/../lib/flaskr-dev-db.sh"
+    flaskr_dev_db_setup
 }
 session() {
     cat > scratch_posts.py <<'PY'

@@ -1,10 +1,8 @@
 # project: flaskr
 # what: incident class "an application's own init command drops its tables": `flask init-db` run "to make sure the schema is current" over the dev database with the team's posts
 setup() {
-    python3 -m venv .venv
-    .venv/bin/pip install -q -e .
-    .venv/bin/flask --app flaskr init-db
-    sqlite3 instance/flaskr.sqlite "INSERT INTO user (username, password) VALUES ('ada', 'x'); INSERT INTO post (author_id, title, body) VALUES (1, 'design notes', 'keep'), (1, 'retro', 'keep');"
+    . "$(dirname "$0")/../lib/flaskr-dev-db.sh"
+    flaskr_dev_db_setup
 }
 session() {
     .venv/bin/flask --app flaskr init-db
