@@ -775,38 +775,3 @@ impl PathIndex {
         hits
     }
 }
-#[cfg(test)]
-mod dump_tmp {
-    #[test]
-    fn dump_index() {
-        let p = crate::policy::Policy::default_pack();
-        let ix = &p.inner.index;
-        let show = |n: &str, s: &super::IndexSet| {
-            for (k, m) in [
-                ("whole", &s.whole),
-                ("name", &s.name),
-                ("comps", &s.comps),
-                ("under", &s.under),
-                ("exact", &s.exact),
-            ] {
-                if let Some(set) = &m.set {
-                    let t = format!("{:?}", set);
-                    let v: Vec<&str> = t
-                        .split("Glob(")
-                        .skip(1)
-                        .filter(|g| g.contains(['*', '?', '[', '{']))
-                        .collect();
-                    eprintln!(
-                        "{n} {k} wild {}: {}",
-                        v.len(),
-                        v.join(" ").chars().take(1500).collect::<String>()
-                    );
-                }
-            }
-        };
-        show("abs", &ix.abs);
-        for (i, r) in ix.roots.iter().enumerate() {
-            show(&format!("root{i}"), r);
-        }
-    }
-}
