@@ -66,35 +66,24 @@ pub enum Unreadable {
     Damaged(&'static str),
 }
 
-/// Whether `path` starts as a SQLite 3 database does.
-pub fn is_sqlite(path: &Path) -> bool {
-    let mut b = [0u8; 16];
-    File::open(path).is_ok_and(|f| f.read_exact_at(&mut b, 0).is_ok() && &b == MAGIC)
-}
-
 /// The tables of the database in `path`, with their rows.
 pub fn tables(path: &Path) -> Result<Tables, Unreadable> {
-    read(path, false)
+    read(path, false, PAGE_BUDGET)
 }
 
 /// The tables of the database in `path`, each read only as far as its
 /// root page: its rows when they all fit there, else "at least 1". A few
 /// pages, however large the database: what a commit is judged on.
 pub fn occupancy(path: &Path) -> Result<Tables, Unreadable> {
-    read(path, true)
+    read(path, true, PAGE_BUDGET)
 }
 
-fn read(path: &Path, shallow: bool) -> Result<Tables, Unreadable> {
-    read_within(path, shallow, PAGE_BUDGET)
-}
-
-fn read_within(path: &Path, shallow: bool, budget: usize) -> Result<Tables, Unreadable> {
+/// The tables of the database in `path`, reading at most `budget` pages
+/// below the tables' root pages, none when `shallow`.
+fn read(path: &Path, shallow: bool, budget: usize) -> Result<Tables, Unreadable> {
     let f = File::open(path).map_err(|_| Unreadable::NotSqlite)?;
     let len = f.metadata().map_err(|_| Unreadable::NotSqlite)?.len();
-    let mut r = Reader::open(&f, len)?;
-    r.shallow = shallow;
-    r.budget = budget;
-    r.tables()
+    Reader::open(&f, len, shallow, budget)?.tables()
 }
 
 struct Reader<'a> {
@@ -108,7 +97,12 @@ struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
-    fn open(file: &'a File, len: u64) -> Result<Reader<'a>, Unreadable> {
+    fn open(
+        file: &'a File,
+        len: u64,
+        shallow: bool,
+        budget: usize,
+    ) -> Result<Reader<'a>, Unreadable> {
         let mut h = [0u8; 100];
         file.read_exact_at(&mut h, 0)
             .map_err(|_| Unreadable::NotSqlite)?;
@@ -132,8 +126,8 @@ impl<'a> Reader<'a> {
             page_size,
             usable,
             pages: len / page_size as u64,
-            budget: PAGE_BUDGET,
-            shallow: false,
+            budget,
+            shallow,
         })
     }
 
@@ -414,14 +408,14 @@ impl Databases {
                     if depth + 1 < MAX_DEPTH && !SKIP_DIRS.contains(&name.as_ref()) {
                         stack.push((e.path(), depth + 1));
                     }
-                } else if ft.is_file() && names.iter().any(|s| name.ends_with(s)) {
-                    tracing::debug!(path = %e.path().display(), "database candidate");
+                } else if ft.is_file()
+                    && names.iter().any(|s| name.ends_with(s))
+                    && self.at_start.len() < MAX_DATABASES
+                    && e.metadata().is_ok_and(|m| m.len() <= MAX_FILE)
+                {
                     let p = e.path();
-                    let small = e.metadata().is_ok_and(|m| m.len() <= MAX_FILE);
-                    if small && self.at_start.len() < MAX_DATABASES {
-                        if let Ok(t) = tables(&p) {
-                            self.at_start.insert(p.to_string_lossy().into_owned(), t);
-                        }
+                    if let Ok(t) = tables(&p) {
+                        self.at_start.insert(p.to_string_lossy().into_owned(), t);
                     }
                 }
             }
@@ -461,11 +455,8 @@ impl Databases {
                 Some(_) => continue,
             };
             let key = (db.to_owned(), name.clone());
-            match self.reported.get(&key) {
-                Some(&a) if a != action => continue,
-                _ => {
-                    self.reported.insert(key, action);
-                }
+            if *self.reported.entry(key).or_insert(action) != action {
+                continue;
             }
             out.push((name.clone(), *rows, how));
         }
@@ -513,7 +504,6 @@ mod tests {
              WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000)
              INSERT INTO post (body) SELECT printf('%0400d', i) FROM n;",
         );
-        assert!(is_sqlite(&db));
         let t = tables(&db).unwrap();
         let want: Tables = [
             ("empty_one".to_owned(), rows(0)),
@@ -525,7 +515,7 @@ mod tests {
         assert_eq!(t, want);
         // A budget spent on the first table's pages: the tables after it
         // are still read as far as their root pages, never taken as empty.
-        let few = read_within(&db, false, 3).unwrap();
+        let few = read(&db, false, 3).unwrap();
         assert_eq!(few["user"], rows(1));
         assert_eq!(few["empty_one"], rows(0));
         assert!(
@@ -551,7 +541,6 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let f = d.path().join("notes.db");
         std::fs::write(&f, b"SQLite format 2\0 and more text than a header").unwrap();
-        assert!(!is_sqlite(&f));
         assert_eq!(tables(&f), Err(Unreadable::NotSqlite));
         let wal = d.path().join("wal.db");
         sql(

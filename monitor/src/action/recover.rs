@@ -126,7 +126,7 @@ impl Measurer {
             location: self.locator.locate(db, false),
             object: ObjectKind::Database,
             why: format!(
-                "commits a change to the database {db} (removing its journal ends the transaction) that {}: rows it held when the run started, which exist nowhere else",
+                "commits a change to the database {db} (removing or emptying its journal ends the transaction) that {}: rows it held when the run started, which exist nowhere else",
                 what.join(", ")
             )
             .into(),
