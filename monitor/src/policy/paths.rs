@@ -378,12 +378,16 @@ struct DirHits<'a>(Option<&'a mut [foldhash::HashMap<String, (Hits, Hits)>; 4]>)
 /// | `X/**` | `D` or a prefix of it ending before a `/` matches `X` |
 /// | `X/**/B` | the same, and `N` matches `B` |
 /// | `X/B` | `D` matches `X`, and `N` matches `B` |
+/// | `B` (one component, a wildcard) | there is no `D`, and `N` matches `B` |
 ///
 /// Globs with no wildcard, and any other form, are matched whole.
 #[derive(Clone, Debug, Default)]
 struct IndexSet {
     /// Globs matched against the whole path.
     whole: Merged,
+    /// One-component globs with a wildcard (`CHANGELOG*`, `.*history`):
+    /// matched against a path of one component only.
+    top: Merged,
     /// `C` of each `**/C/**`: matched against each component of `D`.
     comps: Merged,
     /// `X` of each `X/**` and `X/**/B`: matched against `D` and its prefixes.
@@ -469,6 +473,7 @@ impl Merged {
 
 /// How a glob of an [`IndexSet`] is matched: see its table.
 enum Split {
+    Top(Glob),
     Comp(Glob),
     Name(Glob),
     Under(Glob, Option<Glob>),
@@ -493,6 +498,9 @@ fn split(g: Glob) -> Split {
     let part = |c: &str| path_glob(c).ok();
     if !text.contains(['*', '?', '[', '{']) {
         return Split::Whole(g);
+    }
+    if one_component(text) {
+        return Split::Top(g);
     }
     if let Some(c) = text
         .strip_prefix("**/")
@@ -531,7 +539,7 @@ fn split(g: Glob) -> Split {
 
 impl IndexSet {
     fn build(globs: Vec<(u32, Glob)>) -> IndexSet {
-        let mut whole = Vec::new();
+        let (mut whole, mut top) = (Vec::new(), Vec::new());
         let (mut comps, mut under, mut exact, mut name) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let mut test = Vec::new();
@@ -541,6 +549,10 @@ impl IndexSet {
             let (dir, base) = match split(g) {
                 Split::Whole(g) => {
                     whole.push((id, g));
+                    continue;
+                }
+                Split::Top(g) => {
+                    top.push((id, g));
                     continue;
                 }
                 Split::Comp(c) => {
@@ -571,12 +583,14 @@ impl IndexSet {
                 needs_name.set(n);
             }
         }
-        let sets = [whole, comps, under, exact, name].map(Merged::build);
-        let [Some(whole), Some(comps), Some(under), Some(exact), Some(name)] = sets else {
+        let sets = [whole, top, comps, under, exact, name].map(Merged::build);
+        let [Some(whole), Some(top), Some(comps), Some(under), Some(exact), Some(name)] = sets
+        else {
             return IndexSet::default();
         };
         IndexSet {
             whole,
+            top,
             comps,
             under,
             exact,
@@ -589,7 +603,7 @@ impl IndexSet {
     }
 
     fn is_empty(&self) -> bool {
-        self.whole.set.is_none() && self.test.is_empty()
+        self.whole.set.is_none() && self.top.set.is_none() && self.test.is_empty()
     }
 
     /// The split globs whose directory condition `dir` satisfies: those
@@ -639,13 +653,16 @@ impl IndexSet {
         hits: &mut Hits,
     ) {
         self.whole.mark(s, scratch, hits);
-        if self.test.is_empty() {
-            return;
-        }
         let (dir, last) = match s.rfind('/') {
             Some(i) => (Some(&s[..i]), &s[i + 1..]),
             None => (None, s),
         };
+        if dir.is_none() {
+            self.top.mark(last, scratch, hits);
+        }
+        if self.test.is_empty() {
+            return;
+        }
         let mut named = Hits::default();
         self.name.mark(last, scratch, &mut named);
         let dir_ok = match dir {
