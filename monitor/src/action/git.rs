@@ -27,9 +27,15 @@ pub struct IndexEntry {
 pub struct Repo {
     pub root: PathBuf,
     pub git_dir: PathBuf,
-    index: Option<HashMap<Vec<u8>, IndexEntry>>,
-    /// Sorted object ids of every pack `.idx`.
-    packs: Option<Vec<Vec<[u8; 20]>>>,
+    /// The parsed index, and the stamp of the file it was parsed from.
+    index: Option<(Option<Stamp>, HashMap<Vec<u8>, IndexEntry>)>,
+    /// Whether `index` was read, or its file's stamp checked, since git
+    /// last ran.
+    index_fresh: bool,
+    /// Sorted object ids of each pack `.idx`, by file.
+    packs: Vec<(PathBuf, Stamp, Vec<[u8; 20]>)>,
+    /// Whether the pack directory was listed since git last ran.
+    packs_fresh: bool,
     ignores: HashMap<PathBuf, Vec<IgnorePattern>>,
     pub index_error: Option<String>,
 }
@@ -55,7 +61,9 @@ impl Repo {
             root: root.to_path_buf(),
             git_dir,
             index: None,
-            packs: None,
+            index_fresh: false,
+            packs: Vec::new(),
+            packs_fresh: false,
             ignores: HashMap::new(),
             index_error: None,
         })
@@ -63,27 +71,35 @@ impl Repo {
 
     /// The index entry of a path relative to the working tree.
     pub fn entry(&mut self, rel: &[u8]) -> Option<IndexEntry> {
-        if self.index.is_none() {
+        if !self.index_fresh {
+            self.index_fresh = true;
             let path = self.git_dir.join("index");
-            let parsed = match fs::read(&path) {
-                Ok(bytes) => parse_index(&bytes),
-                // A fresh repository has no index yet.
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(HashMap::new()),
-                Err(e) => Err(IndexError::Read(e)),
-            };
-            self.index = Some(parsed.unwrap_or_else(|e| {
-                self.index_error = Some(format!("{}: {e}", path.display()));
-                HashMap::new()
-            }));
+            let stamp = Stamp::of(&path);
+            // Git replaces the index (a new file renamed over it) when it
+            // changes it: the same stamp is the same content.
+            if self.index.as_ref().is_none_or(|(s, _)| *s != stamp) {
+                let parsed = match fs::read(&path) {
+                    Ok(bytes) => parse_index(&bytes),
+                    // A fresh repository has no index yet.
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(HashMap::new()),
+                    Err(e) => Err(IndexError::Read(e)),
+                };
+                self.index_error = None;
+                let map = parsed.unwrap_or_else(|e| {
+                    self.index_error = Some(format!("{}: {e}", path.display()));
+                    HashMap::new()
+                });
+                self.index = Some((stamp, map));
+            }
         }
-        self.index.as_ref()?.get(rel).cloned()
+        self.index.as_ref()?.1.get(rel).cloned()
     }
 
     /// Index entries under a directory (relative, no trailing slash; empty
     /// for the whole tree).
     pub fn entries_under(&mut self, rel_dir: &[u8]) -> Vec<(Vec<u8>, IndexEntry)> {
         let _ = self.entry(b"");
-        let Some(idx) = &self.index else {
+        let Some((_, idx)) = &self.index else {
             return Vec::new();
         };
         idx.iter()
@@ -95,10 +111,11 @@ impl Repo {
             .collect()
     }
 
-    /// Forget what was read (the repository changed).
+    /// Git ran: check what was read against the files before using it
+    /// again (the index and packs are read again when they changed).
     pub fn invalidate(&mut self) {
-        self.index = None;
-        self.packs = None;
+        self.index_fresh = false;
+        self.packs_fresh = false;
     }
 
     /// Whether the object store holds an object: a loose file or an entry
@@ -109,23 +126,28 @@ impl Repo {
         if objects.join(&hex[..2]).join(&hex[2..]).exists() {
             return true;
         }
-        if self.packs.is_none() {
-            let mut packs = Vec::new();
+        if !self.packs_fresh {
+            self.packs_fresh = true;
+            let mut old = std::mem::take(&mut self.packs);
             if let Ok(rd) = fs::read_dir(objects.join("pack")) {
                 for e in rd.flatten() {
                     let p = e.path();
-                    if p.extension().is_some_and(|x| x == "idx") {
-                        if let Ok(b) = fs::read(&p) {
-                            packs.push(parse_pack_idx(&b));
-                        }
+                    if !p.extension().is_some_and(|x| x == "idx") {
+                        continue;
+                    }
+                    let Some(stamp) = Stamp::of(&p) else { continue };
+                    // A pack index is written once under its pack's name.
+                    if let Some(i) = old.iter().position(|(q, s, _)| *q == p && *s == stamp) {
+                        self.packs.push(old.swap_remove(i));
+                    } else if let Ok(b) = fs::read(&p) {
+                        self.packs.push((p, stamp, parse_pack_idx(&b)));
                     }
                 }
             }
-            self.packs = Some(packs);
         }
         self.packs
-            .as_ref()
-            .is_some_and(|ps| ps.iter().any(|p| p.binary_search(sha).is_ok()))
+            .iter()
+            .any(|(_, _, ids)| ids.binary_search(sha).is_ok())
     }
 
     /// Whether `.gitignore` files (from the root down to the path's
@@ -156,6 +178,32 @@ impl Repo {
             }
         }
         ignored
+    }
+}
+
+/// What tells one version of a file from another without reading it: its
+/// inode, size and change times (git replaces the files it rewrites).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Stamp {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Stamp {
+    /// `None` when the file does not exist (or cannot be stat'ed).
+    fn of(path: &Path) -> Option<Stamp> {
+        use std::os::unix::fs::MetadataExt;
+        let m = fs::metadata(path).ok()?;
+        Some(Stamp {
+            dev: m.dev(),
+            ino: m.ino(),
+            size: m.size(),
+            mtime: (m.mtime(), m.mtime_nsec()),
+            ctime: (m.ctime(), m.ctime_nsec()),
+        })
     }
 }
 
@@ -374,6 +422,12 @@ fn ignore_pattern(line: &str) -> Option<IgnorePattern> {
 /// Refs of a git directory: loose refs under `refs/` and `packed-refs`,
 /// name → object id (hex).
 fn refs(git_dir: &Path) -> HashMap<String, String> {
+    refs_under(git_dir, "refs")
+}
+
+/// The refs of `git_dir` whose names start with `prefix/` (or are
+/// `prefix` itself), packed and loose (a loose ref wins).
+fn refs_under(git_dir: &Path, prefix: &str) -> HashMap<String, String> {
     fn walk(dir: &Path, name: &str, out: &mut HashMap<String, String>) {
         let Ok(rd) = fs::read_dir(dir) else { return };
         for e in rd.flatten() {
@@ -392,11 +446,16 @@ fn refs(git_dir: &Path) -> HashMap<String, String> {
             .filter(|l| !l.starts_with('#') && !l.starts_with('^'))
         {
             if let Some((sha, name)) = l.split_once(' ') {
-                out.insert(name.to_owned(), sha.to_owned());
+                let under = name
+                    .strip_prefix(prefix)
+                    .is_some_and(|r| r.is_empty() || r.starts_with('/'));
+                if under {
+                    out.insert(name.to_owned(), sha.to_owned());
+                }
             }
         }
     }
-    walk(&git_dir.join("refs"), "refs", &mut out);
+    walk(&git_dir.join(prefix), prefix, &mut out);
     out
 }
 
@@ -523,9 +582,7 @@ pub fn branch_loses(
 
 /// The local branches of a (common) git directory and their tips.
 pub fn branch_tips(common: &Path) -> HashMap<String, String> {
-    let mut all = refs(common);
-    all.retain(|n, _| n.starts_with("refs/heads/"));
-    all
+    refs_under(common, "refs/heads")
 }
 
 /// Whether a ref of `all` other than `except` (and other than a symbolic

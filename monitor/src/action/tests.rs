@@ -125,6 +125,45 @@ fn packed_objects_count_as_recoverable() {
     assert_eq!(clean.recovery, Recovery::Recoverable, "{clean:?}");
 }
 
+/// What the repository reader keeps between git commands follows what
+/// git changed: a file staged, and objects packed, after a first read.
+#[test]
+fn what_was_read_follows_git_after_it_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let r = repo(tmp.path());
+    let mut repo = git::Repo::open(&r).unwrap();
+    assert!(repo.entry(b"notes.txt").is_none());
+    assert!(repo.entry(b"README").is_some());
+    let readme = git::blob_id(b"readme\n");
+    git(&r, &["add", "notes.txt"]);
+    git(&r, &["tag", "v1"]);
+    // Not checked again until git is known to have run.
+    assert!(repo.entry(b"notes.txt").is_none());
+    repo.invalidate();
+    assert!(repo.entry(b"notes.txt").is_some(), "the new index is read");
+    git(&r, &["gc", "-q", "--prune=now"]);
+    assert!(!r
+        .join(".git/objects")
+        .join(&hex::encode(readme)[..2])
+        .exists());
+    repo.invalidate();
+    assert!(repo.has_object(&readme), "the new pack is read");
+    repo.invalidate();
+    assert!(repo.has_object(&readme));
+    assert!(!repo.has_object(&[7; 20]));
+    // Branch tips are the local branches only, packed (gc) or loose.
+    git(&r, &["branch", "topic"]);
+    let tips = git::branch_tips(&r.join(".git"));
+    let mut names: Vec<&str> = tips.keys().map(String::as_str).collect();
+    names.sort();
+    assert_eq!(names.len(), 2, "{names:?}");
+    assert!(names.contains(&"refs/heads/topic"), "{names:?}");
+    assert!(
+        names.iter().all(|n| n.starts_with("refs/heads/")),
+        "{names:?}"
+    );
+}
+
 #[test]
 fn index_v4_is_parsed() {
     let tmp = tempfile::tempdir().unwrap();
