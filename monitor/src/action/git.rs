@@ -28,7 +28,7 @@ pub struct Repo {
     pub root: PathBuf,
     pub git_dir: PathBuf,
     /// The parsed index, and the stamp of the file it was parsed from.
-    index: Option<(Option<Stamp>, HashMap<Vec<u8>, IndexEntry>)>,
+    index: Option<(Option<Stamp>, Index)>,
     /// Whether `index` was read, or its file's stamp checked, since git
     /// last ran.
     index_fresh: bool,
@@ -81,13 +81,13 @@ impl Repo {
                 let parsed = match fs::read(&path) {
                     Ok(bytes) => parse_index(&bytes),
                     // A fresh repository has no index yet.
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(HashMap::new()),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Index::default()),
                     Err(e) => Err(IndexError::Read(e)),
                 };
                 self.index_error = None;
                 let map = parsed.unwrap_or_else(|e| {
                     self.index_error = Some(format!("{}: {e}", path.display()));
-                    HashMap::new()
+                    Index::default()
                 });
                 self.index = Some((stamp, map));
             }
@@ -102,12 +102,8 @@ impl Repo {
         let Some((_, idx)) = &self.index else {
             return Vec::new();
         };
-        idx.iter()
-            .filter(|(p, _)| {
-                rel_dir.is_empty()
-                    || (p.starts_with(rel_dir) && p.get(rel_dir.len()) == Some(&b'/'))
-            })
-            .map(|(p, e)| (p.clone(), e.clone()))
+        idx.under(rel_dir)
+            .map(|(p, e)| (p.to_vec(), e.clone()))
             .collect()
     }
 
@@ -132,7 +128,7 @@ impl Repo {
             if let Ok(rd) = fs::read_dir(objects.join("pack")) {
                 for e in rd.flatten() {
                     let p = e.path();
-                    if !p.extension().is_some_and(|x| x == "idx") {
+                    if p.extension().is_none_or(|x| x != "idx") {
                         continue;
                     }
                     let Some(stamp) = Stamp::of(&p) else { continue };
@@ -257,8 +253,71 @@ pub enum IndexError {
     BadPrefix,
 }
 
-/// Parse an index file (versions 2, 3 and 4) into path -> entry.
-pub fn parse_index(b: &[u8]) -> Result<HashMap<Vec<u8>, IndexEntry>, IndexError> {
+/// The stage-0 entries of an index, sorted by path (as git keeps them):
+/// the paths in one buffer, looked up by binary search.
+#[derive(Debug, Default)]
+pub struct Index {
+    names: Vec<u8>,
+    /// Per entry: where its path starts in `names`, its length, the entry.
+    entries: Vec<(u32, u32, IndexEntry)>,
+}
+
+impl Index {
+    fn name(&self, i: usize) -> &[u8] {
+        let (at, len, _) = self.entries[i];
+        &self.names[at as usize..(at + len) as usize]
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    pub fn get(&self, path: &[u8]) -> Option<&IndexEntry> {
+        let at = self.partition(path);
+        (at < self.entries.len() && self.name(at) == path).then(|| &self.entries[at].2)
+    }
+
+    /// The first entry whose path is not less than `path`.
+    fn partition(&self, path: &[u8]) -> usize {
+        let (mut lo, mut hi) = (0, self.entries.len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if self.name(mid) < path {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    /// Every entry, in path order.
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], &IndexEntry)> {
+        (0..self.entries.len()).map(|i| (self.name(i), &self.entries[i].2))
+    }
+
+    /// The entries beneath directory `dir` (relative, no trailing slash;
+    /// empty for all).
+    pub fn under<'a>(&'a self, dir: &'a [u8]) -> impl Iterator<Item = (&'a [u8], &'a IndexEntry)> {
+        let start = if dir.is_empty() {
+            0
+        } else {
+            self.partition(&[dir, b"/"].concat())
+        };
+        (start..self.entries.len())
+            .map(|i| (self.name(i), &self.entries[i].2))
+            .take_while(move |(p, _)| {
+                dir.is_empty() || (p.starts_with(dir) && p.get(dir.len()) == Some(&b'/'))
+            })
+    }
+}
+
+/// Parse an index file (versions 2, 3 and 4).
+pub fn parse_index(b: &[u8]) -> Result<Index, IndexError> {
     let be32 = |o: usize| -> Result<u32, IndexError> {
         b.get(o..o + 4)
             .map(|s| u32::from_be_bytes([s[0], s[1], s[2], s[3]]))
@@ -272,8 +331,12 @@ pub fn parse_index(b: &[u8]) -> Result<HashMap<Vec<u8>, IndexEntry>, IndexError>
         return Err(IndexError::Version(version));
     }
     let count = be32(8)? as usize;
-    let mut out = HashMap::with_capacity(count);
+    let mut out = Index {
+        names: Vec::with_capacity(b.len()),
+        entries: Vec::with_capacity(count.min(b.len() / 62)),
+    };
     let mut o = 12;
+    // Version 4: the previous path, which the next one shares a prefix of.
     let mut prev: Vec<u8> = Vec::new();
     for _ in 0..count {
         let start = o;
@@ -307,26 +370,37 @@ pub fn parse_index(b: &[u8]) -> Result<HashMap<Vec<u8>, IndexEntry>, IndexError>
                 .position(|&c| c == 0)
                 .ok_or(IndexError::UnterminatedPath)?;
             let keep = prev.len().checked_sub(strip).ok_or(IndexError::BadPrefix)?;
-            let mut p = prev[..keep].to_vec();
-            p.extend_from_slice(&b[o..end]);
+            prev.truncate(keep);
+            prev.extend_from_slice(&b[o..end]);
             o = end + 1;
-            p
+            &prev[..]
         } else {
+            let name = o;
             let end = o + b[o..]
                 .iter()
                 .position(|&c| c == 0)
                 .ok_or(IndexError::UnterminatedPath)?;
-            let p = b[o..end].to_vec();
             // Entries are NUL-padded to a multiple of 8 bytes.
             let len = end - start;
             o = start + (len + 8) / 8 * 8;
-            p
+            &b[name..end]
         };
         // Only stage 0 (merged) entries describe the working tree's file.
         if (flags >> 12) & 0x3 == 0 {
-            out.insert(path.clone(), IndexEntry { sha, size, mtime });
+            let at = out.names.len() as u32;
+            out.names.extend_from_slice(path);
+            let entry = IndexEntry { sha, size, mtime };
+            out.entries.push((at, path.len() as u32, entry));
         }
-        prev = path;
+    }
+    // Git writes the entries sorted; a file that is not is read as sorted.
+    let sorted = (1..out.entries.len()).all(|i| out.name(i - 1) < out.name(i));
+    if !sorted {
+        let names = std::mem::take(&mut out.names);
+        let name = |e: &(u32, u32, IndexEntry)| &names[e.0 as usize..(e.0 + e.1) as usize];
+        out.entries.sort_by(|x, y| name(x).cmp(name(y)));
+        out.entries.dedup_by(|x, y| name(x) == name(y));
+        out.names = names;
     }
     Ok(out)
 }

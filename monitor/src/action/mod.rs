@@ -112,7 +112,9 @@ pub struct Judge {
     /// Previews taken when exec records arrived, by thread and entry time,
     /// with the command line and directory they were taken for (see
     /// [`Judge::preview_early`]).
-    early: HashMap<(u32, u64), (Vec<String>, String, Blast)>,
+    /// With each, the CPU time the preview took (ns), charged to the
+    /// action it begins when the exec record is judged.
+    early: HashMap<(u32, u64), (Vec<String>, String, Blast, u64)>,
     /// Judges calls before they run, in the caller's view (the seccomp
     /// supervisor, `abm hook`): paths resolve as the caller's already, and
     /// a name that is missing now will be missing for the call.
@@ -127,6 +129,8 @@ pub struct Judge {
     /// Records judged since [`Judge::begin_batch`], with their wall time,
     /// charged to their actions by [`Judge::end_batch`].
     batch: Option<Batch>,
+    /// The CPU time of the early preview of the record being judged.
+    early_ns: u64,
 }
 
 /// A batch of records judged together: the thread's CPU and wall clocks
@@ -155,6 +159,7 @@ impl Judge {
             actions_judged: 0,
             cost_ns: 0,
             batch: None,
+            early_ns: 0,
         }
     }
 
@@ -193,14 +198,16 @@ impl Judge {
         let same = self
             .early
             .iter()
-            .find(|((tid, _), (v, c, _))| *tid == a.tid && v == argv && c == cwd)
-            .map(|(_, (_, _, b))| b.clone());
+            .find(|((tid, _), (v, c, _, _))| *tid == a.tid && v == argv && c == cwd)
+            .map(|(_, (_, _, b, _))| (b.clone(), 0));
         let ahead = self.ahead;
-        if let Some(b) =
-            same.or_else(|| preview_of(a, ahead, argv, Path::new(cwd), &mut self.measurer))
-        {
+        let cpu0 = crate::core::clock::thread_cpu_ns();
+        if let Some((b, ns)) = same.or_else(|| {
+            let b = preview_of(a, ahead, argv, Path::new(cwd), &mut self.measurer)?;
+            Some((b, crate::core::clock::thread_cpu_ns().saturating_sub(cpu0)))
+        }) {
             self.early
-                .insert((a.tid, a.ktime_ns), (argv.clone(), cwd.clone(), b));
+                .insert((a.tid, a.ktime_ns), (argv.clone(), cwd.clone(), b, ns));
         }
     }
 
@@ -226,6 +233,11 @@ impl Judge {
             a.verdict = Some(v);
         }
         let dt = t0.elapsed().as_nanos() as u64;
+        // Previewed when the record arrived: CPU time, charged as is.
+        let early = std::mem::take(&mut self.early_ns);
+        if early > 0 {
+            self.charge(key, early);
+        }
         match &mut self.batch {
             Some(b) => b.costs.push((key, dt)),
             None => self.charge(key, dt),
@@ -280,7 +292,13 @@ impl Judge {
                 let key = self.next_key;
                 let (k, role) = self.grouper.exec(a, key);
                 self.role = Some(role);
-                let early = self.early.remove(&(a.tid, a.ktime_ns)).map(|(_, _, b)| b);
+                let early = self
+                    .early
+                    .remove(&(a.tid, a.ktime_ns))
+                    .map(|(_, _, b, ns)| {
+                        self.early_ns += ns;
+                        b
+                    });
                 if role == ExecRole::Begins {
                     self.next_key += 1;
                     self.actions_judged += 1;

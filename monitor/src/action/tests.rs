@@ -165,23 +165,45 @@ fn what_was_read_follows_git_after_it_runs() {
 }
 
 #[test]
-fn index_v4_is_parsed() {
+fn index_v2_and_v4_are_parsed() {
     let tmp = tempfile::tempdir().unwrap();
     let r = repo(tmp.path());
-    git(&r, &["update-index", "--index-version", "4"]);
-    let idx = std::fs::read(r.join(".git/index")).unwrap();
-    assert_eq!(&idx[4..8], &[0, 0, 0, 4]);
-    let entries = git::parse_index(&idx).unwrap();
-    let mut names: Vec<String> = entries
-        .keys()
-        .map(|k| String::from_utf8_lossy(k).into_owned())
-        .collect();
-    names.sort();
-    assert_eq!(names, [".gitignore", "README", "src/a.rs", "src/b.rs"]);
-    assert_eq!(
-        entries[&b"src/a.rs".to_vec()].sha,
-        git::blob_id(b"fn a() {}\n")
-    );
+    // Names that sort around `src/`: `-` and `.` sort before `/`.
+    for f in ["src-x/c", "src.d", "srcz"] {
+        std::fs::create_dir_all(r.join(f).parent().unwrap()).unwrap();
+        std::fs::write(r.join(f), f).unwrap();
+    }
+    git(&r, &["add", "src-x/c", "src.d", "srcz"]);
+    for version in ["2", "4"] {
+        git(&r, &["update-index", "--index-version", version]);
+        let idx = std::fs::read(r.join(".git/index")).unwrap();
+        assert_eq!(idx[7].to_string(), version);
+        let entries = git::parse_index(&idx).unwrap();
+        let names = |it: &mut dyn Iterator<Item = (&[u8], &git::IndexEntry)>| -> Vec<String> {
+            it.map(|(k, _)| String::from_utf8_lossy(k).into_owned())
+                .collect()
+        };
+        assert_eq!(
+            names(&mut entries.iter()),
+            [
+                ".gitignore",
+                "README",
+                "src-x/c",
+                "src.d",
+                "src/a.rs",
+                "src/b.rs",
+                "srcz"
+            ]
+        );
+        assert_eq!(names(&mut entries.under(b"src")), ["src/a.rs", "src/b.rs"]);
+        assert_eq!(names(&mut entries.under(b"src-x")), ["src-x/c"]);
+        assert_eq!(names(&mut entries.under(b"")).len(), 7);
+        assert_eq!(
+            entries.get(b"src/a.rs").unwrap().sha,
+            git::blob_id(b"fn a() {}\n")
+        );
+        assert!(entries.get(b"src").is_none() && entries.get(b"srcz/").is_none());
+    }
 }
 
 #[test]
