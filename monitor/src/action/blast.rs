@@ -241,9 +241,13 @@ pub fn preview_in(argv: &[String], cwd: &Path, root: &Path, m: &mut Measurer) ->
                 .iter()
                 .take_while(|a| !a.starts_with('-') && *a != "(" && *a != "!")
                 .collect();
+            // What the expression selects, where it is a conjunction of
+            // tests this preview knows; any file otherwise.
+            let select = FindSelect::parse(&args[starts.len()..]);
             for t in starts {
                 if let Some(p) = abs(t) {
-                    walk(&p, true, m, &mut blast, &|_| true);
+                    let keep = |f: &Path| select.as_ref().is_none_or(|s| s.keeps(t, &p, f));
+                    walk(&p, true, m, &mut blast, &keep);
                 }
             }
         }
@@ -397,6 +401,87 @@ fn stash_index(s: &str) -> Option<usize> {
         .unwrap_or(s)
         .parse()
         .ok()
+}
+
+/// The files a `find ... -delete` expression selects, for the expressions
+/// that are a conjunction (no `-o`, `!`, parentheses or `,`) of tests:
+/// `-name`, `-iname`, `-path`/`-wholename` (`-ipath`), `-maxdepth`,
+/// `-mindepth` and `-type`. Other tests of a conjunction only select
+/// fewer files: they are left out, and the preview counts at least what
+/// the command deletes. A directory is deleted only when it is empty
+/// (what it held was selected and counted, or it is not deleted), so only
+/// files count.
+struct FindSelect {
+    /// Globs on the name, and on the path as find prints it.
+    names: Vec<globset::GlobMatcher>,
+    paths: Vec<globset::GlobMatcher>,
+    depth: (usize, usize),
+    /// `-type` without `f` or `l` (only directories, devices...): no file.
+    no_files: bool,
+}
+
+impl FindSelect {
+    fn parse(expr: &[String]) -> Option<FindSelect> {
+        let glob = |p: &str, fold: bool| {
+            globset::GlobBuilder::new(p)
+                .literal_separator(false)
+                .backslash_escape(true)
+                .case_insensitive(fold)
+                .build()
+                .ok()
+                .map(|g| g.compile_matcher())
+        };
+        let mut s = FindSelect {
+            names: Vec::new(),
+            paths: Vec::new(),
+            depth: (0, usize::MAX),
+            no_files: false,
+        };
+        let mut it = expr.iter();
+        while let Some(a) = it.next() {
+            match a.as_str() {
+                "-o" | "-or" | "!" | "-not" | "(" | ")" | "," => return None,
+                "-name" | "-iname" => {
+                    let fold = a == "-iname";
+                    s.names.push(glob(it.next()?, fold)?);
+                }
+                "-path" | "-wholename" | "-ipath" | "-iwholename" => {
+                    let fold = a.starts_with("-i");
+                    s.paths.push(glob(it.next()?, fold)?);
+                }
+                "-maxdepth" => s.depth.1 = it.next()?.parse().ok()?,
+                "-mindepth" => s.depth.0 = it.next()?.parse().ok()?,
+                "-type" => {
+                    let t = it.next()?;
+                    s.no_files |= !t.split(',').any(|c| c == "f" || c == "l");
+                }
+                // An action's own words run to `;` or `+`.
+                "-exec" | "-execdir" | "-ok" | "-okdir" => {
+                    it.find(|w| *w == ";" || *w == "+")?;
+                }
+                _ => {}
+            }
+        }
+        Some(s)
+    }
+
+    /// Whether file `f`, found under `start` (given as `arg`), is selected.
+    fn keeps(&self, arg: &str, start: &Path, f: &Path) -> bool {
+        let rel = f.strip_prefix(start).unwrap_or(f);
+        let depth = rel.components().count();
+        if self.no_files || depth < self.depth.0 || depth > self.depth.1 {
+            return false;
+        }
+        let name = f.file_name().unwrap_or_default();
+        if !self.names.iter().all(|g| g.is_match(name)) {
+            return false;
+        }
+        let shown = match rel.as_os_str().is_empty() {
+            true => PathBuf::from(arg),
+            false => Path::new(arg).join(rel),
+        };
+        self.paths.iter().all(|g| g.is_match(&shown))
+    }
 }
 
 fn walk(p: &Path, recursive: bool, m: &mut Measurer, b: &mut Blast, keep: &dyn Fn(&Path) -> bool) {
@@ -560,4 +645,73 @@ pub fn normalize(p: &Path) -> PathBuf {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::action::scope::Locator;
+
+    /// `find -delete` is previewed by what its tests select, not by all it
+    /// walks; an expression this preview cannot narrow counts every file.
+    #[test]
+    fn find_delete_is_previewed_by_what_it_selects() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = tmp.path().join("ws");
+        for f in [
+            "a.pyc",
+            "src/b.pyc",
+            "src/deep/c.PYC",
+            "src/notes.txt",
+            "keep.txt",
+        ] {
+            let p = ws.join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, f).unwrap();
+        }
+        let mut m = Measurer::new(Locator::new(&ws, &tmp.path().join("home")));
+        let mut seen = |words: &[&str]| -> Vec<String> {
+            let argv: Vec<String> = words.iter().map(|w| w.to_string()).collect();
+            let b = preview(&argv, &ws, &mut m).expect("find -delete is previewed");
+            let mut v: Vec<String> = b
+                .seen
+                .keys()
+                .map(|k| {
+                    k.strip_prefix(&format!("{}/", ws.display()))
+                        .unwrap()
+                        .to_owned()
+                })
+                .collect();
+            v.sort();
+            assert_eq!(b.files as usize, v.len());
+            v
+        };
+        let pyc = ["a.pyc", "src/b.pyc"];
+        assert_eq!(seen(&["find", ".", "-name", "*.pyc", "-delete"]), pyc);
+        assert_eq!(
+            seen(&["find", ".", "-type", "f", "-iname", "*.pyc", "-delete"]),
+            ["a.pyc", "src/b.pyc", "src/deep/c.PYC"]
+        );
+        assert_eq!(
+            seen(&["find", ".", "-maxdepth", "1", "-name", "*.pyc", "-delete"]),
+            ["a.pyc"]
+        );
+        assert_eq!(
+            seen(&["find", ".", "-path", "./src/*", "-name", "*.pyc", "-delete"]),
+            ["src/b.pyc"]
+        );
+        // A test it does not know (-mtime) only narrows: left out.
+        assert_eq!(
+            seen(&["find", ".", "-name", "*.pyc", "-mtime", "-7", "-delete"]),
+            pyc
+        );
+        // Directories only: no file is deleted (a directory only when empty).
+        assert!(seen(&["find", ".", "-type", "d", "-empty", "-delete"]).is_empty());
+        // -o widens: every file counts.
+        assert_eq!(
+            seen(&["find", ".", "-name", "*.pyc", "-o", "-name", "*.txt", "-delete"]).len(),
+            5
+        );
+        assert_eq!(seen(&["find", "src", "-delete"]).len(), 3);
+    }
 }

@@ -43,6 +43,17 @@ use scope::Locator;
 /// Rule id of verdicts given to execs that run inside another action.
 pub const RULE_INSIDE: &str = "action.inside";
 
+/// A preview taken when an exec record arrived, with the command line and
+/// directory it was taken for, and the CPU time it took (ns), charged to
+/// the action it begins when the record is judged.
+#[derive(Debug)]
+struct Early {
+    argv: Vec<String>,
+    cwd: String,
+    blast: Blast,
+    ns: u64,
+}
+
 /// What is known about one action.
 #[derive(Debug, Default)]
 struct Info {
@@ -109,12 +120,9 @@ pub struct Judge {
     ended: Vec<u64>,
     /// Role of the exec record being judged.
     role: Option<ExecRole>,
-    /// Previews taken when exec records arrived, by thread and entry time,
-    /// with the command line and directory they were taken for (see
-    /// [`Judge::preview_early`]).
-    /// With each, the CPU time the preview took (ns), charged to the
-    /// action it begins when the exec record is judged.
-    early: HashMap<(u32, u64), (Vec<String>, String, Blast, u64)>,
+    /// Previews taken when exec records arrived, by thread and entry time
+    /// (see [`Judge::preview_early`]).
+    early: HashMap<(u32, u64), Early>,
     /// Judges calls before they run, in the caller's view (the seccomp
     /// supervisor, `abm hook`): paths resolve as the caller's already, and
     /// a name that is missing now will be missing for the call.
@@ -198,16 +206,21 @@ impl Judge {
         let same = self
             .early
             .iter()
-            .find(|((tid, _), (v, c, _, _))| *tid == a.tid && v == argv && c == cwd)
-            .map(|(_, (_, _, b, _))| (b.clone(), 0));
+            .find(|((tid, _), e)| *tid == a.tid && e.argv == *argv && e.cwd == *cwd)
+            .map(|(_, e)| (e.blast.clone(), 0));
         let ahead = self.ahead;
         let cpu0 = crate::core::clock::thread_cpu_ns();
         if let Some((b, ns)) = same.or_else(|| {
             let b = preview_of(a, ahead, argv, Path::new(cwd), &mut self.measurer)?;
             Some((b, crate::core::clock::thread_cpu_ns().saturating_sub(cpu0)))
         }) {
-            self.early
-                .insert((a.tid, a.ktime_ns), (argv.clone(), cwd.clone(), b, ns));
+            let e = Early {
+                argv: argv.clone(),
+                cwd: cwd.clone(),
+                blast: b,
+                ns,
+            };
+            self.early.insert((a.tid, a.ktime_ns), e);
         }
     }
 
@@ -292,13 +305,10 @@ impl Judge {
                 let key = self.next_key;
                 let (k, role) = self.grouper.exec(a, key);
                 self.role = Some(role);
-                let early = self
-                    .early
-                    .remove(&(a.tid, a.ktime_ns))
-                    .map(|(_, _, b, ns)| {
-                        self.early_ns += ns;
-                        b
-                    });
+                let early = self.early.remove(&(a.tid, a.ktime_ns)).map(|e| {
+                    self.early_ns += e.ns;
+                    e.blast
+                });
                 if role == ExecRole::Begins {
                     self.next_key += 1;
                     self.actions_judged += 1;

@@ -575,7 +575,7 @@ fn an_exec_previewed_on_arrival_is_judged_by_what_was_there() {
     // taken for the first (it would find nothing now).
     let retry = clean(101);
     j.preview_early(&retry);
-    let shared = |t: u64| j.early[&(40, t)].2.untracked;
+    let shared = |t: u64| j.early[&(40, t)].blast.untracked;
     assert_eq!((shared(100), shared(101)), (1, 1));
     j.early.remove(&(40, 101));
     j.judge(&mut early, &policy, &ctx);
