@@ -258,46 +258,41 @@ pub enum IndexError {
 #[derive(Debug, Default)]
 pub struct Index {
     names: Vec<u8>,
-    /// Per entry: where its path starts in `names`, its length, the entry.
-    entries: Vec<(u32, u32, IndexEntry)>,
+    entries: Vec<Slot>,
+}
+
+/// One entry of an [`Index`]: where its path starts in the names, its
+/// length, the entry.
+type Slot = (u32, u32, IndexEntry);
+
+/// The path of `slot` in `names`.
+fn slot_name<'a>(names: &'a [u8], slot: &Slot) -> &'a [u8] {
+    &names[slot.0 as usize..(slot.0 + slot.1) as usize]
 }
 
 impl Index {
-    fn name(&self, i: usize) -> &[u8] {
-        let (at, len, _) = self.entries[i];
-        &self.names[at as usize..(at + len) as usize]
-    }
-
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
     pub fn get(&self, path: &[u8]) -> Option<&IndexEntry> {
         let at = self.partition(path);
-        (at < self.entries.len() && self.name(at) == path).then(|| &self.entries[at].2)
+        let e = self.entries.get(at)?;
+        (slot_name(&self.names, e) == path).then_some(&e.2)
     }
 
     /// The first entry whose path is not less than `path`.
     fn partition(&self, path: &[u8]) -> usize {
-        let (mut lo, mut hi) = (0, self.entries.len());
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            if self.name(mid) < path {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        lo
+        self.entries
+            .partition_point(|e| slot_name(&self.names, e) < path)
+    }
+
+    /// The entries from the `start`th on, in path order.
+    fn entries_from(&self, start: usize) -> impl Iterator<Item = (&[u8], &IndexEntry)> {
+        self.entries[start..]
+            .iter()
+            .map(|e| (slot_name(&self.names, e), &e.2))
     }
 
     /// Every entry, in path order.
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], &IndexEntry)> {
-        (0..self.entries.len()).map(|i| (self.name(i), &self.entries[i].2))
+        self.entries_from(0)
     }
 
     /// The entries beneath directory `dir` (relative, no trailing slash;
@@ -308,11 +303,9 @@ impl Index {
         } else {
             self.partition(&[dir, b"/"].concat())
         };
-        (start..self.entries.len())
-            .map(|i| (self.name(i), &self.entries[i].2))
-            .take_while(move |(p, _)| {
-                dir.is_empty() || (p.starts_with(dir) && p.get(dir.len()) == Some(&b'/'))
-            })
+        self.entries_from(start).take_while(move |(p, _)| {
+            dir.is_empty() || (p.starts_with(dir) && p.get(dir.len()) == Some(&b'/'))
+        })
     }
 }
 
@@ -394,13 +387,11 @@ pub fn parse_index(b: &[u8]) -> Result<Index, IndexError> {
         }
     }
     // Git writes the entries sorted; a file that is not is read as sorted.
-    let sorted = (1..out.entries.len()).all(|i| out.name(i - 1) < out.name(i));
-    if !sorted {
-        let names = std::mem::take(&mut out.names);
-        let name = |e: &(u32, u32, IndexEntry)| &names[e.0 as usize..(e.0 + e.1) as usize];
+    let names = &out.names;
+    let name = |e: &Slot| slot_name(names, e);
+    if !out.entries.windows(2).all(|w| name(&w[0]) < name(&w[1])) {
         out.entries.sort_by(|x, y| name(x).cmp(name(y)));
         out.entries.dedup_by(|x, y| name(x) == name(y));
-        out.names = names;
     }
     Ok(out)
 }

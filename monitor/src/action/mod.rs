@@ -209,8 +209,8 @@ impl Judge {
             .find(|((tid, _), e)| *tid == a.tid && e.argv == *argv && e.cwd == *cwd)
             .map(|(_, e)| (e.blast.clone(), 0));
         let ahead = self.ahead;
-        let cpu0 = crate::core::clock::thread_cpu_ns();
         if let Some((b, ns)) = same.or_else(|| {
+            let cpu0 = crate::core::clock::thread_cpu_ns();
             let b = preview_of(a, ahead, argv, Path::new(cwd), &mut self.measurer)?;
             Some((b, crate::core::clock::thread_cpu_ns().saturating_sub(cpu0)))
         }) {
