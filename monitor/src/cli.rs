@@ -141,6 +141,27 @@ pub fn init_daemon_logging(flag: Option<Targets>, format: crate::daemon::LogForm
 
 pub fn main() -> i32 {
     let cli = Cli::parse();
+    // The commands that print a listing end quietly when their reader
+    // stops early (`abm trace cat T | head`), as Unix tools do: the default
+    // SIGPIPE action. The monitor, the daemon, the hook, the daemon's
+    // clients (a write to its socket after it closed must be an error, not
+    // a silent death) and the commands that change state keep it ignored.
+    if matches!(
+        cli.command,
+        Command::Doctor(_)
+            | Command::Policy(_)
+            | Command::Replay(_)
+            | Command::Verify(_)
+            | Command::Trace(_)
+            | Command::Oracle(_)
+            | Command::Score(_)
+            | Command::Report(_)
+            | Command::Generate(_)
+    ) {
+        // SAFETY: signal() with a constant signal and disposition, before
+        // this process starts any thread.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
     if let Command::Daemon(d) = &cli.command {
         init_daemon_logging(cli.log.clone(), d.log_format);
     } else {

@@ -84,8 +84,22 @@ fn shell_redirection_and_truncate_command_are_truncations() {
     let t = TempDir::new("trunc");
     let ws = TempDir::new("trunc-ws");
     sh("echo data > a && echo data > b", ws.path());
-    let run = abm_run(&t, ws.path(), &[], &["sh", "-c", ": > a; truncate -s0 b"]);
+    let run = abm_run(
+        &t,
+        ws.path(),
+        &[],
+        &["sh", "-c", ": > a; truncate -s0 b; echo x > /dev/null"],
+    );
+    // A redirection to /dev/null destroys nothing, and the verdict says
+    // what the measurement says.
+    let null = run.one("truncate", "/dev/null");
+    assert_eq!(null["measured"]["object"], "device", "{null}");
+    assert_eq!(null["measured"]["recovery"], "reversible", "{null}");
+    assert_eq!(null["verdict"]["irreversibility"], "reversible", "{null}");
+    // The workspace file truncated by the shell held data in no
+    // repository: its verdict is not softened with it.
     let e = run.one("truncate", &ws.s("a"));
+    assert_ne!(e["verdict"]["irreversibility"], "reversible", "{e}");
     assert!(
         e["flag_names"]
             .as_array()
@@ -312,6 +326,50 @@ fn summary_reports_counts_losses_and_trace() {
     assert!(err.contains("lost events: 0"), "{err}");
     assert!(err.contains(&trace.display().to_string()), "{err}");
     assert!(err.contains("verdicts by treatment"), "{err}");
+}
+
+/// A reader that stops early (`abm trace cat T | head`) ends abm's output
+/// quietly, as it ends any Unix tool's: no panic, no error message.
+#[test]
+fn output_into_a_closed_pipe_ends_quietly() {
+    use std::io::{BufRead as _, BufReader};
+    use std::process::Stdio;
+    require_kernel!();
+    let t = TempDir::new("epipe");
+    let ws = TempDir::new("epipe-ws");
+    // Far more output than a pipe holds (64 KiB).
+    let run = abm_run(
+        &t,
+        ws.path(),
+        &[],
+        &["sh", "-c", "for i in $(seq 400); do : > /dev/null; done"],
+    );
+    assert!(run.output.status.success(), "{}", run.stderr());
+    let trace = run.trace.to_str().unwrap();
+    for args in [
+        &["trace", "cat", trace][..],
+        &["replay", "--json", trace][..],
+        &["replay", trace][..],
+    ] {
+        let mut child = std::process::Command::new(ABM)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut first)
+            .unwrap();
+        assert!(!first.is_empty(), "abm {args:?} printed nothing");
+        // The read end is closed here, with most of the output unread.
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !err.contains("panicked") && !err.contains("Broken pipe"),
+            "abm {args:?}: {err}"
+        );
+    }
 }
 
 #[test]

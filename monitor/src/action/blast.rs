@@ -340,6 +340,9 @@ pub fn preview_in(argv: &[String], cwd: &Path, root: &Path, m: &mut Measurer) ->
                         return None;
                     }
                     let common = super::git::common_dir(&git_dir);
+                    // A name judged here leaves the remembered tips: the
+                    // next read must not take the old read's word for it.
+                    m.tips_read.remove(&common);
                     for n in names {
                         let seen = m.tips.get_mut(&common);
                         let Some(loses) =

@@ -493,19 +493,41 @@ fn refs(git_dir: &Path) -> HashMap<String, String> {
 /// The refs of `git_dir` whose names start with `prefix/` (or are
 /// `prefix` itself), packed and loose (a loose ref wins).
 fn refs_under(git_dir: &Path, prefix: &str) -> HashMap<String, String> {
-    fn walk(dir: &Path, name: &str, out: &mut HashMap<String, String>) {
+    refs_stamped(git_dir, prefix, None)
+}
+
+/// [`refs_under`], stamping (into `stamps`, when given) `packed-refs` and
+/// each directory walked before reading them.
+fn refs_stamped(
+    git_dir: &Path,
+    prefix: &str,
+    mut stamps: Option<&mut Stamps>,
+) -> HashMap<String, String> {
+    fn walk(
+        dir: &Path,
+        name: &str,
+        out: &mut HashMap<String, String>,
+        stamps: &mut Option<&mut Stamps>,
+    ) {
+        if let Some(s) = stamps.as_deref_mut() {
+            s.push((dir.to_path_buf(), Stamp::of(dir)));
+        }
         let Ok(rd) = fs::read_dir(dir) else { return };
         for e in rd.flatten() {
             let n = format!("{name}/{}", e.file_name().to_string_lossy());
             if e.file_type().is_ok_and(|t| t.is_dir()) {
-                walk(&e.path(), &n, out);
+                walk(&e.path(), &n, out, stamps);
             } else if let Ok(t) = fs::read_to_string(e.path()) {
                 out.insert(n, t.trim().to_owned());
             }
         }
     }
     let mut out = HashMap::new();
-    if let Ok(t) = fs::read_to_string(git_dir.join("packed-refs")) {
+    let packed = git_dir.join("packed-refs");
+    if let Some(s) = stamps.as_deref_mut() {
+        s.push((packed.clone(), Stamp::of(&packed)));
+    }
+    if let Ok(t) = fs::read_to_string(&packed) {
         for l in t
             .lines()
             .filter(|l| !l.starts_with('#') && !l.starts_with('^'))
@@ -520,8 +542,53 @@ fn refs_under(git_dir: &Path, prefix: &str) -> HashMap<String, String> {
             }
         }
     }
-    walk(&git_dir.join(prefix), prefix, &mut out);
+    walk(&git_dir.join(prefix), prefix, &mut out, &mut stamps);
     out
+}
+
+type Stamps = Vec<(PathBuf, Option<Stamp>)>;
+
+/// What a read of a repository's branch refs saw: the stamps of
+/// `packed-refs` and of each directory under `refs/heads`, taken before
+/// they were read. git writes, renames and removes a loose ref inside its
+/// directory, which moves that directory's times, and replaces
+/// `packed-refs` whole: while every stamp is the same, the branches are
+/// those read then.
+#[derive(Debug, Default)]
+pub struct RefsStamp(Stamps);
+
+/// How close to the time of a read a file's times may be before they
+/// cannot tell a change made in the same clock tick: such a read is not
+/// trusted later (as git treats a "racily clean" index entry).
+const RACY: std::time::Duration = std::time::Duration::from_millis(50);
+
+impl RefsStamp {
+    /// Whether the refs may have changed since the read (always, for a
+    /// read whose stamps were too close to its own time).
+    pub fn changed(&self) -> bool {
+        self.0.is_empty() || self.0.iter().any(|(p, s)| Stamp::of(p) != *s)
+    }
+}
+
+/// The local branches of a (common) git directory and their tips, with
+/// what tells when they change.
+pub fn branch_tips_stamped(common: &Path) -> (HashMap<String, String>, RefsStamp) {
+    let now = std::time::SystemTime::now();
+    let mut stamps = Vec::new();
+    let tips = refs_stamped(common, "refs/heads", Some(&mut stamps));
+    let recent = |t: (i64, i64)| {
+        let at = std::time::UNIX_EPOCH
+            + std::time::Duration::new(t.0.max(0) as u64, t.1.clamp(0, 999_999_999) as u32);
+        now.duration_since(at).map_or(true, |d| d < RACY)
+    };
+    let racy = stamps
+        .iter()
+        .flat_map(|(_, s)| s)
+        .any(|s| recent(s.mtime) || recent(s.ctime));
+    if racy {
+        stamps.clear();
+    }
+    (tips, RefsStamp(stamps))
 }
 
 /// Whether every local branch and HEAD of `git_dir` point at a commit some

@@ -442,7 +442,7 @@ impl Judge {
             // A rewrite in place: judged on what the judges before and
             // after the call both know (Measurer::measure_rewrite).
             Some(p) if matches!(a.op, Some(Op::Rename | Op::Write | Op::Truncate)) => {
-                self.measurer.measure_rewrite(p, by_git)
+                self.measurer.measure_rewrite(p, a.op, by_git)
             }
             Some(p) => {
                 let m = self.measurer.measure_effect(p, a.op, by_git);

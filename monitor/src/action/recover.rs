@@ -71,6 +71,9 @@ pub struct Measurer {
     /// ran (a trace record arrives once the command is done) is judged on
     /// the tip the branch had, as the judge before the call does.
     pub tips: foldhash::HashMap<PathBuf, std::collections::HashMap<String, String>>,
+    /// When [`Measurer::tips`] last read each repository's branches
+    /// (dropped when a judged deletion takes a name out of it).
+    pub(super) tips_read: foldhash::HashMap<PathBuf, super::git::RefsStamp>,
     /// Judging for an agent session that abm does not watch call by call
     /// (`abm hook`): a file born (`statx` birth time) since [`Measurer::since`]
     /// is the session's own, as a file the run saw itself create is the
@@ -93,6 +96,7 @@ impl Measurer {
             last_lstat: None,
             since: crate::core::clock::realtime_coarse(),
             tips: Default::default(),
+            tips_read: Default::default(),
             born_own: false,
             databases: Default::default(),
         }
@@ -152,7 +156,13 @@ impl Measurer {
             return;
         };
         let common = super::git::common_dir(&git_dir);
-        let now = super::git::branch_tips(&common);
+        // Names already known keep their first tip: read again only what
+        // may have changed since the last read.
+        if self.tips_read.get(&common).is_some_and(|s| !s.changed()) {
+            return;
+        }
+        let (now, stamp) = super::git::branch_tips_stamped(&common);
+        self.tips_read.insert(common.clone(), stamp);
         let known = self.tips.entry(common).or_default();
         for (name, tip) in now {
             known.entry(name).or_insert(tip);
@@ -498,8 +508,39 @@ impl Measurer {
     /// - tracked: `unmeasured` (whether it had changes since the index
     ///   cannot be told after the call; the committed version is in git);
     /// - in no repository (not scratch): `unmeasured`.
-    pub fn measure_rewrite(&mut self, path: &str, by_git: bool) -> Measured {
+    pub fn measure_rewrite(&mut self, path: &str, op: Option<Op>, by_git: bool) -> Measured {
         let m = self.measure(path, by_git);
+        // A truncating open or a truncate leaves a special file what it is
+        // (a rename over one replaces it: the judge after the call sees
+        // the new file, so a rename is judged by name and place alone).
+        let special = self
+            .last_lstat
+            .as_ref()
+            .filter(|(lp, meta)| lp == path && is_special(meta) && op != Some(Op::Rename))
+            .map(|(_, meta)| overwritable(meta));
+        match special {
+            Some(true) => {
+                return Measured {
+                    recovery: Recovery::Irreversible,
+                    object: ObjectKind::Device,
+                    why: Cow::Borrowed(
+                        "a block, memory or flash device: writing to it overwrites what the device holds",
+                    ),
+                    ..m
+                }
+            }
+            Some(false) => {
+                return Measured {
+                    recovery: Recovery::Reversible,
+                    object: ObjectKind::Device,
+                    why: Cow::Borrowed(
+                        "a character device, pipe or socket (as /dev/null): it holds no content to lose",
+                    ),
+                    ..m
+                }
+            }
+            None => {}
+        }
         let content = matches!(
             m.object,
             ObjectKind::Tracked
@@ -733,3 +774,23 @@ const GENERATED_SUFFIXES: &[&str] = &[
     ".whl",
     ".coverage",
 ];
+
+/// A device node, pipe or socket: no file content of its own.
+fn is_special(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::FileTypeExt as _;
+    let t = meta.file_type();
+    t.is_block_device() || t.is_char_device() || t.is_fifo() || t.is_socket()
+}
+
+/// A special file whose content an `O_TRUNC` open or a write overwrites:
+/// a block device (a disk, a partition, a loop device), the memory devices
+/// (`/dev/mem`, `/dev/kmem`, `/dev/port`: character major 1, minors 1, 2
+/// and 4) and MTD flash (character major 90). Other character devices,
+/// pipes and sockets take writes without storing them as file content.
+fn overwritable(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::FileTypeExt as _;
+    let t = meta.file_type();
+    let (major, minor) = (libc::major(meta.rdev()), libc::minor(meta.rdev()));
+    t.is_block_device()
+        || (t.is_char_device() && ((major == 1 && matches!(minor, 1 | 2 | 4)) || major == 90))
+}

@@ -164,6 +164,37 @@ fn what_was_read_follows_git_after_it_runs() {
     );
 }
 
+/// A read of the branch tips is trusted later only while nothing that
+/// holds branches has changed: a new loose ref (also in a nested
+/// directory), a deleted one, a repacking. A read within the clock's
+/// resolution of a change is never trusted.
+#[test]
+fn branch_tips_are_read_again_when_a_branch_changes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let r = repo(tmp.path());
+    let common = r.join(".git");
+    git(&r, &["branch", "feature/a"]);
+    let (_, racy) = git::branch_tips_stamped(&common);
+    assert!(racy.changed(), "a read just after a change is not trusted");
+    let settle = || std::thread::sleep(std::time::Duration::from_millis(80));
+    // (command, whether it changes the branches or only where they are)
+    let steps: [(&[&str], bool); 4] = [
+        (&["branch", "topic"], true),
+        (&["branch", "feature/b"], true),
+        (&["branch", "-D", "topic"], true),
+        (&["pack-refs", "--all"], false),
+    ];
+    for (step, changes) in steps {
+        settle();
+        let (tips, stamp) = git::branch_tips_stamped(&common);
+        assert!(!stamp.changed(), "nothing changed since the read");
+        git(&r, step);
+        assert!(stamp.changed(), "git {step:?} is seen");
+        let (now, _) = git::branch_tips_stamped(&common);
+        assert_eq!(tips != now, changes, "git {step:?}: {tips:?} then {now:?}");
+    }
+}
+
 #[test]
 fn index_v2_and_v4_are_parsed() {
     let tmp = tempfile::tempdir().unwrap();
@@ -956,7 +987,7 @@ fn ignored_is_regenerable_only_as_build_output() {
         let path = s(&r.join(p));
         let before = m.measure(&path, false);
         assert_eq!((before.recovery, before.object), want, "{p}: {before:?}");
-        let rewrite = m.measure_rewrite(&path, false);
+        let rewrite = m.measure_rewrite(&path, Some(Op::Truncate), false);
         assert_eq!(rewrite.recovery, want.0, "{p} rewritten: {rewrite:?}");
         std::fs::remove_file(r.join(p)).unwrap();
         let after = m.measure(&path, false);
@@ -1050,4 +1081,55 @@ fn a_batch_charges_cpu_not_time_off_the_cpu() {
     let before = j.cost_ns;
     j.judge(&mut rec(200), &policy, &ctx);
     assert!(j.cost_ns > before);
+}
+
+/// A truncating open of a special file is judged by what the file is: a
+/// character device such as `/dev/null` (every `> /dev/null`) or a pipe
+/// holds nothing to lose, a block device's data is overwritten. A rename
+/// over one replaces the name, as the judge after the call sees it: judged
+/// by name and place, never as a device.
+#[test]
+fn truncating_a_special_file_is_judged_by_its_kind() {
+    use std::ffi::CString;
+    let tmp = tempfile::tempdir().unwrap();
+    let r = repo(tmp.path());
+    let mut m = measurer(&r, &tmp.path().join("home"));
+    let null = m.measure_rewrite("/dev/null", Some(Op::Truncate), false);
+    assert_eq!(
+        (null.recovery, null.object),
+        (Recovery::Reversible, ObjectKind::Device),
+        "{null:?}"
+    );
+    let node = |name: &str, mode: libc::mode_t, dev: libc::dev_t| {
+        let p = r.join(name);
+        let c = CString::new(s(&p)).unwrap();
+        // SAFETY: a valid NUL-terminated path; mknod only reads it.
+        let rc = unsafe { libc::mknod(c.as_ptr(), mode | 0o600, dev) };
+        assert_eq!(rc, 0, "mknod {name}: {}", std::io::Error::last_os_error());
+        s(&p)
+    };
+    let disk = node("disk.img", libc::S_IFBLK, libc::makedev(7, 200));
+    let fifo = node("fifo", libc::S_IFIFO, 0);
+    let mem = node("mem", libc::S_IFCHR, libc::makedev(1, 1));
+    let zero = node("zero", libc::S_IFCHR, libc::makedev(1, 5));
+    for (p, want) in [
+        (&disk, Recovery::Irreversible),
+        (&mem, Recovery::Irreversible),
+        (&fifo, Recovery::Reversible),
+        (&zero, Recovery::Reversible),
+    ] {
+        let got = m.measure_rewrite(p, Some(Op::Truncate), false);
+        assert_eq!(
+            (got.recovery, got.object),
+            (want, ObjectKind::Device),
+            "{p}: {got:?}"
+        );
+    }
+    // Renamed over: an untracked name in the repository, device or not.
+    let over = m.measure_rewrite(&zero, Some(Op::Rename), false);
+    assert_eq!(
+        (over.recovery, over.object),
+        (Recovery::Irreversible, ObjectKind::Untracked),
+        "{over:?}"
+    );
 }

@@ -411,7 +411,7 @@ impl Policy {
                 treatment: r.treatment,
                 irreversibility: r
                     .irreversibility
-                    .unwrap_or_else(|| default_irreversibility(v.op)),
+                    .unwrap_or_else(|| derived_irreversibility(v)),
                 scope: r.scope.unwrap_or_else(|| self.derive_scope(v)),
                 reason: r.reason.clone(),
             },
@@ -420,7 +420,7 @@ impl Policy {
                 Verdict {
                     rule: "default".to_owned(),
                     treatment: Treatment::Accept,
-                    irreversibility: default_irreversibility(v.op),
+                    irreversibility: derived_irreversibility(v),
                     scope,
                     reason: match scope {
                         Scope::Workspace => "no rule matched; the action stays in the workspace",
@@ -489,7 +489,22 @@ impl Policy {
     }
 }
 
-/// Irreversibility of an operation when the deciding rule does not say.
+/// Irreversibility of a record when the deciding rule does not say: what
+/// its call was measured to destroy ([`crate::record::Measured`]), so the
+/// verdict never contradicts the record's own measurement; by operation
+/// when the call was not measured.
+fn derived_irreversibility(v: &View<'_>) -> Irreversibility {
+    use crate::record::Recovery;
+    match v.action.measured.as_ref().map(|m| m.recovery) {
+        Some(Recovery::Reversible) => Irreversibility::Reversible,
+        Some(Recovery::Recoverable) => Irreversibility::Recoverable,
+        Some(Recovery::Irreversible) => Irreversibility::Irreversible,
+        Some(Recovery::Unmeasured) | None => default_irreversibility(v.op),
+    }
+}
+
+/// Irreversibility of an operation when the deciding rule does not say and
+/// nothing was measured.
 pub fn default_irreversibility(op: Op) -> Irreversibility {
     match op {
         Op::Unlink | Op::Rmdir | Op::Truncate => Irreversibility::Irreversible,

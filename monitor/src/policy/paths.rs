@@ -417,6 +417,16 @@ struct Merged {
     /// Per glob of the set: where its owners start in `owners`.
     first: Vec<u32>,
     owners: Vec<u32>,
+    /// Globs without any special character, by their text: one hash
+    /// lookup instead of a pass of the set (most of the absolute and
+    /// `${home}` patterns are such names).
+    literal: foldhash::HashMap<Box<str>, Vec<u32>>,
+}
+
+/// Whether glob `text` matches only itself (nothing special in it, and no
+/// escape), so that matching it is comparing the text.
+fn is_literal(text: &str) -> bool {
+    !text.contains(['*', '?', '[', ']', '{', '}', '\\'])
 }
 
 impl Merged {
@@ -439,19 +449,34 @@ impl Merged {
         let mut b = GlobSetBuilder::new();
         let mut first = Vec::with_capacity(order.len() + 1);
         let mut owners = Vec::new();
+        let mut literal = foldhash::HashMap::default();
         for (g, ids) in order {
+            if is_literal(g.glob()) {
+                literal.insert(g.glob().into(), ids);
+                continue;
+            }
             b.add(g);
             first.push(owners.len() as u32);
             owners.extend(ids);
         }
         first.push(owners.len() as u32);
-        // Each glob already compiled on its own, and a set of compiled
-        // globs always builds.
-        b.build().ok().map(|set| Merged {
-            set: Some(set),
+        let set = if first.len() > 1 {
+            // Each glob already compiled on its own, and a set of compiled
+            // globs always builds.
+            Some(b.build().ok()?)
+        } else {
+            None
+        };
+        Some(Merged {
+            set,
             first,
             owners,
+            literal,
         })
+    }
+
+    fn is_empty(&self) -> bool {
+        self.set.is_none() && self.literal.is_empty()
     }
 
     /// The numbers glob `i` of the set stands for.
@@ -460,6 +485,11 @@ impl Merged {
     }
 
     fn mark(&self, s: &str, scratch: &mut Vec<usize>, hits: &mut Hits) {
+        if let Some(ids) = self.literal.get(s) {
+            for &id in ids {
+                hits.set(id);
+            }
+        }
         if let Some(set) = &self.set {
             set.matches_into(s, scratch);
             for &i in scratch.iter() {
@@ -603,7 +633,7 @@ impl IndexSet {
     }
 
     fn is_empty(&self) -> bool {
-        self.whole.set.is_none() && self.top.set.is_none() && self.test.is_empty()
+        self.whole.is_empty() && self.top.is_empty() && self.test.is_empty()
     }
 
     /// The split globs whose directory condition `dir` satisfies: those

@@ -671,6 +671,8 @@ pub enum ObjectKind {
     Directory,
     /// An empty file.
     Empty,
+    /// A device node, pipe or socket: no file content of its own.
+    Device,
     /// Nothing to measure (the call changes attributes or adds content,
     /// or names no existing file).
     None,
@@ -715,6 +717,7 @@ impl ObjectKind {
             ObjectKind::Loose => "loose",
             ObjectKind::Directory => "directory",
             ObjectKind::Empty => "empty",
+            ObjectKind::Device => "device",
             ObjectKind::None => "none",
         }
     }
