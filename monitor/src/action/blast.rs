@@ -334,12 +334,12 @@ pub fn preview_in(argv: &[String], cwd: &Path, root: &Path, m: &mut Measurer) ->
                 // Local branches deleted: lost when no other ref holds
                 // their commits and the run did not write them.
                 "branch" if short(rest, 'd', "--delete") || short(rest, 'D', "--delete") => {
-                    let git_dir = m.repo(&root)?.git_dir.clone();
+                    let repo = m.repo(&root)?;
+                    let (git_dir, common) = (repo.git_dir.clone(), repo.common.clone());
                     let names = positionals(rest);
                     if names.is_empty() {
                         return None;
                     }
-                    let common = super::git::common_dir(&git_dir);
                     // A name judged here leaves the remembered tips: the
                     // next read must not take the old read's word for it.
                     m.tips_read.remove(&common);

@@ -27,6 +27,8 @@ pub struct IndexEntry {
 pub struct Repo {
     pub root: PathBuf,
     pub git_dir: PathBuf,
+    /// Where its refs, logs and objects are ([`common_dir`]).
+    pub common: PathBuf,
     /// The parsed index, and the stamp of the file it was parsed from.
     index: Option<(Option<Stamp>, Index)>,
     /// Whether `index` was read, or its file's stamp checked, since git
@@ -59,6 +61,7 @@ impl Repo {
         };
         Some(Repo {
             root: root.to_path_buf(),
+            common: common_dir(&git_dir),
             git_dir,
             index: None,
             index_fresh: false,

@@ -152,10 +152,9 @@ impl Measurer {
         let Some(root) = self.repo_root_of_dir(dir) else {
             return;
         };
-        let Some(git_dir) = self.repo(&root).map(|r| r.git_dir.clone()) else {
+        let Some(common) = self.repo(&root).map(|r| r.common.clone()) else {
             return;
         };
-        let common = super::git::common_dir(&git_dir);
         // Names already known keep their first tip: read again only what
         // may have changed since the last read.
         if self.tips_read.get(&common).is_some_and(|s| !s.changed()) {
