@@ -423,11 +423,6 @@ struct Merged {
     literal: foldhash::HashMap<Box<str>, Vec<u32>>,
 }
 
-/// Whether glob `text` matches only itself (nothing special in it, and no
-/// escape), so that matching it is comparing the text.
-fn is_literal(text: &str) -> bool {
-    !text.contains(['*', '?', '[', ']', '{', '}', '\\'])
-}
 
 impl Merged {
     fn build(globs: Vec<(u32, Glob)>) -> Option<Merged> {
@@ -451,7 +446,7 @@ impl Merged {
         let mut owners = Vec::new();
         let mut literal = foldhash::HashMap::default();
         for (g, ids) in order {
-            if is_literal(g.glob()) {
+            if super::matcher::is_literal(g.glob()) {
                 literal.insert(g.glob().into(), ids);
                 continue;
             }
