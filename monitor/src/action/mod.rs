@@ -573,20 +573,24 @@ impl Judge {
             // The kernel said the call created it (no stat needed), or the
             // measurement's lstat of this path, when it has one and it is
             // not a symbolic link, is what a stat would say.
-            let new = a.created_by_call || {
-                let meta = match self.measurer.take_lstat(p) {
-                    Some(m) => Ok(m),
-                    None => std::fs::metadata(p),
+            let meta = (!a.created_by_call).then(|| match self.measurer.take_lstat(p) {
+                Some(m) => Ok(m),
+                None => std::fs::metadata(p),
+            });
+            // A device, pipe or socket written through (`cc -o /dev/null`,
+            // `> /dev/tty`) is nobody's creation or output.
+            let special = meta
+                .as_ref()
+                .is_some_and(|m| m.as_ref().is_ok_and(|m| !m.is_file()));
+            let new = a.created_by_call
+                || match meta.map(|m| m.and_then(|m| m.created())) {
+                    Some(Ok(born)) => born >= self.run_start,
+                    _ => true,
                 };
-                match meta.and_then(|m| m.created()) {
-                    Ok(born) => born >= self.run_start,
-                    Err(_) => true,
-                }
-            };
-            if new || a.result.is_none() && !Path::new(p).exists() {
+            if !special && (new || a.result.is_none() && !Path::new(p).exists()) {
                 self.measurer.created.insert(p);
             }
-            if builder {
+            if builder && !special {
                 self.measurer.built.insert(p);
             }
         }

@@ -1125,6 +1125,33 @@ fn truncating_a_special_file_is_judged_by_its_kind() {
             "{p}: {got:?}"
         );
     }
+    // A build tool writing through /dev/null (`cc -o /dev/null`, as
+    // configure scripts do) made no output of its own there: a later
+    // `> /dev/null` is still a device's, not a build output's.
+    let ctx = ctx_in(&r, tmp.path());
+    let policy = Policy::default_pack();
+    let mut j = Judge::new(&ctx);
+    let mut cc = exec(30, 1, &["cc", "-o", "/dev/null", "t.c"], "/usr/bin/cc", 0);
+    cc.cwd = Some(s(&r));
+    j.judge(&mut cc, &policy, &ctx);
+    for (op, flags) in [
+        (Op::Write, &["O_WRONLY", "O_CREAT"][..]),
+        (Op::Truncate, &["O_WRONLY", "O_CREAT", "O_TRUNC"][..]),
+    ] {
+        let mut a = file_effect(op, Path::new("/dev/null"), flags);
+        a.result = Some(3);
+        j.judge(&mut a, &policy, &ctx);
+        if op == Op::Truncate {
+            let m = a.measured.as_ref().unwrap();
+            assert_eq!(
+                (m.recovery, m.object),
+                (Recovery::Reversible, ObjectKind::Device),
+                "{m:?}"
+            );
+        }
+    }
+    assert!(!j.measurer.built.contains("/dev/null"));
+    assert!(!j.measurer.created.contains("/dev/null"));
     // Renamed over: an untracked name in the repository, device or not.
     let over = m.measure_rewrite(&zero, Some(Op::Rename), false);
     assert_eq!(

@@ -423,7 +423,6 @@ struct Merged {
     literal: foldhash::HashMap<Box<str>, Vec<u32>>,
 }
 
-
 impl Merged {
     fn build(globs: Vec<(u32, Glob)>) -> Option<Merged> {
         if globs.is_empty() {
