@@ -694,7 +694,7 @@ pub fn remote_ref_loses(root: &Path, git_dir: &Path, remote: &str, name: &str) -
 /// was written since `since` (the run's own commits), else `Some(true)`.
 ///
 /// A branch already gone is judged on its tip in `seen` (tips remembered
-/// earlier in the run, [`branch_tips`]), which it then leaves: once a
+/// earlier in the run, [`branch_tips_stamped`]), which it then leaves: once a
 /// deletion has been judged on it, the name is no longer known.
 pub fn branch_loses(
     root: &Path,
@@ -713,11 +713,6 @@ pub fn branch_loses(
         return Some(false);
     }
     Some(!held_elsewhere(root, &all, &own, &tip))
-}
-
-/// The local branches of a (common) git directory and their tips.
-pub fn branch_tips(common: &Path) -> HashMap<String, String> {
-    refs_under(common, "refs/heads")
 }
 
 /// Whether a ref of `all` other than `except` (and other than a symbolic

@@ -153,7 +153,7 @@ fn what_was_read_follows_git_after_it_runs() {
     assert!(!repo.has_object(&[7; 20]));
     // Branch tips are the local branches only, packed (gc) or loose.
     git(&r, &["branch", "topic"]);
-    let tips = git::branch_tips(&r.join(".git"));
+    let (tips, _) = git::branch_tips_stamped(&r.join(".git"));
     let mut names: Vec<&str> = tips.keys().map(String::as_str).collect();
     names.sort();
     assert_eq!(names.len(), 2, "{names:?}");
