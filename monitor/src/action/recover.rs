@@ -517,28 +517,24 @@ impl Measurer {
             .as_ref()
             .filter(|(lp, meta)| lp == path && is_special(meta) && op != Some(Op::Rename))
             .map(|(_, meta)| overwritable(meta));
-        match special {
-            Some(true) => {
-                return Measured {
-                    recovery: Recovery::Irreversible,
-                    object: ObjectKind::Device,
-                    why: Cow::Borrowed(
-                        "a block, memory or flash device: writing to it overwrites what the device holds",
-                    ),
-                    ..m
-                }
-            }
-            Some(false) => {
-                return Measured {
-                    recovery: Recovery::Reversible,
-                    object: ObjectKind::Device,
-                    why: Cow::Borrowed(
-                        "a character device, pipe or socket (as /dev/null): it holds no content to lose",
-                    ),
-                    ..m
-                }
-            }
-            None => {}
+        if let Some(overwritten) = special {
+            let (recovery, why) = if overwritten {
+                (
+                    Recovery::Irreversible,
+                    "a block, memory or flash device: writing to it overwrites what the device holds",
+                )
+            } else {
+                (
+                    Recovery::Reversible,
+                    "a character device, pipe or socket (as /dev/null): it holds no content to lose",
+                )
+            };
+            return Measured {
+                recovery,
+                object: ObjectKind::Device,
+                why: Cow::Borrowed(why),
+                ..m
+            };
         }
         let content = matches!(
             m.object,
