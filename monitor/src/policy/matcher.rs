@@ -575,6 +575,11 @@ impl TextGlobs {
     pub fn is_match(&self, s: &str) -> bool {
         self.literals.iter().any(|l| l == s) || self.set.as_ref().is_some_and(|g| g.is_match(s))
     }
+
+    /// The patterns, when none is a glob: the test is then membership.
+    pub fn only_literals(&self) -> Option<&[String]> {
+        self.set.is_none().then_some(self.literals.as_slice())
+    }
 }
 
 // ---------------------------------------------------------------------------

@@ -25,6 +25,7 @@ mod error;
 mod format;
 mod matcher;
 mod paths;
+mod select;
 mod view;
 
 #[cfg(test)]
@@ -141,6 +142,8 @@ struct Inner {
     always_protected: PathGlobs,
     /// Every path glob test above and in the rules, merged.
     index: PathIndex,
+    /// The rules worth testing for an operation and program.
+    select: select::Selector,
     sources: Vec<Source>,
     digest: String,
 }
@@ -232,8 +235,10 @@ impl Policy {
             t.release();
         }
         let digest = digest_of(&sources);
+        let select = select::Selector::build(&rules);
         Ok(Policy {
             inner: Arc::new(Inner {
+                select,
                 rules,
                 value_options: compiled.value_options,
                 protected,
@@ -308,10 +313,13 @@ impl Policy {
         let mut view = self.view(action, op, ctx);
         view.facts = facts;
         let bit = op_bit(op);
+        let programs = view.exec.as_ref().map_or([None; 2], |e| e.programs);
+        let rules = &self.inner.rules;
         let rule = self
             .inner
-            .rules
-            .iter()
+            .select
+            .candidates(op, &programs)
+            .map(|i| &rules[i])
             .find(|r| r.op_mask & bit != 0 && r.matches(&view));
         self.verdict(rule, &view)
     }

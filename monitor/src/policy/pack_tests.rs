@@ -1510,3 +1510,43 @@ fn sandbox_overlay_leaves_ordinary_work_alone() {
         failures.join("\n")
     );
 }
+
+/// The selected rules ([`super::select`]) decide every case, and every
+/// exec case run under a second program name (the executable's and
+/// argv[0]'s base names differ), as testing every rule in order would.
+#[test]
+fn selected_rules_decide_as_every_rule_would() {
+    let p = Policy::default_pack();
+    let c = ctx();
+    let mut actions: Vec<(Action, Facts)> = Vec::new();
+    for case in cases() {
+        if case.action.op == Some(Op::Exec) {
+            let mut other = case.action.clone();
+            other.path = Some("/usr/local/bin/wrapper".into());
+            actions.push((other, case.facts.clone()));
+            let mut renamed = case.action.clone();
+            if let Some(argv) = renamed.argv.as_mut() {
+                argv[0] = "/opt/bin/launcher".into();
+            }
+            actions.push((renamed, case.facts.clone()));
+        }
+        actions.push((case.action, case.facts));
+    }
+    let mut differ = Vec::new();
+    for (a, facts) in &actions {
+        let op = a.op.expect("cases have an operation");
+        let mut view = p.view(a, op, &c);
+        view.facts = Some(facts);
+        let every = p
+            .rules()
+            .iter()
+            .find(|r| r.applies_to(op) && r.matches(&view))
+            .map_or("default", |r| r.id.as_str());
+        let selected = p.evaluate_with(a, &c, facts).rule;
+        if selected != every {
+            differ.push(format!("{:?} {:?}: {selected} != {every}", op, a.argv));
+        }
+    }
+    assert!(actions.len() > 500, "{} actions", actions.len());
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}
