@@ -103,12 +103,12 @@ fn remote_pending(reply: &Value) -> Vec<Value> {
 /// Prints the pending requests; `none`: what to add when there are none.
 fn print_pending(all: &[Value], json: bool, none: &str) -> anyhow::Result<i32> {
     if json {
-        println!("{}", serde_json::to_string_pretty(&json!(all))?);
+        crate::outln!("{}", serde_json::to_string_pretty(&json!(all))?)?;
     } else if all.is_empty() {
-        println!("no pending requests{none}");
+        crate::outln!("no pending requests{none}")?;
     } else {
         for p in all {
-            println!(
+            crate::outln!(
                 "{:<4} {}  rule {}: {}  (run {}, waiting {:.0}s, denied in {:.0}s)",
                 p["id"],
                 p["what"].as_str().unwrap_or(""),
@@ -117,7 +117,7 @@ fn print_pending(all: &[Value], json: bool, none: &str) -> anyhow::Result<i32> {
                 p["run"].as_str().unwrap_or(""),
                 p["waiting_secs"].as_f64().unwrap_or(0.0),
                 p["deny_in_secs"].as_f64().unwrap_or(0.0),
-            );
+            )?;
         }
     }
     Ok(0)
@@ -129,13 +129,13 @@ pub fn decide(a: DecideArgs, approve: bool) -> anyhow::Result<i32> {
     if let Some(r) = crate::enforce::remote::client::Remote::new(&a.target.remote)? {
         let body = json!({ "id": a.id, "answer": op }).to_string();
         let v = r.call("POST", "/answer", body.as_bytes())?;
-        println!(
+        crate::outln!(
             "{} request {} of run {} (via {})",
             if approve { "approved" } else { "denied" },
             a.id,
             v["run"].as_str().unwrap_or("?"),
             r.url()
-        );
+        )?;
         return Ok(0);
     }
     let socks = a.target.sockets()?;
@@ -169,12 +169,12 @@ pub fn decide(a: DecideArgs, approve: bool) -> anyhow::Result<i32> {
     };
     let v = request(&sock, &json!({ "op": op, "id": a.id }))?;
     if v["ok"] == true {
-        println!(
+        crate::outln!(
             "{} request {} of run {}",
             if approve { "approved" } else { "denied" },
             a.id,
             v["run"].as_str().unwrap_or("?")
-        );
+        )?;
         Ok(0)
     } else {
         bail!("{}", v["error"].as_str().unwrap_or("refused"))

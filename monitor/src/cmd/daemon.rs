@@ -142,10 +142,10 @@ fn answer(v: Value) -> anyhow::Result<Value> {
 pub fn status(a: StatusArgs) -> anyhow::Result<i32> {
     let v = request(&a.socket.socket, &json!({ "op": "status" }))?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&v)?)?;
         return Ok(0);
     }
-    print!("{}", render_status(&v));
+    crate::core::out::text(format_args!("{}", render_status(&v)))?;
     Ok(0)
 }
 
@@ -213,7 +213,7 @@ pub fn watch(a: WatchArgs) -> anyhow::Result<i32> {
                 WATCH_ADD_TIMEOUT,
             )?;
             let t = &v["target"];
-            println!(
+            crate::outln!(
                 "{} {}{}{}",
                 t["name"].as_str().unwrap_or("?"),
                 t["state"].as_str().unwrap_or("?"),
@@ -226,7 +226,7 @@ pub fn watch(a: WatchArgs) -> anyhow::Result<i32> {
                     .as_str()
                     .map(|p| format!(", trace {p}"))
                     .unwrap_or_else(|| ", waiting for its cgroup".into())
-            );
+            )?;
         }
         WatchCommand::Remove(a) => {
             let v = request(
@@ -234,12 +234,12 @@ pub fn watch(a: WatchArgs) -> anyhow::Result<i32> {
                 &json!({ "op": "watch_remove", "name": a.name }),
             )?;
             let t = &v["target"];
-            println!(
+            crate::outln!(
                 "{} removed, trace {} sealed ({} events)",
                 t["name"].as_str().unwrap_or("?"),
                 t["trace"].as_str().unwrap_or("-"),
                 t["events"]
-            );
+            )?;
         }
     }
     Ok(0)

@@ -106,16 +106,16 @@ fn report(
                 })
             })
             .collect();
-        println!(
+        crate::outln!(
             "{}",
             serde_json::to_string_pretty(&json!({
                 "quarantine": run.dir, "dry_run": a.dry_run, "results": v, "problems": bad
             }))?
-        );
+        )?;
         return Ok(());
     }
     if a.dry_run {
-        println!("plan (dry run, nothing changes):");
+        crate::outln!("plan (dry run, nothing changes):")?;
     }
     for (e, o) in results {
         let (st, d) = status(o, a.dry_run);
@@ -126,7 +126,7 @@ fn report(
         };
         let sep = if d.starts_with(';') { "" } else { ": " };
         let d = d.trim_start_matches("; ");
-        println!("{label:<9} #{:<4} {:<8} {}{sep}{d}", e.id, e.kind, what(e));
+        crate::outln!("{label:<9} #{:<4} {:<8} {}{sep}{d}", e.id, e.kind, what(e))?;
     }
     if bad > 0 {
         eprintln!(
@@ -204,30 +204,30 @@ fn list(run: &Run, as_json: bool) -> anyhow::Result<()> {
                 })
             })
             .collect();
-        println!(
+        crate::outln!(
             "{}",
             serde_json::to_string_pretty(&json!({
                 "quarantine": run.dir, "trace": run.trace, "actions": acts,
                 "kept_bytes": run.entries.iter().map(Entry::kept_bytes).sum::<u64>(),
             }))?
-        );
+        )?;
         return Ok(());
     }
     let total: u64 = run.entries.iter().map(Entry::kept_bytes).sum();
-    println!(
+    crate::outln!(
         "quarantine {}: {} entries, {} kept",
         run.dir.display(),
         run.entries.len(),
         human(total)
-    );
+    )?;
     match (&run.trace, &run.history) {
-        (Some(t), Some(_)) => println!("trace {}", t.display()),
-        (t, _) => println!(
+        (Some(t), Some(_)) => crate::outln!("trace {}", t.display())?,
+        (t, _) => crate::outln!(
             "trace not found{}: actions and results unknown, --action and --to unavailable",
             t.as_ref()
                 .map(|t| format!(" at {}", t.display()))
                 .unwrap_or_default()
-        ),
+        )?,
     }
     for ((known, id), es) in &groups {
         let bytes: u64 = es.iter().map(|e| e.kept_bytes()).sum();
@@ -237,14 +237,14 @@ fn list(run: &Run, as_json: bool) -> anyhow::Result<()> {
                 .history
                 .as_ref()
                 .expect("known actions come from the trace");
-            println!(
+            crate::outln!(
                 "\naction {id}: {}  ({live} entr{}, {} kept)",
                 h.describe(*id),
                 if live == 1 { "y" } else { "ies" },
                 human(bytes)
-            );
+            )?;
         } else {
-            println!("\nentry {id} (no trace record)");
+            crate::outln!("\nentry {id} (no trace record)")?;
         }
         for e in es {
             let seq = run
@@ -257,18 +257,18 @@ fn list(run: &Run, as_json: bool) -> anyhow::Result<()> {
                 String::new()
             };
             let n = note(e).map(|n| format!("  [{n}]")).unwrap_or_default();
-            println!(
+            crate::outln!(
                 "  #{:<4} {seq:<8} {:<8} {:<8} {} ({}{size}){n}",
                 e.id,
                 e.op(),
                 e.kind,
                 what(e),
                 e.method
-            );
+            )?;
         }
     }
-    println!(
+    crate::outln!(
         "\nundo with --action ID, --to SEQ (everything from SEQ on), --entry N or --all; --dry-run shows the plan"
-    );
+    )?;
     Ok(())
 }

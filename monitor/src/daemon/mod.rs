@@ -121,8 +121,8 @@ pub fn main(args: DaemonArgs) -> anyhow::Result<i32> {
         if let Some(a) = &cfg.approvals {
             a.check()?;
         }
-        println!("{}", toml::to_string_pretty(&cfg)?);
-        println!("# policy digest {}", policy.digest());
+        crate::outln!("{}", toml::to_string_pretty(&cfg)?)?;
+        crate::outln!("# policy digest {}", policy.digest())?;
         return Ok(0);
     }
     tokio::runtime::Builder::new_current_thread()

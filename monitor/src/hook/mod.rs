@@ -345,7 +345,7 @@ pub fn hook(a: HookArgs) -> anyhow::Result<i32> {
         Phase::Post => post(&call, opts, claude)?,
         Phase::Other => json!({}),
     };
-    println!("{out}");
+    crate::outln!("{out}")?;
     Ok(0)
 }
 
