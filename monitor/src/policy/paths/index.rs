@@ -4,6 +4,7 @@
 use std::sync::Mutex;
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
+use smallvec::SmallVec;
 
 use super::{beneath, path_glob, PathGlobs, Root, Roots};
 
@@ -414,19 +415,29 @@ impl IndexSet {
         }
         let mut named = Hits::default();
         self.name.mark(last, scratch, &mut named);
-        let dir_ok = match dir {
-            None => Hits::default(),
-            Some(d) => {
-                let (mut ok, own) = self.dir_hits(set, d, cache, scratch);
-                ok.or(&own);
-                ok
-            }
+        let Some(d) = dir else {
+            return self.combine(&Hits::default(), &Hits::default(), &named, hits);
         };
+        // A directory seen before: its hits as remembered, not a copy.
+        match cache.0.as_ref().and_then(|m| m[set as usize].get(d)) {
+            Some((passed, own)) => self.combine(passed, own, &named, hits),
+            None => {
+                let (passed, own) = self.dir_hits(set, d, cache, scratch);
+                self.combine(&passed, &own, &named, hits)
+            }
+        }
+    }
+
+    /// Marks the tests of the split globs whose directory condition the
+    /// directory satisfies (`passed` on from above it, or its `own`) and
+    /// whose name condition the last component satisfies (`named`).
+    fn combine(&self, passed: &Hits, own: &Hits, named: &Hits, hits: &mut Hits) {
         let words = self.test.len().div_ceil(64);
         for w in 0..words {
             let need_d = self.needs_dir.word(w);
             let need_n = self.needs_name.word(w);
-            let mut m = (dir_ok.word(w) | !need_d) & (named.word(w) | !need_n) & (need_d | need_n);
+            let dir_ok = passed.word(w) | own.word(w);
+            let mut m = (dir_ok | !need_d) & (named.word(w) | !need_n) & (need_d | need_n);
             while m != 0 {
                 let n = w * 64 + m.trailing_zeros() as usize;
                 if let Some(&id) = self.test.get(n) {
@@ -438,9 +449,10 @@ impl IndexSet {
     }
 }
 
-/// Which tests of a [`PathIndex`] match one path.
+/// Which tests of a [`PathIndex`] match one path. The default pack has
+/// 64 path tests: two words hold them without an allocation per path.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Hits(Vec<u64>);
+pub(crate) struct Hits(SmallVec<[u64; 2]>);
 
 impl Hits {
     fn set(&mut self, id: u32) {
@@ -449,15 +461,6 @@ impl Hits {
             self.0.resize(w + 1, 0);
         }
         self.0[w] |= 1 << b;
-    }
-
-    fn or(&mut self, other: &Hits) {
-        if self.0.len() < other.0.len() {
-            self.0.resize(other.0.len(), 0);
-        }
-        for (a, b) in self.0.iter_mut().zip(&other.0) {
-            *a |= b;
-        }
     }
 
     fn word(&self, w: usize) -> u64 {
@@ -516,7 +519,7 @@ impl PathIndex {
     }
 
     fn hits_uncached(&self, path: &str, roots: &Roots<'_>, dirs: &mut DirHits<'_>) -> Hits {
-        let mut hits = Hits(Vec::with_capacity(self.tests.div_ceil(64)));
+        let mut hits = Hits(SmallVec::with_capacity(self.tests.div_ceil(64)));
         let mut scratch = Vec::new();
         self.abs.mark(0, path, dirs, &mut scratch, &mut hits);
         for r in Root::ALL {
