@@ -13,6 +13,7 @@
 
 use std::collections::HashMap;
 
+use super::compile::op_bit;
 use super::matcher::{Field, Operator, Test, TextTest};
 use super::Rule;
 use crate::record::Op;
@@ -22,8 +23,8 @@ type Indices = Vec<u32>;
 
 #[derive(Debug, Default)]
 pub(crate) struct Selector {
-    /// Per operation (its position in [`Op::ALL`]): the rules applying to
-    /// it that name no program.
+    /// Per operation (its bit's position, [`op_bit`]): the rules applying
+    /// to it that name no program.
     open: Vec<Indices>,
     /// Per program name: the rules whose `program` test names it.
     named: HashMap<String, Indices>,
@@ -62,9 +63,9 @@ impl Selector {
                     }
                 }
                 None => {
-                    for (k, op) in Op::ALL.iter().enumerate() {
-                        if r.applies_to(*op) {
-                            s.open[k].push(i);
+                    for op in Op::ALL {
+                        if r.applies_to(op) {
+                            s.open[op_bit(op).trailing_zeros() as usize].push(i);
                         }
                     }
                 }
@@ -77,10 +78,9 @@ impl Selector {
     /// names (for an exec) are `programs`, in precedence order. A named
     /// rule may not apply to `op`: the caller tests that as for any rule.
     pub fn candidates<'s>(&'s self, op: Op, programs: &[Option<&str>]) -> Candidates<'s> {
-        let open = Op::ALL
-            .iter()
-            .position(|o| *o == op)
-            .and_then(|k| self.open.get(k))
+        let open = self
+            .open
+            .get(op_bit(op).trailing_zeros() as usize)
             .map_or(&[][..], Vec::as_slice);
         let mut lists: [&'s [u32]; 3] = [open, &[], &[]];
         if op == Op::Exec {
