@@ -11,7 +11,12 @@ use std::io::{self, Write};
 /// Writes `args` and a newline to `w`; a reader that went away is not an
 /// error (the rest of the output is dropped).
 pub fn line_to(w: &mut impl Write, args: fmt::Arguments<'_>) -> io::Result<()> {
-    match w.write_fmt(args).and_then(|()| w.write_all(b"\n")) {
+    reader_gone_is_ok(w.write_fmt(args).and_then(|()| w.write_all(b"\n")))
+}
+
+/// A write's result, with a reader that went away (EPIPE) not an error.
+fn reader_gone_is_ok(r: io::Result<()>) -> io::Result<()> {
+    match r {
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
         r => r,
     }
@@ -24,10 +29,7 @@ pub fn line(args: fmt::Arguments<'_>) -> io::Result<()> {
 
 /// `args` on stdout without a newline, as [`line`] does.
 pub fn text(args: fmt::Arguments<'_>) -> io::Result<()> {
-    match io::stdout().lock().write_fmt(args) {
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
-        r => r,
-    }
+    reader_gone_is_ok(io::stdout().lock().write_fmt(args))
 }
 
 /// `println!` for commands: `outln!("{x}")?` writes a line to stdout and
