@@ -368,9 +368,21 @@ impl IndexSet {
         cache: &mut DirHits<'_>,
         scratch: &mut Vec<usize>,
     ) -> (Hits, Hits) {
-        if let Some(e) = cache.0.as_ref().and_then(|m| m[set as usize].get(dir)) {
-            return e.clone();
+        match cache.0.as_ref().and_then(|m| m[set as usize].get(dir)) {
+            Some(e) => e.clone(),
+            None => self.dir_hits_new(set, dir, cache, scratch),
         }
+    }
+
+    /// [`Self::dir_hits`] of a directory not remembered yet: computed, and
+    /// remembered.
+    fn dir_hits_new(
+        &self,
+        set: u8,
+        dir: &str,
+        cache: &mut DirHits<'_>,
+        scratch: &mut Vec<usize>,
+    ) -> (Hits, Hits) {
         let (mut passed, last) = match dir.rfind('/') {
             Some(i) => (
                 self.dir_hits(set, &dir[..i], cache, scratch).0,
@@ -422,7 +434,7 @@ impl IndexSet {
         match cache.0.as_ref().and_then(|m| m[set as usize].get(d)) {
             Some((passed, own)) => self.combine(passed, own, &named, hits),
             None => {
-                let (passed, own) = self.dir_hits(set, d, cache, scratch);
+                let (passed, own) = self.dir_hits_new(set, d, cache, scratch);
                 self.combine(&passed, &own, &named, hits)
             }
         }
