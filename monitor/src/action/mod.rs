@@ -74,6 +74,10 @@ struct Info {
     /// ([`Judge::command_again`]).
     exec: Option<Box<Action>>,
     exec_irreversible: u64,
+    /// A record of the action wrote, moved or removed a name under a git
+    /// directory's `refs/` or its `packed-refs`: the branch tips may have
+    /// changed ([`Judge::place`] reads them again when it ends).
+    refs_touched: bool,
 }
 
 impl Info {
@@ -107,6 +111,15 @@ fn preview_of(
     let cwd = PathBuf::from(format!("/proc/{}/cwd", a.pid));
     std::fs::symlink_metadata(&root).ok()?;
     blast::preview_in(argv, &cwd, &root, m)
+}
+
+/// Whether record `a` wrote, moved or removed a name under a git
+/// directory's `refs/` or its `packed-refs` (either of its paths).
+fn touches_refs(a: &Action) -> bool {
+    [&a.path, &a.path2]
+        .into_iter()
+        .flatten()
+        .any(|p| p.contains("/refs/") || p.ends_with("/packed-refs") || p.contains("/packed-refs."))
 }
 
 /// Groups, measures and judges records.
@@ -235,6 +248,7 @@ impl Judge {
             if let Some(k) = key {
                 let info = self.info.entry(k).or_default();
                 info.records += 1;
+                info.refs_touched |= touches_refs(a);
                 if info
                     .worst
                     .as_ref()
@@ -356,6 +370,8 @@ impl Judge {
                     if let Some(done) = self.grouper.exit(a.pid) {
                         // A git action may have made branches a later
                         // command deletes before its record is judged.
+                        // One whose records changed nothing under the refs
+                        // left the tips as the last read found them.
                         if let Some(cwd) = self
                             .grouper
                             .actions
@@ -363,7 +379,8 @@ impl Judge {
                             .filter(|st| st.is_git() && !self.ahead && !self.replaying)
                             .and_then(|st| st.cwd.clone())
                         {
-                            self.measurer.remember_tips(Path::new(&cwd));
+                            let touched = self.info.get(&done).is_some_and(|i| i.refs_touched);
+                            self.measurer.remember_tips_after(Path::new(&cwd), touched);
                         }
                         self.ended.push(done);
                     }

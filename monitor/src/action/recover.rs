@@ -168,6 +168,21 @@ impl Measurer {
         }
     }
 
+    /// [`Self::remember_tips`] when a git command ended: read again only
+    /// when its records `touched` the refs, or the repository's tips were
+    /// never read (or a preview of a branch deletion set them aside).
+    pub fn remember_tips_after(&mut self, dir: &Path, touched: bool) {
+        if !touched {
+            let common = self
+                .repo_root_of_dir(dir)
+                .and_then(|root| self.repo(&root).map(|r| r.common.clone()));
+            if common.is_some_and(|c| self.tips_read.contains_key(&c)) {
+                return;
+            }
+        }
+        self.remember_tips(dir);
+    }
+
     /// Forgets the last measurement's `lstat` (a new record is judged).
     pub fn forget_lstat(&mut self) {
         self.last_lstat = None;

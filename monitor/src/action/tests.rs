@@ -480,6 +480,60 @@ fn file_effect(op: Op, path: &Path, flags: &[&str]) -> Action {
     }
 }
 
+/// When a git command ends, the branch tips are read again only when its
+/// records changed something under the refs, or the repository was never
+/// read: `git status` after `git status` reads nothing.
+#[test]
+fn tips_are_read_again_only_after_a_git_command_changed_the_refs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let r = repo(tmp.path());
+    let ctx = ctx_in(&r, tmp.path());
+    let policy = Policy::default_pack();
+    let mut j = Judge::new(&ctx);
+    let known = |j: &Judge, b: &str| {
+        let name = format!("refs/heads/{b}");
+        j.measurer.tips.values().any(|t| t.contains_key(&name))
+    };
+    let run = |j: &mut Judge, pid: u32, argv: &[&str], effects: Vec<Action>| {
+        let mut e = exec(pid, 1, argv, "/usr/bin/git", 0);
+        e.cwd = Some(s(&r));
+        j.judge(&mut e, &policy, &ctx);
+        for mut a in effects {
+            (a.pid, a.tid) = (pid, pid);
+            j.judge(&mut a, &policy, &ctx);
+        }
+        let mut x = Action {
+            op: Some(Op::Exit),
+            pid,
+            tid: pid,
+            ppid: 1,
+            ..Default::default()
+        };
+        j.judge(&mut x, &policy, &ctx);
+    };
+    git(&r, &["branch", "one"]);
+    run(&mut j, 40, &["git", "status"], vec![]);
+    assert!(known(&j, "one"), "the repository's first git command reads");
+    git(&r, &["branch", "two"]);
+    run(&mut j, 41, &["git", "status"], vec![]);
+    assert!(!known(&j, "two"), "no record changed a ref: nothing read");
+    let heads = r.join(".git/refs/heads");
+    let mut made = file_effect(Op::Rename, &heads.join("two.lock"), &[]);
+    made.path2 = Some(s(&heads.join("two")));
+    run(&mut j, 42, &["git", "branch", "two"], vec![made]);
+    assert!(known(&j, "two"), "a ref renamed into place: read again");
+    assert!(touches_refs(&file_effect(
+        Op::Write,
+        &r.join(".git/packed-refs.lock"),
+        &["O_CREAT"]
+    )));
+    assert!(!touches_refs(&file_effect(
+        Op::Write,
+        &r.join(".git/index.lock"),
+        &["O_CREAT"]
+    )));
+}
+
 #[test]
 fn an_rmdir_loses_nothing_but_the_files_it_held_are_judged() {
     let tmp = tempfile::tempdir().unwrap();
