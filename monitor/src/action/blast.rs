@@ -314,15 +314,43 @@ pub fn preview_in(argv: &[String], cwd: &Path, root: &Path, m: &mut Measurer) ->
                 // Stash entries exist nowhere else, but those this run
                 // pushed are its own to drop.
                 "stash" if matches!(pos.get(1).map(String::as_str), Some("drop" | "clear")) => {
-                    let git_dir = m.repo(&root)?.git_dir.clone();
+                    let repo = m.repo(&root)?;
+                    let (git_dir, common) = (repo.git_dir.clone(), repo.common.clone());
                     let entries = super::git::stash_entries(&git_dir);
-                    let dropped: Vec<&String> = if pos[1] == "clear" {
-                        entries.iter().collect()
+                    let clear = pos[1] == "clear";
+                    let n = if clear {
+                        0
                     } else {
-                        let n = pos.get(2).map_or(Some(0), |s| stash_index(s))?;
-                        entries.get(n).into_iter().collect()
+                        pos.get(2).map_or(Some(0), |s| stash_index(s))?
                     };
-                    for id in dropped {
+                    // Previewed after the command ran (entries the last
+                    // read had are gone): they are what it dropped.
+                    let before = m
+                        .stashes
+                        .get(&common)
+                        .filter(|b| m.late && b.len() > entries.len());
+                    let dropped: Vec<String> = match before {
+                        Some(b) => {
+                            let gone: Vec<&String> =
+                                b.iter().filter(|id| !entries.contains(id)).collect();
+                            if clear {
+                                gone.into_iter().cloned().collect()
+                            } else {
+                                let nth = b.get(n).filter(|id| gone.contains(id));
+                                nth.or(gone.first().copied()).into_iter().cloned().collect()
+                            }
+                        }
+                        None if clear => entries.clone(),
+                        None => entries.get(n).into_iter().cloned().collect(),
+                    };
+                    // What the stash holds once the command has run.
+                    let after = entries
+                        .iter()
+                        .filter(|id| !dropped.contains(id))
+                        .cloned()
+                        .collect();
+                    m.stashes.insert(common, after);
+                    for id in &dropped {
                         blast.refs += 1;
                         if super::git::written_since(&git_dir, id, m.since) {
                             blast.recoverable += 1;

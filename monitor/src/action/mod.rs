@@ -197,6 +197,7 @@ impl Judge {
     pub fn ahead(ctx: &Context) -> Judge {
         let mut j = Judge::new(ctx);
         j.ahead = true;
+        j.measurer.late = false;
         j
     }
 

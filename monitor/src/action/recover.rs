@@ -74,6 +74,15 @@ pub struct Measurer {
     /// When [`Measurer::tips`] last read each repository's branches
     /// (dropped when a judged deletion takes a name out of it).
     pub(super) tips_read: foldhash::HashMap<PathBuf, super::git::RefsStamp>,
+    /// The stash entries of each repository (common git directory), newest
+    /// first, as last read (when the run started, when a git action that
+    /// wrote under the refs ended) or as a previewed drop leaves them. A
+    /// drop previewed after it ran, when its entry is gone, is judged on
+    /// them.
+    pub stashes: foldhash::HashMap<PathBuf, Vec<String>>,
+    /// Previews may come after their command ran (the judge of a trace's
+    /// records); false for a judge ahead of the call.
+    pub late: bool,
     /// Judging for an agent session that abm does not watch call by call
     /// (`abm hook`): a file born (`statx` birth time) since [`Measurer::since`]
     /// is the session's own, as a file the run saw itself create is the
@@ -97,6 +106,8 @@ impl Measurer {
             since: crate::core::clock::realtime_coarse(),
             tips: Default::default(),
             tips_read: Default::default(),
+            stashes: Default::default(),
+            late: true,
             born_own: false,
             databases: Default::default(),
         }
@@ -155,6 +166,8 @@ impl Measurer {
         let Some(common) = self.repo(&root).map(|r| r.common.clone()) else {
             return;
         };
+        self.stashes
+            .insert(common.clone(), super::git::stash_entries(&common));
         // Names already known keep their first tip: read again only what
         // may have changed since the last read.
         if self.tips_read.get(&common).is_some_and(|s| !s.changed()) {

@@ -459,6 +459,15 @@ fn git_internals_are_recoverable_only_when_every_branch_is_on_a_remote() {
 }
 
 /// The context of a run whose workspace is the repository `r`.
+/// A real repository in a temporary directory (kept while the first
+/// value lives), a context rooted in it, and the default pack.
+fn repo_ctx() -> (tempfile::TempDir, PathBuf, Context, Policy) {
+    let tmp = tempfile::tempdir().unwrap();
+    let r = repo(tmp.path());
+    let ctx = ctx_in(&r, tmp.path());
+    (tmp, r, ctx, Policy::default_pack())
+}
+
 fn ctx_in(r: &Path, tmp: &Path) -> Context {
     Context {
         workspace: r.to_path_buf(),
@@ -485,10 +494,7 @@ fn file_effect(op: Op, path: &Path, flags: &[&str]) -> Action {
 /// read: `git status` after `git status` reads nothing.
 #[test]
 fn tips_are_read_again_only_after_a_git_command_changed_the_refs() {
-    let tmp = tempfile::tempdir().unwrap();
-    let r = repo(tmp.path());
-    let ctx = ctx_in(&r, tmp.path());
-    let policy = Policy::default_pack();
+    let (_tmp, r, ctx, policy) = repo_ctx();
     let mut j = Judge::new(&ctx);
     let known = |j: &Judge, b: &str| {
         let name = format!("refs/heads/{b}");
@@ -590,10 +596,7 @@ fn an_rmdir_loses_nothing_but_the_files_it_held_are_judged() {
 /// was there before is measured as before.
 #[test]
 fn an_open_that_created_its_file_destroyed_nothing() {
-    let tmp = tempfile::tempdir().unwrap();
-    let r = repo(tmp.path());
-    let ctx = ctx_in(&r, tmp.path());
-    let policy = Policy::default_pack();
+    let (_tmp, r, ctx, policy) = repo_ctx();
     let mut j = Judge::new(&ctx);
     let mut effect = |op: Op, path: &Path, flags: &[&str], created: bool| {
         let mut a = Action {
@@ -642,10 +645,7 @@ fn an_open_that_created_its_file_destroyed_nothing() {
 /// is judged; without the early preview the same record finds nothing.
 #[test]
 fn an_exec_previewed_on_arrival_is_judged_by_what_was_there() {
-    let tmp = tempfile::tempdir().unwrap();
-    let r = repo(tmp.path());
-    let ctx = ctx_in(&r, tmp.path());
-    let policy = Policy::default_pack();
+    let (_tmp, r, ctx, policy) = repo_ctx();
     let clean = |ktime_ns: u64| Action {
         cwd: Some(s(&r)),
         ktime_ns,
@@ -737,10 +737,7 @@ fn an_exec_previewed_on_arrival_is_judged_by_what_was_there() {
 /// measurement and verdict, for every kind of rewrite.
 #[test]
 fn a_rewrite_is_judged_the_same_before_and_after_the_call() {
-    let tmp = tempfile::tempdir().unwrap();
-    let r = repo(tmp.path());
-    let ctx = ctx_in(&r, tmp.path());
-    let policy = Policy::default_pack();
+    let (_tmp, r, ctx, policy) = repo_ctx();
     let trunc = ["O_WRONLY", "O_CREAT", "O_TRUNC"];
     // (call, what it does to the file system, the verdict both must give)
     type Case<'a> = (&'a str, Action, Box<dyn Fn()>, Treatment);
@@ -864,10 +861,7 @@ fn git_checkout_of_a_pathspec_is_previewed() {
 /// held.
 #[test]
 fn a_call_on_a_missing_name_destroys_nothing_before_and_after() {
-    let tmp = tempfile::tempdir().unwrap();
-    let r = repo(tmp.path());
-    let ctx = ctx_in(&r, tmp.path());
-    let policy = Policy::default_pack();
+    let (_tmp, r, ctx, policy) = repo_ctx();
     for (op, rel) in [
         (Op::Unlink, "core"),
         (Op::Unlink, "no/such/dir/file"),
@@ -1009,6 +1003,41 @@ fn stash_drops_and_remote_deletes_are_judged_by_what_they_lose() {
     assert_eq!(del(&["git", "branch", "-d", "merged"], &mut m), (1, 0, 1));
 }
 
+/// A drop previewed after it ran (its entry already gone, as a trace's
+/// records arrive once the command is done) is judged on the entries read
+/// when the run started or as an earlier drop left them; a judge ahead of
+/// the call only ever sees the entries as they are.
+#[test]
+fn a_stash_drop_previewed_after_it_ran_is_judged_on_what_it_dropped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let r = repo(tmp.path());
+    git(&r, &["stash", "push", "-q", "-m", "old"]);
+    let mut m = measurer(&r, &tmp.path().join("home"));
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    m.since = std::time::SystemTime::now();
+    std::fs::write(r.join("src/a.rs"), "fn a() { scratch() }\n").unwrap();
+    git(&r, &["stash", "push", "-q", "-m", "scratch"]);
+    // The run starts: the stash holds the run's own entry over an old one.
+    m.remember_tips(&r);
+    let late = |args: &[&str], m: &mut Measurer| {
+        git(&r, &args[1..]);
+        let b = preview(&cmdline(args), &r, m).expect("previewed");
+        (b.refs, b.irreversible, b.recoverable)
+    };
+    assert_eq!(late(&["git", "stash", "drop", "-q"], &mut m), (1, 0, 1));
+    assert_eq!(late(&["git", "stash", "drop", "-q"], &mut m), (1, 1, 0));
+
+    // Ahead of the call, an entry already gone is not counted.
+    std::fs::write(r.join("src/a.rs"), "fn a() { again() }\n").unwrap();
+    git(&r, &["stash", "push", "-q", "-m", "again"]);
+    let mut ahead = measurer(&r, &tmp.path().join("home"));
+    ahead.late = false;
+    ahead.remember_tips(&r);
+    git(&r, &["stash", "drop", "-q"]);
+    let b = preview(&cmdline(&["git", "stash", "drop"]), &r, &mut ahead);
+    assert!(b.as_ref().is_none_or(|b| b.refs == 0), "{b:?}");
+}
+
 /// Git-ignored is not regenerable: an ignored file in a build or tool
 /// output directory, or of an output kind, is regenerated; any other
 /// ignored file (a data directory, a local config) exists nowhere else.
@@ -1102,10 +1131,7 @@ fn walkdir(d: &Path) -> Vec<String> {
 /// thread spent off the CPU (preempted by the workload, or here asleep).
 #[test]
 fn a_batch_charges_cpu_not_time_off_the_cpu() {
-    let tmp = tempfile::tempdir().unwrap();
-    let r = repo(tmp.path());
-    let ctx = ctx_in(&r, tmp.path());
-    let policy = Policy::default_pack();
+    let (_tmp, r, ctx, policy) = repo_ctx();
     let mut j = Judge::new(&ctx);
     let rec = |t: u64| Action {
         cwd: Some(s(&r)),
