@@ -895,18 +895,24 @@ fn a_call_on_a_missing_name_destroys_nothing_before_and_after() {
     assert_ne!(removed.verdict.unwrap().treatment, Treatment::Accept);
 }
 
+/// A repository with one stash entry pushed before the run, and a
+/// measurer whose run starts after it.
+fn stash_from_before_the_run() -> (tempfile::TempDir, PathBuf, Measurer) {
+    let tmp = tempfile::tempdir().unwrap();
+    let r = repo(tmp.path());
+    git(&r, &["stash", "push", "-q", "-m", "old"]);
+    let mut m = measurer(&r, &tmp.path().join("home"));
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    m.since = std::time::SystemTime::now();
+    (tmp, r, m)
+}
+
 /// `git stash drop`/`clear` lose the entries the run did not push; those
 /// whose commit was written since the run started are its own. A remote
 /// branch or tag deleted is lost only when no other ref holds its commits.
 #[test]
 fn stash_drops_and_remote_deletes_are_judged_by_what_they_lose() {
-    let tmp = tempfile::tempdir().unwrap();
-    let r = repo(tmp.path());
-    // An entry from before the run.
-    git(&r, &["stash", "push", "-q", "-m", "old"]);
-    let mut m = measurer(&r, &tmp.path().join("home"));
-    std::thread::sleep(std::time::Duration::from_millis(20));
-    m.since = std::time::SystemTime::now();
+    let (tmp, r, mut m) = stash_from_before_the_run();
     let b = preview(&cmdline(&["git", "stash", "drop"]), &r, &mut m).expect("previewed");
     assert_eq!((b.refs, b.irreversible, b.recoverable), (1, 1, 0), "{b:?}");
     // One the run pushed: stash@{0} is its own, stash@{1} is not.
@@ -1009,12 +1015,7 @@ fn stash_drops_and_remote_deletes_are_judged_by_what_they_lose() {
 /// the call only ever sees the entries as they are.
 #[test]
 fn a_stash_drop_previewed_after_it_ran_is_judged_on_what_it_dropped() {
-    let tmp = tempfile::tempdir().unwrap();
-    let r = repo(tmp.path());
-    git(&r, &["stash", "push", "-q", "-m", "old"]);
-    let mut m = measurer(&r, &tmp.path().join("home"));
-    std::thread::sleep(std::time::Duration::from_millis(20));
-    m.since = std::time::SystemTime::now();
+    let (tmp, r, mut m) = stash_from_before_the_run();
     std::fs::write(r.join("src/a.rs"), "fn a() { scratch() }\n").unwrap();
     git(&r, &["stash", "push", "-q", "-m", "scratch"]);
     // The run starts: the stash holds the run's own entry over an old one.
