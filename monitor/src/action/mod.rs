@@ -31,6 +31,7 @@ pub mod group;
 pub mod pathset;
 pub mod recover;
 pub mod scope;
+mod tips;
 
 #[cfg(test)]
 mod tests;

@@ -157,45 +157,6 @@ impl Measurer {
                 .is_ok_and(|born| born >= self.since)
     }
 
-    /// Adds the branch tips of the repository holding `dir` to
-    /// [`Measurer::tips`] (names already known keep the tip seen first).
-    pub fn remember_tips(&mut self, dir: &Path) {
-        let Some(root) = self.repo_root_of_dir(dir) else {
-            return;
-        };
-        let Some(common) = self.repo(&root).map(|r| r.common.clone()) else {
-            return;
-        };
-        self.stashes
-            .insert(common.clone(), super::git::stash_entries(&common));
-        // Names already known keep their first tip: read again only what
-        // may have changed since the last read.
-        if self.tips_read.get(&common).is_some_and(|s| !s.changed()) {
-            return;
-        }
-        let (now, stamp) = super::git::branch_tips_stamped(&common);
-        self.tips_read.insert(common.clone(), stamp);
-        let known = self.tips.entry(common).or_default();
-        for (name, tip) in now {
-            known.entry(name).or_insert(tip);
-        }
-    }
-
-    /// [`Self::remember_tips`] when a git command ended: read again only
-    /// when its records `touched` the refs, or the repository's tips were
-    /// never read (or a preview of a branch deletion set them aside).
-    pub fn remember_tips_after(&mut self, dir: &Path, touched: bool) {
-        if !touched {
-            let common = self
-                .repo_root_of_dir(dir)
-                .and_then(|root| self.repo(&root).map(|r| r.common.clone()));
-            if common.is_some_and(|c| self.tips_read.contains_key(&c)) {
-                return;
-            }
-        }
-        self.remember_tips(dir);
-    }
-
     /// Forgets the last measurement's `lstat` (a new record is judged).
     pub fn forget_lstat(&mut self) {
         self.last_lstat = None;
@@ -215,7 +176,7 @@ impl Measurer {
         self.repo_root_of_dir(dir)
     }
 
-    fn repo_root_of_dir(&mut self, dir: &Path) -> Option<PathBuf> {
+    pub(super) fn repo_root_of_dir(&mut self, dir: &Path) -> Option<PathBuf> {
         if let Some(r) = self.repo_of.get(dir) {
             return r.clone();
         }
