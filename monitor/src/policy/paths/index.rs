@@ -359,22 +359,25 @@ impl IndexSet {
     /// The split globs whose directory condition `dir` satisfies: those
     /// it passes on to the directories beneath it (a component matches
     /// `C`, it or a prefix matches `X` of `X/**`), built on its parent's,
-    /// and those of `X/B` it matches itself. Remembered per directory in
-    /// `cache` (set number `set`).
-    fn dir_hits(
+    /// and those of `X/B` it matches itself, handed to `f`. Remembered per
+    /// directory in `cache` (set number `set`): a directory seen before
+    /// hands over its hits as remembered, not a copy.
+    fn with_dir_hits<R>(
         &self,
         set: u8,
         dir: &str,
         cache: &mut DirHits<'_>,
         scratch: &mut Vec<usize>,
-    ) -> (Hits, Hits) {
-        match cache.0.as_ref().and_then(|m| m[set as usize].get(dir)) {
-            Some(e) => e.clone(),
-            None => self.dir_hits_new(set, dir, cache, scratch),
+        f: impl FnOnce(&Hits, &Hits) -> R,
+    ) -> R {
+        if let Some((passed, own)) = cache.0.as_ref().and_then(|m| m[set as usize].get(dir)) {
+            return f(passed, own);
         }
+        let (passed, own) = self.dir_hits_new(set, dir, cache, scratch);
+        f(&passed, &own)
     }
 
-    /// [`Self::dir_hits`] of a directory not remembered yet: computed, and
+    /// [`Self::with_dir_hits`] of a directory not remembered yet: computed, and
     /// remembered.
     fn dir_hits_new(
         &self,
@@ -385,7 +388,7 @@ impl IndexSet {
     ) -> (Hits, Hits) {
         let (mut passed, last) = match dir.rfind('/') {
             Some(i) => (
-                self.dir_hits(set, &dir[..i], cache, scratch).0,
+                self.with_dir_hits(set, &dir[..i], cache, scratch, |p, _| p.clone()),
                 &dir[i + 1..],
             ),
             None => (Hits::default(), dir),
@@ -430,14 +433,9 @@ impl IndexSet {
         let Some(d) = dir else {
             return self.combine(&Hits::default(), &Hits::default(), &named, hits);
         };
-        // A directory seen before: its hits as remembered, not a copy.
-        match cache.0.as_ref().and_then(|m| m[set as usize].get(d)) {
-            Some((passed, own)) => self.combine(passed, own, &named, hits),
-            None => {
-                let (passed, own) = self.dir_hits_new(set, d, cache, scratch);
-                self.combine(&passed, &own, &named, hits)
-            }
-        }
+        self.with_dir_hits(set, d, cache, scratch, |passed, own| {
+            self.combine(passed, own, &named, hits)
+        })
     }
 
     /// Marks the tests of the split globs whose directory condition the
